@@ -1,0 +1,3 @@
+module github.com/scout-discovery/scout
+
+go 1.25.0
