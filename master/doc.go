@@ -1,0 +1,49 @@
+// Package master is the decision core of scout's master server: a pure,
+// I/O-free registry of game servers and the defences around it. The packet
+// handler, socket loop, CLI, metrics and HTTP sit on top of it; this
+// package never reads the clock (every method takes now) and never touches
+// a socket.
+//
+// # Registration
+//
+//	server                          master
+//	  heartbeat QuakeArena-1\n   ->   Registry.Heartbeat: limits, policy -> Probe
+//	                             <-   getinfo <challenge>
+//	  infoResponse\n\...\challenge\<challenge>
+//	                             ->   Registry.Verify: same address, challenge
+//	                                  within ChallengeLifetime, protocol,
+//	                                  sv_maxclients > 0, clients, gamename rules
+//	                                  -> listed (Change)
+//
+// A heartbeat never extends a listing; only a verified reply does
+// (dpmaster's rule: "authenticated infoResponse messages are the only
+// messages we can reasonably trust"). The address listed is the packet's
+// source, so servers behind NAT are listed with their public address.
+//
+// Keeping the list true: DueProbes returns the periodic re-probes of each
+// game (Q3A: getstatus every 5 minutes; ET: getchallenge+getstatus+getinfo
+// every 4 minutes, per CAIA 070730A); Expire drops servers silent for
+// Timeout (15 minutes), servers that missed MaxMissedProbes re-probes, and
+// servers whose heartbeat- or flatline-triggered check went unanswered. A
+// flatline (or ioquake3's double shutdown heartbeat) only triggers a check:
+// a spoofed flatline cannot delist a live server, which answers the check.
+// The price is that a check lost in the network drops a live server until
+// its next heartbeat (at most 5 minutes for Quake III engines).
+//
+// # Queries
+//
+// Select answers getservers / getserversExt / getServers with a fair
+// rotation over a snapshot rebuilt only after the listing changes.
+//
+// # Defences
+//
+// Challenger (HMAC-SHA256 with a rotating secret), SourceLimiter
+// (dpmaster's --fp-throttle / --fp-decay-time), ByteBudget (global
+// outbound bytes per second), AddrMap (dpmaster's -m), and the limits in
+// Config. Every decision returns a Reason with a stable metrics label.
+//
+// # Concurrency
+//
+// Registry, Challenger, SourceLimiter and ByteBudget are safe for
+// concurrent use; each documents what its mutex guards.
+package master

@@ -1,0 +1,190 @@
+package master
+
+import (
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// Flood protection defaults. dpmaster's are throttle 5, decay 3 s, 512
+// client records, and the protection is off unless -f is given; scout's
+// master turns it on by default (see Config).
+const (
+	// DefaultThrottle is dpmaster's --fp-throttle: a source may send
+	// Throttle-1 requests in a row, then one per DecayTime.
+	DefaultThrottle = 5
+	// DefaultDecayTime is dpmaster's --fp-decay-time.
+	DefaultDecayTime = 3 * time.Second
+	// DefaultMaxSources is the size of the per-source table (dpmaster's
+	// --max-clients, 512 there). 40 bytes or so per entry.
+	DefaultMaxSources = 16384
+)
+
+// SourceLimiter is dpmaster's per-source flood protection as an exact,
+// pure structure. Each source (an IPv4 address, or an IPv6 /64) has a
+// counter that goes up by one per accepted request and down by one every
+// DecayTime; a request is refused when it would bring the counter to
+// Throttle. So with throttle 5 and decay 3 s, 4 requests in a row pass, the
+// 5th is refused, and one more passes every 3 s.
+//
+// It is kept as a GCRA "theoretical arrival time" per source: one
+// timestamp, no float, exact to the nanosecond. Refused requests do not
+// count (as in dpmaster). When the table is full, fully decayed sources
+// are evicted; if none is, new sources are refused with
+// ReasonSourceTableFull (failing closed: the master answers less rather
+// than become an amplifier).
+//
+// mu guards the fields below it; methods are safe for concurrent use.
+type SourceLimiter struct {
+	decay     time.Duration
+	tolerance time.Duration // (throttle-2)*decay: the backlog allowed before the request
+	max       int
+
+	mu        sync.Mutex
+	tat       map[netip.Prefix]time.Time
+	nextSweep time.Time // no decayed entry can exist before this time
+}
+
+// NewSourceLimiter returns a limiter with dpmaster's semantics. throttle
+// must be at least 2 (dpmaster's own bound), decay positive, max positive.
+func NewSourceLimiter(throttle int, decay time.Duration, max int) (*SourceLimiter, error) {
+	if throttle < 2 || decay <= 0 || max <= 0 {
+		return nil, fmt.Errorf("master: flood protection throttle %d (>= 2), decay %v (> 0), table %d (> 0)", throttle, decay, max)
+	}
+	return &SourceLimiter{
+		decay:     decay,
+		tolerance: time.Duration(throttle-2) * decay,
+		max:       max,
+		tat:       make(map[netip.Prefix]time.Time),
+	}, nil
+}
+
+// Allow decides whether a request from src at now may be answered, and
+// counts it if so.
+func (l *SourceLimiter) Allow(now time.Time, src netip.AddrPort) Reason {
+	k := sourceKey(src.Addr())
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, ok := l.tat[k]
+	if !ok {
+		if len(l.tat) >= l.max && !l.sweepLocked(now) {
+			return ReasonSourceTableFull
+		}
+		t = now
+	}
+	if t.Before(now) {
+		t = now
+	}
+	// t is when the backlog drains; the request is allowed if the backlog
+	// before it is at most throttle-2 decays (so after it, throttle-1).
+	if t.Sub(now) > l.tolerance {
+		return ReasonRateLimited
+	}
+	l.tat[k] = t.Add(l.decay)
+	return OK
+}
+
+// sweepLocked evicts fully decayed sources and reports whether there is
+// room now. A sweep that frees nothing records when the earliest entry will
+// decay, so a flood of new sources costs one sweep per decay, not one per
+// packet.
+func (l *SourceLimiter) sweepLocked(now time.Time) bool {
+	if now.Before(l.nextSweep) {
+		return false
+	}
+	var earliest time.Time
+	for k, t := range l.tat {
+		if !t.After(now) {
+			delete(l.tat, k)
+		} else if earliest.IsZero() || t.Before(earliest) {
+			earliest = t
+		}
+	}
+	if len(l.tat) < l.max {
+		return true
+	}
+	l.nextSweep = earliest
+	return false
+}
+
+// Len returns the number of sources tracked.
+func (l *SourceLimiter) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.tat)
+}
+
+// Outbound budget defaults.
+const (
+	// DefaultOutboundBytesPerSecond is the global outbound budget for
+	// answers to queries: 12.5 MB/s (100 Mbit/s), about 350 full answers of
+	// 5,000 servers per second. Raise it for a bigger pipe; it exists so
+	// that a spoofed query flood cannot turn the master into an amplifier
+	// beyond this rate.
+	DefaultOutboundBytesPerSecond = 12_500_000
+	// DefaultOutboundBurst is the budget's bucket size in bytes.
+	DefaultOutboundBurst = 1 << 20
+)
+
+// ByteBudget is a global token bucket over bytes, kept as a GCRA
+// timestamp: each byte costs 1s/rate, and the bucket holds burst bytes.
+// A reservation is all or nothing.
+//
+// mu guards the fields below it; methods are safe for concurrent use.
+type ByteBudget struct {
+	perByte   float64 // nanoseconds per byte
+	tolerance time.Duration
+	burst     int
+
+	mu  sync.Mutex
+	tat time.Time
+}
+
+// NewByteBudget returns a budget of rate bytes per second with a bucket
+// of burst bytes. Both must be positive.
+func NewByteBudget(rate, burst int) (*ByteBudget, error) {
+	if rate <= 0 || burst <= 0 {
+		return nil, fmt.Errorf("master: outbound budget %d B/s, burst %d B: both must be positive", rate, burst)
+	}
+	b := &ByteBudget{perByte: 1e9 / float64(rate), burst: burst}
+	b.tolerance = b.cost(burst)
+	return b, nil
+}
+
+func (b *ByteBudget) cost(n int) time.Duration {
+	return time.Duration(float64(n)*b.perByte + 0.5)
+}
+
+// Reserve takes n bytes from the budget at now if they are all there:
+// OK, ReasonBudgetExhausted, or ReasonReplyTooLarge when n exceeds the
+// burst (it could never pass).
+func (b *ByteBudget) Reserve(now time.Time, n int) Reason {
+	if n > b.burst {
+		return ReasonReplyTooLarge
+	}
+	c := b.cost(n)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.tat
+	if t.Before(now) {
+		t = now
+	}
+	if t.Add(c).Sub(now) > b.tolerance {
+		return ReasonBudgetExhausted
+	}
+	b.tat = t.Add(c)
+	return OK
+}
+
+// sourceKey is the unit of per-address accounting: an IPv4 address, or
+// the /64 of an IPv6 address (one subscriber's prefix).
+func sourceKey(a netip.Addr) netip.Prefix {
+	a = a.Unmap()
+	bits := 32
+	if a.Is6() {
+		bits = 64
+	}
+	p, _ := a.Prefix(bits)
+	return p
+}

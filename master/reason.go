@@ -1,0 +1,111 @@
+package master
+
+import "fmt"
+
+// Reason is the outcome of every decision the master core takes: why a
+// heartbeat was or was not answered, a reply accepted or rejected, a query
+// answered or dropped, a server removed. Each value has a stable
+// snake_case String suitable as a metrics label.
+type Reason uint8
+
+const (
+	// OK: accepted.
+	OK Reason = iota
+
+	// Addresses and limits.
+	ReasonBadAddress     // invalid, unspecified, multicast address or port 0
+	ReasonLoopback       // loopback server and loopback not allowed, no mapping
+	ReasonPrivate        // private address refused by configuration
+	ReasonServerListFull // Config.MaxServers reached
+	ReasonTooManyPending // Config.MaxPending challenges outstanding
+	ReasonAddressFull    // Config.MaxServersPerAddress reached for the IPv4 address / IPv6 /64
+
+	// Heartbeats.
+	ReasonUnknownHeartbeat // tag not in the catalogue
+	ReasonGamePolicy       // game refused by --game-policy
+	ReasonProbeOutstanding // a check is already in flight: nothing more is sent
+	ReasonNotListed        // flatline from a server that is not listed: ignored
+
+	// Replies.
+	ReasonUnknownServer    // reply from an address the master never challenged
+	ReasonUnsolicited      // no check in flight for that server, or not the reply asked for
+	ReasonMissingChallenge // no challenge in the reply
+	ReasonBadChallenge     // challenge not issued to this address
+	ReasonChallengeExpired // challenge older than Config.ChallengeLifetime
+	ReasonMissingProtocol  // no "protocol"
+	ReasonBadProtocol      // "protocol" not a number
+	ReasonNoMaxClients     // "sv_maxclients" missing or 0
+	ReasonMissingClients   // "clients" missing or not a number
+	ReasonBadGametype      // gametype with whitespace or too long
+	ReasonMissingGamename  // no gamename and no known heartbeat tag
+	ReasonBadGamename      // empty, whitespace, control byte or too long
+	ReasonGamenameMismatch // gamename differs from the game its heartbeat announced
+
+	// Queries and flood protection.
+	ReasonUnknownGame     // query for a protocol no anonymous game uses
+	ReasonRateLimited     // per-source flood protection
+	ReasonSourceTableFull // flood-protection table full of active sources
+	ReasonBudgetExhausted // global outbound byte budget spent
+	ReasonReplyTooLarge   // a single reply larger than the whole budget burst
+
+	// Removals.
+	ReasonSilent            // not verified for Config.Timeout
+	ReasonProbesUnanswered  // Config.MaxMissedProbes re-probes in a row unanswered
+	ReasonCheckUnanswered   // a check triggered by a heartbeat or flatline went unanswered
+	ReasonChallengeTimedOut // a new server never answered its challenge
+
+	numReasons
+)
+
+var reasonNames = [numReasons]string{
+	OK:                      "ok",
+	ReasonBadAddress:        "bad_address",
+	ReasonLoopback:          "loopback",
+	ReasonPrivate:           "private_address",
+	ReasonServerListFull:    "server_list_full",
+	ReasonTooManyPending:    "too_many_pending",
+	ReasonAddressFull:       "address_full",
+	ReasonUnknownHeartbeat:  "unknown_heartbeat",
+	ReasonGamePolicy:        "game_policy",
+	ReasonProbeOutstanding:  "probe_outstanding",
+	ReasonNotListed:         "not_listed",
+	ReasonUnknownServer:     "unknown_server",
+	ReasonUnsolicited:       "unsolicited",
+	ReasonMissingChallenge:  "missing_challenge",
+	ReasonBadChallenge:      "bad_challenge",
+	ReasonChallengeExpired:  "challenge_expired",
+	ReasonMissingProtocol:   "missing_protocol",
+	ReasonBadProtocol:       "bad_protocol",
+	ReasonNoMaxClients:      "no_max_clients",
+	ReasonMissingClients:    "missing_clients",
+	ReasonBadGametype:       "bad_gametype",
+	ReasonMissingGamename:   "missing_gamename",
+	ReasonBadGamename:       "bad_gamename",
+	ReasonGamenameMismatch:  "gamename_mismatch",
+	ReasonUnknownGame:       "unknown_game",
+	ReasonRateLimited:       "rate_limited",
+	ReasonSourceTableFull:   "source_table_full",
+	ReasonBudgetExhausted:   "budget_exhausted",
+	ReasonReplyTooLarge:     "reply_too_large",
+	ReasonSilent:            "silent",
+	ReasonProbesUnanswered:  "probes_unanswered",
+	ReasonCheckUnanswered:   "check_unanswered",
+	ReasonChallengeTimedOut: "challenge_timed_out",
+}
+
+// String returns the reason's metrics label.
+func (r Reason) String() string {
+	if r < numReasons {
+		return reasonNames[r]
+	}
+	return fmt.Sprintf("reason(%d)", uint8(r))
+}
+
+// Reasons returns every defined Reason, for pre-registering metrics.
+func Reasons() []Reason {
+	rs := make([]Reason, numReasons)
+	for i := range rs {
+		rs[i] = Reason(i)
+	}
+	return rs
+}

@@ -1,0 +1,695 @@
+package master
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/scout-discovery/scout/game"
+)
+
+// Registry defaults. dpmaster's are 4096 servers in all and 32 per address;
+// its challenge lives 2 s and a verified server 15 min.
+const (
+	DefaultMaxServers           = 16384
+	DefaultMaxServersPerAddress = 32
+	// DefaultMaxPending bounds servers challenged but not yet verified.
+	DefaultMaxPending = 4096
+	// DefaultChallengeLifetime is how long a challenge is honoured after
+	// it was sent, and how long a check waits for its reply.
+	DefaultChallengeLifetime = 5 * time.Second
+	// DefaultTimeout is how long a listed server stays listed without a
+	// verified reply (dpmaster: 15 minutes).
+	DefaultTimeout = 15 * time.Minute
+	// DefaultMaxMissedProbes is how many periodic re-probes in a row may go
+	// unanswered before the server is dropped.
+	DefaultMaxMissedProbes = 3
+	// MaxInfoPairs bounds the info key/values kept per server (for the
+	// HTTP list); further pairs are dropped.
+	MaxInfoPairs = 64
+	// MaxInfoBytes bounds the total bytes of keys and values kept per
+	// server; further pairs are dropped.
+	MaxInfoBytes = 2048
+	// MaxGamenameLen and MaxGametypeLen are dpmaster's bounds (63, 31).
+	MaxGamenameLen = 63
+	MaxGametypeLen = 31
+)
+
+// Config configures a Registry. The zero value of each field means its
+// default, except the booleans, which default to false.
+type Config struct {
+	MaxServers           int           // servers in all, listed or pending; default DefaultMaxServers
+	MaxServersPerAddress int           // per IPv4 address or IPv6 /64; default DefaultMaxServersPerAddress; negative = unlimited
+	MaxPending           int           // challenged, not yet verified; default DefaultMaxPending
+	ChallengeLifetime    time.Duration // default DefaultChallengeLifetime; must not exceed the Challenger's period
+	Timeout              time.Duration // silent-server expiry; default DefaultTimeout
+	MaxMissedProbes      int           // default DefaultMaxMissedProbes
+	AllowLoopback        bool          // accept servers on loopback addresses (tests only)
+	RefusePrivate        bool          // refuse unmapped servers on private / link-local addresses
+	Catalogue            *game.Catalogue
+	Policy               game.Policy
+	AddrMap              *AddrMap // dpmaster -m; nil maps nothing
+}
+
+func (c *Config) setDefaults() {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.MaxServers, DefaultMaxServers)
+	def(&c.MaxServersPerAddress, DefaultMaxServersPerAddress)
+	def(&c.MaxPending, DefaultMaxPending)
+	def(&c.MaxMissedProbes, DefaultMaxMissedProbes)
+	if c.ChallengeLifetime == 0 {
+		c.ChallengeLifetime = DefaultChallengeLifetime
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.Catalogue == nil {
+		c.Catalogue = game.Default()
+	}
+}
+
+// Pair is one info key and value, in the order the server sent them.
+type Pair struct{ Key, Value string }
+
+// Server is what the registry knows of one server: a value copy, safe to
+// keep. Info is shared and must not be modified.
+type Server struct {
+	Addr       netip.AddrPort // source of its packets (Unmap()ed): its public address
+	Listed     bool           // verified at least once and not dropped
+	Game       string         // game name (catalogue name or gamename)
+	Family     game.Family
+	Protocol   int
+	Gametype   string
+	Clients    int
+	MaxClients int
+	Info       []Pair
+
+	FirstSeen     time.Time
+	LastVerified  time.Time // last verified reply; zero if never
+	LastHeartbeat time.Time
+	NextProbe     time.Time // when it is re-probed next; zero if never
+	Missed        int       // periodic re-probes unanswered in a row
+}
+
+// Empty reports a server with no client; Full one with as many clients as
+// slots.
+func (s *Server) Empty() bool { return s.Clients == 0 }
+func (s *Server) Full() bool  { return s.Clients >= s.MaxClients }
+
+// Heartbeat is a server's registration packet, as the handler parsed it.
+type Heartbeat struct {
+	Family game.Family // FamilyQ3 for "heartbeat TAG\n", FamilyDoom3 for 0xFFFF "heartbeat"
+	Tag    string      // Q3 family only: "QuakeArena-1", "DarkPlaces", "ETFlatline-1", ...
+}
+
+// ProbeCause is why the master probes a server.
+type ProbeCause uint8
+
+const (
+	CauseHeartbeat ProbeCause = iota // a heartbeat: new server, or check of a listed one
+	CauseFlatline                    // a flatline: check at once, drop if unanswered
+	CauseReprobe                     // the game's periodic re-probe
+	CauseRestored                    // re-verification after a restart
+)
+
+// String returns the cause's metrics label.
+func (c ProbeCause) String() string {
+	switch c {
+	case CauseHeartbeat:
+		return "heartbeat"
+	case CauseFlatline:
+		return "flatline"
+	case CauseReprobe:
+		return "reprobe"
+	case CauseRestored:
+		return "restored"
+	}
+	return fmt.Sprintf("cause(%d)", uint8(c))
+}
+
+// Probe is what the master must send to a server: the requests, in the
+// order getchallenge, getstatus, getinfo, each with the challenge (text
+// form for the Quake III family, Int32 for Doom 3 / Quake 4).
+type Probe struct {
+	To        netip.AddrPort
+	Family    game.Family
+	Requests  game.Requests
+	Challenge Challenge
+	Cause     ProbeCause
+}
+
+// ReplyKind is the kind of a server's reply.
+type ReplyKind uint8
+
+const (
+	ReplyInfo   ReplyKind = iota // infoResponse (Q3) / infoResponse (Doom 3 family)
+	ReplyStatus                  // statusResponse (Q3)
+)
+
+// Reply is a server's answer to a probe, as the handler parsed it.
+type Reply struct {
+	Kind ReplyKind
+	// Info is the info string (Q3) or the NUL-separated key/values (Doom 3
+	// family), in wire order. Keys are matched without regard to ASCII
+	// case, as the engines do.
+	Info []Pair
+	// Players is the number of players the reply lists (statusResponse
+	// lines, Doom 3 family player records), or -1 if it lists none. It
+	// stands for "clients" where that key does not exist.
+	Players int
+	// Challenge32 and Protocol are the Doom 3 family's binary fields.
+	Challenge32 int32
+	Protocol    int
+}
+
+func (r *Reply) get(key string) (string, bool) {
+	for _, p := range r.Info {
+		if strings.EqualFold(p.Key, key) {
+			return p.Value, true
+		}
+	}
+	return "", false
+}
+
+// Change is what a verified reply did to the listing.
+type Change uint8
+
+const (
+	ChangeNone      Change = iota // rejected
+	ChangeListed                  // newly listed
+	ChangeUpdated                 // listed; fields clients filter on or the info changed
+	ChangeRefreshed               // listed; only its verification time moved
+)
+
+// String returns the change's label.
+func (c Change) String() string {
+	switch c {
+	case ChangeNone:
+		return "none"
+	case ChangeListed:
+		return "listed"
+	case ChangeUpdated:
+		return "updated"
+	case ChangeRefreshed:
+		return "refreshed"
+	}
+	return fmt.Sprintf("change(%d)", uint8(c))
+}
+
+// Removal is a server the registry dropped, and why.
+type Removal struct {
+	Addr   netip.AddrPort
+	Listed bool // it was listed (the store must delete it)
+	Reason Reason
+}
+
+// entry is a server plus the registry's bookkeeping.
+type entry struct {
+	Server
+	key      netip.Prefix // per-address accounting key
+	hbGame   *game.Game   // game announced by heartbeat tag; nil for DarkPlaces
+	expireAt time.Time    // listed: drop when now >= expireAt
+
+	// The check in flight, if inFlight.
+	inFlight bool
+	sentAt   time.Time
+	reqs     game.Requests
+	cause    ProbeCause
+}
+
+// Registry is the master's server list and the decisions about it. It
+// does no I/O and never reads the clock: every method takes now.
+//
+// mu guards the fields below it. Select does not take mu unless the
+// snapshot it reads is stale.
+type Registry struct {
+	cfg  Config
+	chal *Challenger
+
+	rotation atomic.Uint64            // fair-rotation counter, one step per Select
+	snap     atomic.Pointer[snapshot] // immutable; rebuilt after changes
+	dirty    atomic.Bool              // snap is stale
+
+	mu      sync.Mutex
+	servers map[netip.AddrPort]*entry
+	perKey  map[netip.Prefix]int
+	pending int // entries not listed
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry(cfg Config, chal *Challenger) (*Registry, error) {
+	cfg.setDefaults()
+	if cfg.ChallengeLifetime > chal.Period() {
+		return nil, fmt.Errorf("master: challenge lifetime %v exceeds the secret rotation period %v", cfg.ChallengeLifetime, chal.Period())
+	}
+	if cfg.MaxServers < 0 || cfg.MaxPending < 0 || cfg.ChallengeLifetime < 0 || cfg.Timeout < 0 || cfg.MaxMissedProbes < 0 {
+		return nil, fmt.Errorf("master: negative registry limit in %+v", cfg)
+	}
+	r := &Registry{
+		cfg:     cfg,
+		chal:    chal,
+		servers: make(map[netip.AddrPort]*entry),
+		perKey:  make(map[netip.Prefix]int),
+	}
+	r.snap.Store(&snapshot{})
+	return r, nil
+}
+
+// Config returns the registry's configuration with defaults filled in.
+func (r *Registry) Config() Config { return r.cfg }
+
+// Heartbeat handles a heartbeat from src. It returns the probe to send, or
+// a reason to send nothing. It never extends a listing: only a verified
+// reply does. A flatline tag is handled as Flatline.
+func (r *Registry) Heartbeat(now time.Time, src netip.AddrPort, hb Heartbeat) (Probe, Reason) {
+	var g *game.Game
+	if hb.Family == game.FamilyQ3 && hb.Tag != game.HeartbeatDarkPlaces {
+		var flat, ok bool
+		g, flat, ok = r.cfg.Catalogue.ByHeartbeat(hb.Tag)
+		if !ok {
+			return Probe{}, ReasonUnknownHeartbeat
+		}
+		if flat {
+			return r.Flatline(now, src)
+		}
+		if !r.cfg.Policy.Accepts(g.Name) {
+			return Probe{}, ReasonGamePolicy
+		}
+	} else if hb.Family != game.FamilyQ3 && hb.Family != game.FamilyDoom3 {
+		return Probe{}, ReasonUnknownHeartbeat
+	}
+	src, why := classify(src, r.cfg.AllowLoopback, r.cfg.RefusePrivate, r.cfg.AddrMap)
+	if why != OK {
+		return Probe{}, why
+	}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.servers[src]
+	if !ok {
+		k := sourceKey(src.Addr())
+		switch {
+		case len(r.servers) >= r.cfg.MaxServers:
+			return Probe{}, ReasonServerListFull
+		case r.pending >= r.cfg.MaxPending:
+			return Probe{}, ReasonTooManyPending
+		case r.cfg.MaxServersPerAddress > 0 && r.perKey[k] >= r.cfg.MaxServersPerAddress:
+			return Probe{}, ReasonAddressFull
+		}
+		e = &entry{Server: Server{Addr: src, Family: hb.Family, FirstSeen: now}, key: k}
+		r.servers[src] = e
+		r.perKey[k]++
+		r.pending++
+	}
+	e.LastHeartbeat = now
+	if e.inFlight {
+		return Probe{}, ReasonProbeOutstanding
+	}
+	if e.Listed && (e.Family != hb.Family || (e.hbGame != g)) {
+		// A listed server that changes game must prove it again; its
+		// listing stands until then.
+		e.hbGame = g
+	}
+	if !e.Listed {
+		e.hbGame, e.Family = g, hb.Family
+	}
+	reqs := game.GetInfo
+	return r.startProbeLocked(now, e, reqs, CauseHeartbeat), OK
+}
+
+// Flatline handles a shutdown heartbeat ("WolfFlatline-1", "ETFlatline-1")
+// from src. A flatline is unauthenticated, so it never delists anything by
+// itself: a listed server is checked at once and dropped only if that check
+// goes unanswered within ChallengeLifetime (see Expire).
+func (r *Registry) Flatline(now time.Time, src netip.AddrPort) (Probe, Reason) {
+	src = netip.AddrPortFrom(src.Addr().Unmap(), src.Port())
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.servers[src]
+	if !ok || !e.Listed {
+		return Probe{}, ReasonNotListed
+	}
+	e.LastHeartbeat = now
+	if e.inFlight {
+		e.cause = CauseFlatline // the check in flight now decides
+		return Probe{}, ReasonProbeOutstanding
+	}
+	return r.startProbeLocked(now, e, game.GetInfo, CauseFlatline), OK
+}
+
+func (r *Registry) startProbeLocked(now time.Time, e *entry, reqs game.Requests, cause ProbeCause) Probe {
+	e.inFlight, e.sentAt, e.reqs, e.cause = true, now, reqs, cause
+	return Probe{To: e.Addr, Family: e.Family, Requests: reqs, Challenge: r.chal.Issue(now, e.Addr), Cause: cause}
+}
+
+// Verify handles a reply from src: the server is listed or refreshed, or
+// the reply is rejected with a reason. The reply must come from the address
+// the challenge was sent to, carry that challenge within
+// ChallengeLifetime, and hold valid required keys.
+func (r *Registry) Verify(now time.Time, src netip.AddrPort, rep Reply) (Server, Change, Reason) {
+	src = netip.AddrPortFrom(src.Addr().Unmap(), src.Port())
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.servers[src]
+	if !ok {
+		return Server{}, ChangeNone, ReasonUnknownServer
+	}
+	if !e.inFlight {
+		return Server{}, ChangeNone, ReasonUnsolicited
+	}
+	want := game.GetInfo
+	if rep.Kind == ReplyStatus {
+		want = game.GetStatus
+	}
+	if e.reqs&want == 0 {
+		return Server{}, ChangeNone, ReasonUnsolicited
+	}
+	if !now.Before(e.sentAt.Add(r.cfg.ChallengeLifetime)) {
+		return Server{}, ChangeNone, ReasonChallengeExpired
+	}
+	var why Reason
+	if e.Family == game.FamilyDoom3 {
+		why = r.chal.Check32(now, src, rep.Challenge32)
+	} else {
+		c, _ := rep.get("challenge")
+		why = r.chal.Check(now, src, c)
+	}
+	if why != OK {
+		return Server{}, ChangeNone, why
+	}
+	s, why := r.parseReplyLocked(e, &rep)
+	if why != OK {
+		return Server{}, ChangeNone, why
+	}
+
+	change := ChangeRefreshed
+	switch {
+	case !e.Listed:
+		change = ChangeListed
+		r.pending--
+	case s.Game != e.Game || s.Protocol != e.Protocol || s.Gametype != e.Gametype ||
+		s.Clients != e.Clients || s.MaxClients != e.MaxClients || !equalInfo(s.Info, e.Info):
+		change = ChangeUpdated
+	}
+	e.Listed = true
+	e.Game, e.Protocol, e.Gametype = s.Game, s.Protocol, s.Gametype
+	e.Clients, e.MaxClients, e.Info = s.Clients, s.MaxClients, s.Info
+	e.LastVerified = now
+	e.expireAt = now.Add(r.cfg.Timeout)
+	e.Missed = 0
+	e.inFlight = false
+	e.NextProbe = time.Time{}
+	if g, ok := r.cfg.Catalogue.ByName(e.Game); ok && g.Reprobe.Interval > 0 {
+		e.NextProbe = now.Add(g.Reprobe.Interval)
+	} else if e.hbGame == nil {
+		e.NextProbe = now.Add(game.DefaultReprobeInterval)
+	}
+	if change != ChangeRefreshed {
+		r.dirty.Store(true)
+	}
+	return e.Server, change, OK
+}
+
+// parseReplyLocked applies dpmaster's validation of an infoResponse (in its
+// order) to rep, for entry e.
+func (r *Registry) parseReplyLocked(e *entry, rep *Reply) (Server, Reason) {
+	var s Server
+	if e.Family == game.FamilyDoom3 {
+		s.Protocol = rep.Protocol
+		g, ok := r.cfg.Catalogue.ByProtocol(game.FamilyDoom3, rep.Protocol)
+		if !ok {
+			return s, ReasonBadProtocol
+		}
+		s.Game = g.Name
+		mc, _ := rep.get("si_maxPlayers")
+		s.MaxClients, _ = strconv.Atoi(mc)
+		if s.MaxClients <= 0 {
+			return s, ReasonNoMaxClients
+		}
+		if rep.Players < 0 {
+			return s, ReasonMissingClients
+		}
+		s.Clients = rep.Players
+		s.Gametype, _ = rep.get("si_gameType")
+	} else {
+		p, ok := rep.get("protocol")
+		if !ok {
+			return s, ReasonMissingProtocol
+		}
+		n, err := strconv.ParseInt(p, 10, 32)
+		if err != nil || n < 0 {
+			return s, ReasonBadProtocol
+		}
+		s.Protocol = int(n)
+		gt, ok := rep.get("gametype")
+		if !ok {
+			gt = "0" // dpmaster's default
+		}
+		s.Gametype = gt
+		mc, _ := rep.get("sv_maxclients")
+		s.MaxClients, _ = strconv.Atoi(mc)
+		if s.MaxClients <= 0 {
+			return s, ReasonNoMaxClients
+		}
+		if rep.Kind == ReplyStatus {
+			if rep.Players < 0 {
+				return s, ReasonMissingClients
+			}
+			s.Clients = rep.Players
+		} else {
+			c, ok := rep.get("clients")
+			n, err := strconv.Atoi(c)
+			if !ok || err != nil || n < 0 {
+				return s, ReasonMissingClients
+			}
+			s.Clients = n
+		}
+		name, ok := rep.get("gamename")
+		switch {
+		case !ok && e.hbGame == nil:
+			return s, ReasonMissingGamename
+		case !ok:
+			name = e.hbGame.Name
+		case !validToken(name, MaxGamenameLen):
+			return s, ReasonBadGamename
+		case e.hbGame != nil && !e.hbGame.HasGamename(name):
+			return s, ReasonGamenameMismatch
+		case e.hbGame != nil:
+			name = e.hbGame.Name
+		}
+		s.Game = name
+	}
+	if s.Gametype != "" && !validToken(s.Gametype, MaxGametypeLen) {
+		return s, ReasonBadGametype
+	}
+	if !r.cfg.Policy.Accepts(s.Game) {
+		return s, ReasonGamePolicy
+	}
+	s.Info = boundedInfo(rep.Info)
+	return s, OK
+}
+
+// validToken: non-empty, at most max bytes, no whitespace or control byte.
+func validToken(s string, max int) bool {
+	if s == "" || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func boundedInfo(in []Pair) []Pair {
+	n, size := 0, 0
+	for _, p := range in {
+		if n == MaxInfoPairs || size+len(p.Key)+len(p.Value) > MaxInfoBytes {
+			break
+		}
+		n++
+		size += len(p.Key) + len(p.Value)
+	}
+	out := make([]Pair, n)
+	for i := range out {
+		// Copy so the registry never aliases the handler's packet buffer.
+		out[i] = Pair{strings.Clone(in[i].Key), strings.Clone(in[i].Value)}
+	}
+	return out
+}
+
+func equalInfo(a, b []Pair) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// DueProbes appends to dst, and returns, up to max probes due at now:
+// listed servers whose re-probe time has come (with their game's
+// requests), and restored servers awaiting re-verification. Each is marked
+// in flight; its answer goes to Verify and its silence is judged by Expire.
+// max <= 0 means no bound. The scan is linear in the number of servers.
+func (r *Registry) DueProbes(now time.Time, dst []Probe, max int) []Probe {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range r.servers {
+		if max > 0 && n >= max {
+			break
+		}
+		if !e.Listed || e.inFlight || e.NextProbe.IsZero() || now.Before(e.NextProbe) {
+			continue
+		}
+		reqs, interval, cause := game.GetInfo, game.DefaultReprobeInterval, CauseReprobe
+		if g, ok := r.cfg.Catalogue.ByName(e.Game); ok && g.Reprobe.Requests != 0 {
+			reqs, interval = g.Reprobe.Requests, g.Reprobe.Interval
+		}
+		if e.LastVerified.IsZero() {
+			cause = CauseRestored
+			reqs |= game.GetInfo // an infoResponse restores everything a client filters on
+		}
+		e.NextProbe = now.Add(interval)
+		dst = append(dst, r.startProbeLocked(now, e, reqs, cause))
+		n++
+	}
+	return dst
+}
+
+// Expire removes, at now, the servers that must go, appending them to dst:
+// new servers that never answered their challenge, listed servers silent
+// for Timeout, servers whose heartbeat- or flatline-triggered check went
+// unanswered for ChallengeLifetime, and servers that missed
+// MaxMissedProbes periodic re-probes in a row. A check is unanswered at
+// sentAt+ChallengeLifetime exactly; a server is silent at
+// LastVerified+Timeout exactly.
+func (r *Registry) Expire(now time.Time, dst []Removal) []Removal {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for a, e := range r.servers {
+		why := OK
+		if e.inFlight && !now.Before(e.sentAt.Add(r.cfg.ChallengeLifetime)) {
+			e.inFlight = false
+			switch {
+			case !e.Listed:
+				why = ReasonChallengeTimedOut
+			case e.cause == CauseHeartbeat || e.cause == CauseFlatline:
+				why = ReasonCheckUnanswered
+			default:
+				e.Missed++
+				if e.Missed >= r.cfg.MaxMissedProbes {
+					why = ReasonProbesUnanswered
+				}
+			}
+		}
+		if why == OK && e.Listed && !now.Before(e.expireAt) {
+			why = ReasonSilent
+		}
+		if why == OK {
+			continue
+		}
+		r.removeLocked(a, e)
+		dst = append(dst, Removal{Addr: a, Listed: e.Listed, Reason: why})
+	}
+	return dst
+}
+
+func (r *Registry) removeLocked(a netip.AddrPort, e *entry) {
+	delete(r.servers, a)
+	if r.perKey[e.key]--; r.perKey[e.key] <= 0 {
+		delete(r.perKey, e.key)
+	}
+	if e.Listed {
+		r.dirty.Store(true)
+	} else {
+		r.pending--
+	}
+}
+
+// Restore lists servers read back from the store after a restart, at
+// once, and schedules each for re-verification at now (DueProbes). Their
+// silence is timed from now. Servers beyond the limits, or refused by the
+// current configuration, are skipped with their reason.
+func (r *Registry) Restore(now time.Time, servers []Server) (restored int, skipped []Removal) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range servers {
+		a, why := classify(s.Addr, r.cfg.AllowLoopback, r.cfg.RefusePrivate, r.cfg.AddrMap)
+		k := sourceKey(a.Addr())
+		if _, dup := r.servers[a]; dup {
+			continue
+		}
+		switch {
+		case why != OK:
+		case len(r.servers) >= r.cfg.MaxServers:
+			why = ReasonServerListFull
+		case r.cfg.MaxServersPerAddress > 0 && r.perKey[k] >= r.cfg.MaxServersPerAddress:
+			why = ReasonAddressFull
+		case !r.cfg.Policy.Accepts(s.Game):
+			why = ReasonGamePolicy
+		}
+		if why != OK {
+			skipped = append(skipped, Removal{Addr: a, Listed: true, Reason: why})
+			continue
+		}
+		e := &entry{Server: s, key: k}
+		e.Addr, e.Listed, e.Missed = a, true, 0
+		e.LastVerified = time.Time{} // not verified by this process
+		e.NextProbe = now
+		e.expireAt = now.Add(r.cfg.Timeout)
+		if g, ok := r.cfg.Catalogue.ByName(s.Game); ok && g.Anonymous && len(g.Heartbeats) > 0 {
+			e.hbGame = g
+		}
+		r.servers[a] = e
+		r.perKey[k]++
+		restored++
+	}
+	r.dirty.Store(true)
+	return restored, skipped
+}
+
+// Lookup returns the server at a, listed or pending.
+func (r *Registry) Lookup(a netip.AddrPort) (Server, bool) {
+	a = netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.servers[a]
+	if !ok {
+		return Server{}, false
+	}
+	return e.Server, true
+}
+
+// Servers appends every listed server to dst (for the HTTP list and for
+// persistence), in no particular order.
+func (r *Registry) Servers(dst []Server) []Server {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.servers {
+		if e.Listed {
+			dst = append(dst, e.Server)
+		}
+	}
+	return dst
+}
+
+// Counts returns the number of listed and pending servers.
+func (r *Registry) Counts() (listed, pending int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.servers) - r.pending, r.pending
+}
