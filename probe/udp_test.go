@@ -1,0 +1,161 @@
+package probe
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/scout-discovery/scout/gs4"
+	"github.com/scout-discovery/scout/infostring"
+	"github.com/scout-discovery/scout/q4"
+)
+
+// responder serves answer on a fresh UDP socket on 127.0.0.1 until the
+// test ends. The socket is bound before responder returns, so it is ready.
+func responder(t *testing.T, answer func(req []byte) [][]byte) netip.AddrPort {
+	t.Helper()
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { c.Close(); <-done })
+	go func() {
+		defer close(done)
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := c.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			for _, b := range answer(append([]byte(nil), buf[:n]...)) {
+				c.WriteToUDPAddrPort(b, from)
+			}
+		}
+	}()
+	return c.LocalAddr().(*net.UDPAddr).AddrPort()
+}
+
+func queryOne(t *testing.T, p *Prober, tg Target) (Result, Counts) {
+	t.Helper()
+	res, counts, err := p.Query(t.Context(), []Target{tg})
+	if err != nil {
+		t.Fatalf("Query: %v", err)
+	}
+	return res[0], counts
+}
+
+func TestQuery_Q4OverUDP(t *testing.T) {
+	addr := responder(t, func(b []byte) [][]byte {
+		req, err := q4.ParseGetInfo(b)
+		if err != nil {
+			return nil
+		}
+		m := q4.InfoResponse{Challenge: req.Challenge, Protocol: q4.Quake4,
+			Info: infostring.Info{{Key: "si_name", Value: "^1Red ^7Q4"}, {Key: "si_map", Value: "mp/q4dm1"},
+				{Key: "si_maxPlayers", Value: "8"}, {Key: "si_gameType", Value: "DM"}},
+			Players: []q4.Player{{ID: 0, Ping: 42, Rate: 25000, Name: "Alice", Clan: "A"}, {ID: 3, Ping: 7, Name: "Bob"}},
+			OSMask:  1}
+		out, err := m.AppendBinary(nil)
+		if err != nil {
+			t.Error(err)
+		}
+		return [][]byte{out}
+	})
+	r, c := queryOne(t, &Prober{}, Target{addr, Q4})
+	if r.Err != nil || !r.Answered() || r.Attempts != 1 {
+		t.Fatalf("result %+v", r)
+	}
+	if r.Name != "^1Red ^7Q4" || r.Map != "mp/q4dm1" || r.MaxPlayers != 8 || r.NumPlayers != 2 ||
+		r.GameType != "DM" || r.Protocol != q4.Quake4.String() {
+		t.Errorf("summary %+v", r)
+	}
+	if len(r.Players) != 2 || r.Players[0] != (Player{Name: "[A]Alice", Ping: 42}) || r.Players[1] != (Player{Name: "Bob", Ping: 7}) {
+		t.Errorf("players %+v", r.Players)
+	}
+	if c.Sent != 1 || c.Matched != 1 || c.Received != 1 || c.BytesIn == 0 {
+		t.Errorf("counts %+v", c)
+	}
+}
+
+func TestQuery_GS4ChallengeAndSplitReplyOverUDP(t *testing.T) {
+	const challenge = 0xB3C4D5E6
+	info := gs4.Info{
+		Rules: []gs4.KeyValue{{Key: "hostname", Value: "UT3 box"}, {Key: "numplayers", Value: "2"},
+			{Key: "maxplayers", Value: "16"}, {Key: "p1073741825", Value: "DM-Deck"},
+			{Key: "p1073741826", Value: "UTGame.UTDeathmatch"}},
+		Players: gs4.Table{Fields: []string{"player_", "score_", "ping_", "team_"},
+			Rows: [][]string{{"Alice", "12", "40", "0"}, {"Bob", "3", "9", "1"}}},
+	}
+	var mu sync.Mutex // guards infoRequests, written by the responder
+	var infoRequests []gs4.InfoRequest
+	addr := responder(t, func(b []byte) [][]byte {
+		m, err := gs4.Parse(b)
+		if err != nil {
+			return nil
+		}
+		switch m := m.(type) {
+		case gs4.ChallengeRequest:
+			out, _ := gs4.ChallengeReply{SessionID: m.SessionID, Challenge: challenge}.AppendBinary(nil)
+			return [][]byte{out}
+		case gs4.InfoRequest:
+			mu.Lock()
+			infoRequests = append(infoRequests, m)
+			mu.Unlock()
+			in := info
+			in.SessionID = m.SessionID
+			pkts, err := in.Split(140) // forces several packets
+			if err != nil {
+				t.Error(err)
+			}
+			var out [][]byte
+			for i := len(pkts) - 1; i >= 0; i-- { // last first: order must not matter
+				b, _ := pkts[i].AppendBinary(nil)
+				out = append(out, b)
+			}
+			return out
+		}
+		return nil
+	})
+	r, c := queryOne(t, &Prober{}, Target{addr, GS4})
+	if r.Err != nil {
+		t.Fatalf("result %+v", r)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(infoRequests) != 1 || !infoRequests[0].HasChallenge || infoRequests[0].Challenge != challenge {
+		t.Fatalf("info requests %+v; want one carrying the challenge", infoRequests)
+	}
+	if r.Name != "UT3 box" || r.Map != "DM-Deck" || r.NumPlayers != 2 || r.MaxPlayers != 16 || r.GameType != "UTGame.UTDeathmatch" {
+		t.Errorf("summary %+v", r)
+	}
+	want := []Player{{Name: "Alice", Score: 12, Ping: 40, Team: "0"}, {Name: "Bob", Score: 3, Ping: 9, Team: "1"}}
+	if len(r.Players) != 2 || r.Players[0] != want[0] || r.Players[1] != want[1] {
+		t.Errorf("players %+v, want %+v", r.Players, want)
+	}
+	if c.Received < 3 || c.Matched != c.Received || c.Sent != 2 {
+		t.Errorf("counts %+v; want every packet of the split reply matched", c)
+	}
+}
+
+// TestRun_ClosedPortIsTimeout pins the platform behaviour the package doc
+// describes: the ICMP port unreachable for a closed port on loopback is
+// not reported to an unconnected socket, so the server times out.
+func TestRun_ClosedPortIsTimeout(t *testing.T) {
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := c.LocalAddr().(*net.UDPAddr).AddrPort()
+	c.Close()
+	r, counts := queryOne(t, &Prober{Timeout: 50 * time.Millisecond, Attempts: 2}, Target{closed, Q4})
+	if !errors.Is(r.Err, ErrTimeout) || r.Attempts != 2 {
+		t.Fatalf("err %v after %d attempts; want ErrTimeout after 2", r.Err, r.Attempts)
+	}
+	if counts.ReadErrors != 0 {
+		t.Errorf("counts %+v: this platform reported an ICMP error; update the package doc", counts)
+	}
+}
