@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/hex"
+	"github.com/scout-discovery/scout/infostring"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,4 +70,15 @@ func encode(t testing.TB, m Message) []byte {
 // si_numPrivatePlayers, so the join falls on a key boundary.
 func fig8Spliced(t testing.TB) []byte {
 	return append(loadHex(t, "seed000_fig8_q4_infoResponse_head.hex"), loadHex(t, "seed000_fig8_q4_infoResponse_tail.hex")...)
+}
+
+type infostringPair struct{ k, v string }
+type infostringPairs []infostringPair
+
+func (ps infostringPairs) info() infostring.Info {
+	var in infostring.Info
+	for _, p := range ps {
+		in = append(in, infostring.Pair{Key: p.k, Value: p.v})
+	}
+	return in
 }

@@ -125,6 +125,11 @@ func splitCommand(b []byte) (cmd string, body []byte, err error) {
 	if string(b[:len(Prefix)]) != Prefix {
 		return "", nil, ErrNotQ4
 	}
+	// The engine reads packets into MAX_MESSAGE_SIZE buffers; anything
+	// longer is not one of its packets (and could not be re-encoded).
+	if len(b) > MaxPacketSize {
+		return "", nil, fmt.Errorf("%w: %d-byte packet, limit %d", ErrMalformed, len(b), MaxPacketSize)
+	}
 	if len(b) == len(Prefix) {
 		return "", nil, fmt.Errorf("%w: no command word", ErrTruncated)
 	}
