@@ -35,8 +35,14 @@ type Dialect interface {
 type step struct {
 	kind      uint8
 	challenge []byte // from a previous reply, when the protocol has one
+	rounds    uint8  // challenge round trips so far (bounded by maxChallengeRounds)
 	state     any    // a dialect's reassembly state (split replies)
 }
+
+// maxChallengeRounds bounds the challenge round trips of one step, so a
+// server that answers every request with a new challenge cannot keep a
+// query going forever.
+const maxChallengeRounds = 2
 
 // anyKind in a reply matches whatever single request is open at that
 // address (A2S's challenge reply).

