@@ -1,0 +1,150 @@
+package probe
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/scout-discovery/scout/infostring"
+	"github.com/scout-discovery/scout/q3"
+)
+
+// Q3 queries Quake III family servers (Q3A, Enemy Territory, RtCW,
+// OpenArena and ioquake3, DarkPlaces-protocol games) with getinfo and
+// getstatus, sent together, each with its own challenge of 16 lowercase
+// hex digits (64 random bits) that the server echoes as the "challenge"
+// key of its infoResponse or statusResponse:
+//
+//	FF FF FF FF "getinfo 0f1e2d3c4b5a6978"    ->  "infoResponse\n\...\challenge\0f1e2d3c4b5a6978"
+//	FF FF FF FF "getstatus 8796a5b4c3d2e1f0"  ->  "statusResponse\n\...\challenge\8796a5b4c3d2e1f0\n" + players
+//
+// Servers that echo no challenge (before Quake III 1.32) are matched by
+// address and reply type. The result's Info holds the infoResponse keys,
+// then the statusResponse keys not already present; the challenge key is
+// left out. ioquake3 rate-limits getinfo and getstatus together per
+// source address (SVC_RateLimitAddress(from, 10, 1000): a burst of 10,
+// then one a second), so a query costs two of that budget, plus one per
+// retry.
+var Q3 Dialect = q3Dialect{status: true}
+
+// Q3Info is Q3 with getinfo alone: no player list, half the traffic. It is
+// what a server browser sends to every server of a list.
+var Q3Info Dialect = q3Dialect{}
+
+// DefaultPortQ3 is the Quake III server port (Enemy Territory and RtCW
+// use 27960 too).
+const DefaultPortQ3 = 27960
+
+const (
+	q3Info uint8 = iota
+	q3Status
+)
+
+type q3Dialect struct{ status bool }
+
+func (q3Dialect) Name() string        { return "q3" }
+func (q3Dialect) DefaultPort() uint16 { return DefaultPortQ3 }
+func (d q3Dialect) begin() []step {
+	if d.status {
+		return []step{{kind: q3Info}, {kind: q3Status}}
+	}
+	return []step{{kind: q3Info}}
+}
+func (q3Dialect) tokenMask() uint64 { return ^uint64(0) }
+func (q3Dialect) stepName(st *step) string {
+	if st.kind == q3Info {
+		return "getinfo"
+	}
+	return "getstatus"
+}
+
+// q3Challenge formats a token as the challenge sent.
+func q3Challenge(tok uint64) string { return fmt.Sprintf("%016x", tok) }
+
+func (q3Dialect) appendRequest(b []byte, st *step, tok uint64) ([]byte, error) {
+	if st.kind == q3Info {
+		return (&q3.GetInfo{Challenge: q3Challenge(tok)}).AppendBinary(b)
+	}
+	return (&q3.GetStatus{Challenge: q3Challenge(tok)}).AppendBinary(b)
+}
+
+func (q3Dialect) parse(b []byte) (reply, error) {
+	m, err := q3.Parse(b)
+	if err != nil {
+		return reply{}, err
+	}
+	switch m := m.(type) {
+	case q3.InfoResponse:
+		return q3Reply(q3Info, m.Info, m), nil
+	case q3.StatusResponse:
+		return q3Reply(q3Status, m.Info, m), nil
+	case q3.Print:
+		return reply{}, fmt.Errorf("q3: server printed %q", strings.TrimSpace(m.Text))
+	}
+	return reply{}, fmt.Errorf("q3: %T is not a reply to getinfo or getstatus", m)
+}
+
+// q3Reply reads the token from the echoed challenge. A challenge that is
+// not one scout could have sent gets token 0, which no send has, so the
+// reply counts as unknown.
+func q3Reply(kind uint8, info infostring.Info, m any) reply {
+	c, ok := info.Get("challenge")
+	if !ok {
+		return reply{kind: kind, msg: m} // matched by address and kind
+	}
+	tok, err := strconv.ParseUint(c, 16, 64)
+	if err != nil || c != q3Challenge(tok) {
+		tok = 0
+	}
+	return reply{token: tok, hasToken: true, kind: kind, msg: m}
+}
+
+func (q3Dialect) handle(st *step, rep reply, res *Result) ([]step, bool, error) {
+	switch m := rep.msg.(type) {
+	case q3.InfoResponse:
+		if st.kind != q3Info {
+			return nil, false, errors.New("q3: infoResponse to getstatus")
+		}
+		res.Info = mergeInfo(m.Info, res.Info)
+	case q3.StatusResponse:
+		if st.kind != q3Status {
+			return nil, false, errors.New("q3: statusResponse to getinfo")
+		}
+		res.Info = mergeInfo(res.Info, m.Info)
+		res.Players = make([]Player, 0, len(m.Players))
+		for _, p := range m.Players {
+			res.Players = append(res.Players, Player{Name: p.Name, Score: p.Score, Ping: p.Ping})
+		}
+	default:
+		return nil, false, fmt.Errorf("q3: unexpected %T", m)
+	}
+	res.Name = first(res.Info, "hostname", "sv_hostname")
+	res.Map = first(res.Info, "mapname")
+	res.GameType = first(res.Info, "gametype", "g_gametype")
+	res.Protocol = first(res.Info, "protocol", "com_protocol")
+	res.MaxPlayers, _ = strconv.Atoi(first(res.Info, "sv_maxclients"))
+	if res.Players != nil {
+		res.NumPlayers = len(res.Players)
+	} else {
+		res.NumPlayers, _ = strconv.Atoi(first(res.Info, "clients"))
+	}
+	return nil, true, nil
+}
+
+// mergeInfo returns a followed by the pairs of b whose keys a lacks,
+// without the challenge key.
+func mergeInfo(a, b infostring.Info) infostring.Info {
+	out := make(infostring.Info, 0, len(a)+len(b))
+	for _, in := range []infostring.Info{a, b} {
+		for _, p := range in {
+			if strings.EqualFold(p.Key, "challenge") {
+				continue
+			}
+			if _, dup := out.Get(p.Key); !dup {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}

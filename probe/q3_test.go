@@ -1,0 +1,143 @@
+package probe
+
+import (
+	"encoding/hex"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scout-discovery/scout/q3"
+)
+
+// xxd reads a dump in xxd's format ("00000000: ffff ffff 696e  ....in").
+func xxd(t *testing.T, name string) []byte {
+	t.Helper()
+	text, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	for _, line := range strings.Split(string(text), "\n") {
+		_, rest, ok := strings.Cut(line, ": ")
+		if !ok {
+			continue
+		}
+		hexPart, _, _ := strings.Cut(rest, "  ")
+		b, err := hex.DecodeString(strings.ReplaceAll(hexPart, " ", ""))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		out = append(out, b...)
+	}
+	return out
+}
+
+func TestQ3_RealOpenArenaReplies(t *testing.T) {
+	info, err := Q3.parse(xxd(t, "openarena_infoResponse.hex"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The capture answered someone else's 8-digit challenge: not ours.
+	if !info.hasToken || info.token != 0 || info.kind != q3Info {
+		t.Errorf("infoResponse: %+v; want a token no send has", info)
+	}
+	bare, err := Q3.parse(xxd(t, "openarena_infoResponse_nochallenge.hex"))
+	if err != nil || bare.hasToken || bare.kind != q3Info {
+		t.Errorf("bare infoResponse: %+v, %v; want matched by address and kind", bare, err)
+	}
+	status, err := Q3.parse(xxd(t, "openarena_statusResponse_3bots.hex"))
+	if err != nil || status.kind != q3Status {
+		t.Fatalf("statusResponse: %+v, %v", status, err)
+	}
+	_, err = Q3.parse(xxd(t, "openarena_print_gamemismatch.hex"))
+	if err == nil || !strings.Contains(err.Error(), "Game mismatch") {
+		t.Errorf("print: err %v; want the server's text", err)
+	}
+
+	// Both replies into one result, status first: the infoResponse keys
+	// still lead.
+	var res Result
+	for _, r := range []reply{status, bare} {
+		st := step{kind: r.kind}
+		if _, done, err := Q3.handle(&st, r, &res); err != nil || !done {
+			t.Fatalf("handle: %v", err)
+		}
+	}
+	if res.Name != "oa-peer-28960" || res.Map != "oa_dm1" || res.NumPlayers != 3 || res.MaxPlayers != 8 ||
+		res.GameType != "0" || res.Protocol != "71" {
+		t.Errorf("summary %+v", res)
+	}
+	want := []Player{{Name: "Sarge"}, {Name: "Grism"}, {Name: "Kyonshi"}}
+	if len(res.Players) != 3 || res.Players[0] != want[0] || res.Players[1] != want[1] || res.Players[2] != want[2] {
+		t.Errorf("players %+v", res.Players)
+	}
+	if res.Info[0].Key != "voip" || len(res.Info) < 40 {
+		t.Errorf("info starts %q with %d keys; want the infoResponse keys first", res.Info[0].Key, len(res.Info))
+	}
+	if _, ok := res.Info.Get("challenge"); ok {
+		t.Error("the challenge is in Info")
+	}
+	if v, _ := res.Info.Get("gamename"); v != "Quake3Arena" {
+		t.Errorf("gamename %q; want the infoResponse's, not the statusResponse's baseoa", v)
+	}
+}
+
+func TestQuery_Q3OverUDP(t *testing.T) {
+	for _, echo := range []bool{true, false} {
+		t.Run(map[bool]string{true: "challenge echoed", false: "no challenge"}[echo], func(t *testing.T) {
+			infoMsg, _ := q3.Parse(xxd(t, "openarena_infoResponse.hex"))
+			statusMsg, _ := q3.Parse(xxd(t, "openarena_statusResponse_3bots.hex"))
+			addr := responder(t, func(b []byte) [][]byte {
+				m, err := q3.Parse(b)
+				if err != nil {
+					return nil
+				}
+				var out q3.Message
+				switch m := m.(type) {
+				case q3.GetInfo:
+					r := infoMsg.(q3.InfoResponse)
+					r.Info = append(r.Info[:0:0], r.Info...)
+					r.Info.Delete("challenge")
+					if echo {
+						r.Info.Set("challenge", m.Challenge)
+					}
+					out = &r
+				case q3.GetStatus:
+					r := statusMsg.(q3.StatusResponse)
+					r.Info = append(r.Info[:0:0], r.Info...)
+					r.Info.Delete("challenge")
+					if echo {
+						r.Info.Set("challenge", m.Challenge)
+					}
+					out = &r
+				default:
+					return nil
+				}
+				enc, err := out.AppendBinary(nil)
+				if err != nil {
+					t.Error(err)
+				}
+				return [][]byte{enc}
+			})
+			r, c := queryOne(t, &Prober{}, Target{addr, Q3})
+			if r.Err != nil || r.Attempts != 1 || r.Name != "oa-peer-28960" || len(r.Players) != 3 {
+				t.Fatalf("result %+v", r)
+			}
+			if c.Sent != 2 || c.Matched != 2 || c.Unknown+c.Garbled+c.Late != 0 {
+				t.Errorf("counts %+v", c)
+			}
+		})
+	}
+}
+
+func TestQuery_Q3ForeignChallengeIsNotAccepted(t *testing.T) {
+	// A server (or spoofer) answering with a challenge scout never sent.
+	canned := xxd(t, "openarena_infoResponse.hex")
+	addr := responder(t, func([]byte) [][]byte { return [][]byte{canned} })
+	r, c := queryOne(t, &Prober{Timeout: 50 * time.Millisecond, Attempts: 1}, Target{addr, Q3Info})
+	if !errors.Is(r.Err, ErrTimeout) || c.Unknown != 1 || c.Matched != 0 {
+		t.Fatalf("err %v, counts %+v; want the reply dropped as unknown", r.Err, c)
+	}
+}
