@@ -165,6 +165,9 @@ func expectNewline(word string, body []byte) ([]byte, error) {
 }
 
 func appendInfo(b []byte, in infostring.Info) ([]byte, error) {
+	if n := in.Len(); n > MaxInfoLen {
+		return b, fmt.Errorf("%w: info string of %d bytes, limit %d", ErrInvalid, n, MaxInfoLen)
+	}
 	out, err := in.AppendBinary(b)
 	if err != nil {
 		return b, fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -182,6 +185,9 @@ func parseInfo(s string, atEnd bool) (infostring.Info, error) {
 	if s == "" {
 		return nil, nil
 	}
+	if len(s) > MaxInfoLen {
+		return nil, fmt.Errorf("%w: info string of %d bytes, limit %d", ErrMalformed, len(s), MaxInfoLen)
+	}
 	complete := s
 	dangling := ""
 	hasDangling := false
@@ -197,6 +203,9 @@ func parseInfo(s string, atEnd bool) (infostring.Info, error) {
 		hasDangling = true
 	}
 	info, err := infostring.Parse(complete)
+	if len(info) == 0 {
+		info = nil // one spelling of "no pairs", so decoded values compare equal
+	}
 	if err != nil {
 		return info, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/scout-discovery/scout/infostring"
 )
 
 // Prefix starts every connectionless packet: four 0xFF bytes (-1 as a
@@ -30,6 +32,14 @@ const (
 	// put in one getserversResponse (seed 000, section II.B). Pass it as
 	// [SplitOptions.MaxEntries] to reproduce that packet size.
 	IDMasterEntriesPerPacket = 112
+
+	// MaxInfoLen is the longest info string Parse accepts and
+	// AppendBinary writes: the engine's BIG_INFO_STRING
+	// ([infostring.MaxBigInfoString], 8192 bytes), the buffer ioquake3
+	// builds a statusResponse's serverinfo in. Nothing longer fits an
+	// engine's buffers; a longer one is garbage or an attack
+	// (ErrMalformed when decoding, ErrInvalid when encoding).
+	MaxInfoLen = infostring.MaxBigInfoString
 
 	// maxErrorWord bounds how much of an attacker's word an error quotes.
 	maxErrorWord = 32
@@ -369,13 +379,13 @@ func (l line) finish(name string, m Message) (Message, error) {
 }
 
 // validToken reports whether s can be sent as one word of a text command:
-// non-empty, no byte the tokenizer splits on (<= ' ') and no DEL.
+// non-empty, and no byte the tokenizer splits on (<= ' ').
 func validToken(what, s string) error {
 	if s == "" {
 		return fmt.Errorf("%w: empty %s", ErrInvalid, what)
 	}
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c <= ' ' || c == 0x7f {
+		if c := s[i]; c <= ' ' {
 			return fmt.Errorf("%w: %s %q: byte %#02x", ErrInvalid, what, clip(s), c)
 		}
 	}

@@ -22,11 +22,17 @@ const (
 	// before 1.27), after the Q3Master notes. The decoder also accepts the
 	// 0x00 without its backslash.
 	EndNUL
+	// EndEOTBare: `\EOT` without the three NULs, at the very end of the
+	// packet. Seed 000 describes id Software's master as ending with the
+	// text `\EOT` and gives 112 servers as 810 bytes of payload, which is
+	// 4+18+112*7+4: this form. Quake III's and ioquake3's clients both stop
+	// at it.
+	EndEOTBare
 )
 
-var endNames = [...]string{EndNone: "none", EndEOT: "eot", EndNUL: "nul"}
+var endNames = [...]string{EndNone: "none", EndEOT: "eot", EndNUL: "nul", EndEOTBare: "eot_bare"}
 
-// String returns "none", "eot" or "nul".
+// String returns "none", "eot", "nul" or "eot_bare".
 func (e End) String() string {
 	if int(e) < len(endNames) {
 		return endNames[e]
@@ -58,6 +64,7 @@ const (
 	ipv4EntryLen = 1 + 4 + 2  // '\' address port
 	ipv6EntryLen = 1 + 16 + 2 // '/' address port
 	eotMarker    = "\\EOT\x00\x00\x00"
+	eotBare      = "\\EOT"
 	nulMarker    = "\\\x00"
 )
 
@@ -142,6 +149,8 @@ func appendEnd(b []byte, e End) ([]byte, error) {
 		return append(b, eotMarker...), nil
 	case EndNUL:
 		return append(b, nulMarker...), nil
+	case EndEOTBare:
+		return append(b, eotBare...), nil
 	}
 	return b, fmt.Errorf("%w: end marker %d", ErrInvalid, e)
 }
@@ -178,6 +187,10 @@ func parseServersResponse(body []byte, ext bool) (Message, error) {
 			rest := p[1:]
 			if string(rest) == "\x00" {
 				r.End = EndNUL
+				return r, nil
+			}
+			if string(p) == eotBare {
+				r.End = EndEOTBare
 				return r, nil
 			}
 			if len(rest) >= len(eotMarker)-1 && string(p[:len(eotMarker)]) == eotMarker {
@@ -276,6 +289,8 @@ func EncodeServersResponses(servers []netip.AddrPort, opt SplitOptions) ([][]byt
 		endLen = len(eotMarker)
 	case EndNUL:
 		endLen = len(nulMarker)
+	case EndEOTBare:
+		endLen = len(eotBare)
 	default:
 		return nil, fmt.Errorf("%w: end marker %d", ErrInvalid, opt.End)
 	}
