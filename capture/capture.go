@@ -228,9 +228,11 @@ func Parse(b []byte, f Format) ([]Packet, Stats, error) {
 	var err error
 	switch f {
 	case Raw:
-		o.stats.Records++
-		o.guessed(b, "raw input", nil)
-		err = o.firstErrIfEmpty()
+		if len(b) > 0 {
+			o.stats.Records++
+			o.guessed(b, "raw input", nil)
+			err = o.firstErrIfEmpty()
+		}
 	case Hex:
 		err = parseHex(b, &o)
 	case XXD, Dump:

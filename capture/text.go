@@ -217,8 +217,18 @@ type dump struct {
 // without one, or an offset that goes back, means a line's byte count does
 // not match the offsets, and is an error.
 func parseDump(b []byte, o *out) error {
-	var d *dump
-	flush := func() bool {
+	var (
+		d        *dump
+		expanded int // bytes added by '*' lines, bounded by MaxInput
+	)
+	fill := func(end, ln int) error {
+		expanded += end - d.end
+		if expanded > MaxInput {
+			return fmt.Errorf("%w: line %d: '*' lines expand to more than %d bytes", ErrTooLarge, ln, MaxInput)
+		}
+		return d.fill(end, ln)
+	}
+	flush := func() bool { // adds the dump d as a packet
 		if d == nil {
 			return true
 		}
@@ -260,7 +270,7 @@ func parseDump(b []byte, o *out) error {
 			case dl.offset == d.end:
 				d.lastLine = ln
 			case dl.offset > d.end && d.repeat && dl.offset <= MaxRecord:
-				if err := d.fill(dl.offset, ln); err != nil {
+				if err := fill(dl.offset, ln); err != nil {
 					return err
 				}
 				d.lastLine, d.repeat = ln, false
@@ -280,7 +290,7 @@ func parseDump(b []byte, o *out) error {
 		case dl.offset > MaxRecord:
 			return fmt.Errorf("%w: line %d: offset %#x exceeds MaxRecord (%d)", ErrTooLarge, ln, dl.offset, MaxRecord)
 		case dl.offset > d.end && d.repeat:
-			if err := d.fill(dl.offset, ln); err != nil {
+			if err := fill(dl.offset, ln); err != nil {
 				return err
 			}
 		case dl.offset > d.end && !d.skipped:
