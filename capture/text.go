@@ -120,7 +120,8 @@ type dumpLine struct {
 // of line, ends the bytes. So the ASCII column is never read as bytes,
 // however hex-like it looks, as long as two spaces precede it, which every
 // dumper does. When allowMid is set, two spaces after exactly eight bytes
-// are taken as the middle gap of hexdump -C and Wireshark.
+// are taken as the middle gap of hexdump -C and Wireshark, unless the rest
+// of the line is those eight bytes rendered as ASCII (a lone 8-byte line).
 func parseDumpLine(l []byte, allowMid bool) (dumpLine, bool) {
 	var dl dumpLine
 	i := 0
@@ -173,7 +174,10 @@ func parseDumpLine(l []byte, allowMid bool) (dumpLine, bool) {
 		switch {
 		case l[j] == ' ' && (j+1 == len(l) || l[j+1] != ' ' && l[j+1] != '\t'):
 			i = j + 1
-		case allowMid && len(dl.data) == 8 && j+2 < len(l) && l[j+1] == ' ' && isHexDigit(l[j+2]):
+		case allowMid && len(dl.data) == 8 && j+2 < len(l) && l[j+1] == ' ' && isHexDigit(l[j+2]) &&
+			!bytes.Equal(bytes.TrimRight(l[j+2:], " \t"), printable(dl.data)):
+			// Two spaces after eight bytes: the middle gap, unless what
+			// follows is exactly those eight bytes as ASCII.
 			dl.midGap = true
 			i = j + 2
 		default:
@@ -336,4 +340,17 @@ func (d *dump) fill(end, ln int) error {
 	}
 	d.appendAt(d.end, fill)
 	return nil
+}
+
+// printable renders b as a dump's ASCII column does: printable ASCII as
+// itself, anything else as '.'.
+func printable(b []byte) []byte {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		out[i] = '.'
+		if 0x20 <= c && c < 0x7f {
+			out[i] = c
+		}
+	}
+	return out
 }

@@ -75,7 +75,8 @@ func TestDump_HexLookingASCII(t *testing.T) {
 		want string
 	}{
 		{"ascii-is-hex-pairs", "0000  de ad  be ef ca fe\n", "\xde\xad"},
-		{"ascii-de-ad-after-8", "0000  01 02 03 04 05 06 07 08  de ad be ef\n", "\x01\x02\x03\x04\x05\x06\x07\x08\xde\xad\xbe\xef"}, // a lone line: read as a middle gap (documented)
+		{"ascii-de-ad-after-8", "0000  01 02 03 04 05 06 07 08  de ad be ef\n", "\x01\x02\x03\x04\x05\x06\x07\x08\xde\xad\xbe\xef"}, // a lone line: a middle gap, as the text is not the bytes' ASCII
+		{"ascii-of-8-bytes-looks-like-hex", "0000  64 65 20 61 64 20 62 65  de ad be\n", "de ad be"},
 		{"no-mid-gap-layout", "0000  01 02 03 04 05 06 07 08 09 0a  ..\n000a  01 02 03 04 05 06 07 08  de ad\n", "\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x01\x02\x03\x04\x05\x06\x07\x08"},
 		{"game-path", "0000  5c 67 61 6d 65  .\\game\n", "\\game"},
 		{"xxd-ascii-hexlike", "00000000: 6162 6364  abcd\n", "abcd"},
