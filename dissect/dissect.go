@@ -9,7 +9,7 @@
 //
 //	FF FF FF FF <command word>   q3 (connectionless packet)
 //	FF FF FF FF 66 0A            steammaster reply (when q3 knows no such command)
-//	FF FF FF FF <T I A U D m ..> a2s (when q3 knows no such command)
+//	FF FF FF FF <T I A U D m>    a2s (when q3 knows no such command)
 //	FE FF FF FF                  a2s split packet
 //	FF FF <not FF FF>            q4 (Doom 3 style out-of-band packet)
 //	FE FD                        gs4 request
@@ -222,12 +222,12 @@ func decodeAs(f Family, b []byte) Result {
 }
 
 // isA2SType reports whether c is the type byte of a Source query packet
-// after FF FF FF FF: requests T (info), U (players), V (rules), W (old
-// challenge request), replies I (info), m (GoldSrc info), A (challenge),
-// D (players), E (rules).
+// after FF FF FF FF that package a2s decodes: requests T (info), U
+// (players), replies I (info), m (GoldSrc info), A (challenge), D
+// (players).
 func isA2SType(c byte) bool {
 	switch c {
-	case 'T', 'U', 'V', 'W', 'I', 'm', 'A', 'D', 'E':
+	case 'T', 'U', 'I', 'm', 'A', 'D':
 		return true
 	}
 	return false

@@ -110,7 +110,7 @@ func gs4Session(id uint32) func(*testing.T, Result) {
 }
 
 // readPackets reads a test file with the capture package.
-func readPackets(t *testing.T, path string) []capture.Packet {
+func readPackets(t testing.TB, path string) []capture.Packet {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {

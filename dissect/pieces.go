@@ -111,15 +111,24 @@ func layout(pieces []Piece, length int) ([]Piece, []Range, error) {
 	slices.SortStableFunc(ps, func(a, b Piece) int { return cmp.Compare(a.Offset, b.Offset) })
 	var missing []Range
 	at := 0
+	merged := ps[:0:0]
 	for i, p := range ps {
 		if p.Offset < at {
 			return nil, nil, fmt.Errorf("dissect: pieces %d and %d overlap at offset %d", i-1, i, p.Offset)
 		}
-		if p.Offset > at {
-			missing = append(missing, Range{at, p.Offset})
+		if p.Offset > at || len(merged) == 0 {
+			if p.Offset > at {
+				missing = append(missing, Range{at, p.Offset})
+			}
+			merged = append(merged, p)
+		} else {
+			// Adjacent pieces are one run of bytes.
+			last := &merged[len(merged)-1]
+			last.Data = append(bytes.Clone(last.Data), p.Data...)
 		}
 		at = p.Offset + len(p.Data)
 	}
+	ps = merged
 	if at < length {
 		missing = append(missing, Range{at, length})
 	}
