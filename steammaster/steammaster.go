@@ -71,7 +71,11 @@ type Message interface {
 // parsed and an error wrapping [ErrTruncated].
 func Parse(b []byte) (Message, error) {
 	if len(b) > 0 && b[0] == TypeQuery {
-		return ParseQuery(b)
+		q, err := ParseQuery(b)
+		if err != nil {
+			return nil, err
+		}
+		return q, nil
 	}
 	if len(b) > 0 && isPrefix(b[:min(len(b), HeaderSize)], replyHeader[:]) {
 		r, err := ParseReply(b)
