@@ -1,0 +1,315 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/scout-discovery/scout/infostring"
+	"github.com/scout-discovery/scout/probe"
+)
+
+func init() {
+	register(command{name: "query", summary: "ask game servers directly for their info, players and ping", run: runQuery})
+}
+
+const queryAbout = `Asks each server for its info and status with the query protocol of its
+game, one unguessable challenge per request, and measures the round-trip
+time from the send that was answered. Unanswered requests are sent again
+(--retries) after --timeout each.
+
+ADDR is host, host:port, IPv4, or IPv6 in brackets ([::1]:27960); without a
+port the game's default port is used.
+
+Games (--game):
+  q3       Quake III family: Q3A, Enemy Territory, RtCW, OpenArena,
+           ioquake3, DarkPlaces (getinfo + getstatus; port 27960)
+  q4       Quake 4 (getInfo; port 28004)
+  doom3    Doom 3 (getInfo; port 27666)
+  ut3      Unreal Tournament 3, GameSpy 4 query (also: gs4; port 6500)
+  source   Valve Source, A2S_INFO + A2S_PLAYER (also: a2s; port 27015)
+
+Output: a table, each server then its players; with --json one JSON object
+per line and server: address, game, name, map, gametype, protocol,
+numplayers, maxplayers, info (every key the server sent), players, rtt_ms,
+attempts, and error when a request failed.
+
+Exit status: 0 when at least one server answered, 1 when none did, 2 for
+bad usage.`
+
+// queryGame is one --game choice.
+type queryGame struct {
+	dialect probe.Dialect
+	port    uint16
+}
+
+var queryGames = map[string]queryGame{
+	"q3":     {probe.Q3, probe.DefaultPortQ3},
+	"q4":     {probe.Q4, probe.DefaultPortQ4},
+	"doom3":  {probe.Q4, 27666},
+	"ut3":    {probe.GS4, probe.DefaultPortGS4},
+	"gs4":    {probe.GS4, probe.DefaultPortGS4},
+	"source": {probe.A2S, probe.DefaultPortA2S},
+	"a2s":    {probe.A2S, probe.DefaultPortA2S},
+}
+
+func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("query", "[flags] ADDR...", queryAbout, stderr)
+	gameName := fs.String("game", "q3", "the servers' game: q3, q4, doom3, ut3 (gs4), source (a2s)")
+	timeout := fs.Duration("timeout", probe.DefaultTimeout, "how long each request waits for its reply")
+	retries := fs.Int("retries", probe.DefaultAttempts-1, "how many times an unanswered request is sent again")
+	asJSON := fs.Bool("json", false, "print one JSON object per server and line")
+	if code, done := parseFlags(fs, args); done {
+		return code
+	}
+	game, ok := queryGames[strings.ToLower(*gameName)]
+	switch {
+	case !ok:
+		fmt.Fprintf(stderr, "scout query: unknown game %q (q3, q4, doom3, ut3, source)\n", *gameName)
+		return 2
+	case fs.NArg() == 0:
+		fmt.Fprintln(stderr, "scout query: no server address given")
+		fs.Usage()
+		return 2
+	case *timeout <= 0 || *retries < 0:
+		fmt.Fprintln(stderr, "scout query: --timeout must be positive and --retries not negative")
+		return 2
+	}
+	// Parse every address before sending anything: a typo is a usage error.
+	addrs := make([]queryAddr, fs.NArg())
+	for i, a := range fs.Args() {
+		qa, err := parseQueryAddr(a, game.port)
+		if err != nil {
+			fmt.Fprintf(stderr, "scout query: %v\n", err)
+			return 2
+		}
+		addrs[i] = qa
+	}
+
+	results := make([]probe.Result, len(addrs))
+	var targets []probe.Target
+	var index []int // targets[j] is addrs[index[j]]
+	for i, qa := range addrs {
+		results[i].Game = game.dialect.Name()
+		ap, err := qa.resolve(ctx)
+		if err != nil {
+			results[i].Err = err
+			continue
+		}
+		results[i].Addr = ap
+		targets = append(targets, probe.Target{Addr: ap, Dialect: game.dialect})
+		index = append(index, i)
+	}
+	p := &probe.Prober{Timeout: *timeout, Attempts: *retries + 1}
+	got, _, err := p.Query(ctx, targets)
+	if err != nil && len(got) == 0 {
+		fmt.Fprintf(stderr, "scout query: %v\n", err)
+		return 1
+	}
+	for j, r := range got {
+		results[index[j]] = r
+	}
+
+	answered := false
+	for _, r := range results {
+		answered = answered || r.Answered()
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
+		for i, r := range results {
+			if err := enc.Encode(queryJSON(addrs[i].text, r)); err != nil {
+				fmt.Fprintf(stderr, "scout query: %v\n", err)
+				return 1
+			}
+		}
+	} else {
+		queryTable(stdout, addrs, results)
+	}
+	if !answered {
+		return 1
+	}
+	return 0
+}
+
+// queryAddr is an address as given: a literal or a host name to resolve.
+type queryAddr struct {
+	text string
+	ap   netip.AddrPort // valid for a literal address
+	host string
+	port uint16
+}
+
+// parseQueryAddr reads host, host:port, an IPv4 or IPv6 literal, or
+// [IPv6]:port; a missing port is defPort.
+func parseQueryAddr(s string, defPort uint16) (queryAddr, error) {
+	qa := queryAddr{text: s, port: defPort}
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		qa.ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+		return qa, nil
+	}
+	host := s
+	if ip, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")); err == nil {
+		qa.ap = netip.AddrPortFrom(ip.Unmap(), defPort) // bare address, IPv6 with or without brackets
+		return qa, nil
+	}
+	if h, p, err := net.SplitHostPort(s); err == nil {
+		n, err := strconv.ParseUint(p, 10, 16)
+		if err != nil {
+			return qa, fmt.Errorf("bad port in %q", s)
+		}
+		host, qa.port = h, uint16(n)
+	}
+	if host == "" || strings.ContainsAny(host, "[]/ ") || strings.Count(host, ":") > 0 {
+		return qa, fmt.Errorf("bad address %q (want host, host:port or [IPv6]:port)", s)
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		qa.ap = netip.AddrPortFrom(ip.Unmap(), qa.port)
+		return qa, nil
+	}
+	qa.host = host
+	return qa, nil
+}
+
+// resolve returns the address to query: the literal, or the host name's
+// first address (IPv4 preferred, as game servers mostly are).
+func (qa queryAddr) resolve(ctx context.Context) (netip.AddrPort, error) {
+	if qa.ap.IsValid() {
+		return qa.ap, nil
+	}
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", qa.host)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("resolving %s: %w", qa.host, err)
+	}
+	best := ips[0]
+	for _, ip := range ips {
+		if ip.Unmap().Is4() {
+			best = ip
+			break
+		}
+	}
+	return netip.AddrPortFrom(best.Unmap(), qa.port), nil
+}
+
+// queryServerJSON is one line of --json output.
+type queryServerJSON struct {
+	Address    string            `json:"address"` // the resolved address
+	Query      string            `json:"query"`   // the address as given
+	Game       string            `json:"game"`
+	Name       string            `json:"name"`
+	NamePlain  string            `json:"name_plain"` // colour codes removed
+	Map        string            `json:"map"`
+	GameType   string            `json:"gametype"`
+	Protocol   string            `json:"protocol"`
+	NumPlayers int               `json:"numplayers"`
+	MaxPlayers int               `json:"maxplayers"`
+	Info       infostring.Info   `json:"info"`
+	Players    []queryPlayerJSON `json:"players"`
+	RTTms      float64           `json:"rtt_ms"`
+	Attempts   int               `json:"attempts"`
+	Error      string            `json:"error,omitempty"`
+}
+
+type queryPlayerJSON struct {
+	Name  string  `json:"name"`
+	Score int     `json:"score"`
+	Ping  int     `json:"ping"`
+	Team  string  `json:"team,omitempty"`
+	Time  float64 `json:"time_s,omitempty"`
+}
+
+func queryJSON(given string, r probe.Result) queryServerJSON {
+	j := queryServerJSON{Query: given, Game: r.Game, Name: r.Name, NamePlain: stripColours(r.Name),
+		Map: r.Map, GameType: r.GameType, Protocol: r.Protocol, NumPlayers: r.NumPlayers,
+		MaxPlayers: r.MaxPlayers, Info: r.Info, Players: []queryPlayerJSON{},
+		RTTms: float64(r.RTT.Microseconds()) / 1000, Attempts: r.Attempts}
+	if r.Addr.IsValid() {
+		j.Address = r.Addr.String()
+	}
+	if j.Info == nil {
+		j.Info = infostring.Info{}
+	}
+	for _, p := range r.Players {
+		j.Players = append(j.Players, queryPlayerJSON{Name: p.Name, Score: p.Score, Ping: p.Ping,
+			Team: p.Team, Time: p.Time.Seconds()})
+	}
+	if r.Err != nil {
+		j.Error = r.Err.Error()
+	}
+	return j
+}
+
+// queryTable prints the results as a table, each server's players under
+// it.
+func queryTable(w io.Writer, addrs []queryAddr, results []probe.Result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ADDRESS\tNAME\tMAP\tPLAYERS\tTYPE\tPING")
+	for i, r := range results {
+		addr := addrs[i].text
+		if r.Addr.IsValid() && r.Addr.String() != addr {
+			addr += " (" + r.Addr.String() + ")"
+		}
+		if !r.Answered() {
+			fmt.Fprintf(tw, "%s\t%s\t\t\t\t\n", addr, "error: "+r.Err.Error())
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", addr, display(stripColours(r.Name)), display(r.Map),
+			r.NumPlayers, r.MaxPlayers, display(r.GameType), queryPing(r.RTT))
+		for _, p := range r.Players {
+			fmt.Fprintf(tw, "  %s\tscore %d\tping %d\t\t\t\n", display(stripColours(p.Name)), p.Score, p.Ping)
+		}
+		if r.Err != nil {
+			fmt.Fprintf(tw, "  error: %s\t\t\t\t\t\n", r.Err)
+		}
+	}
+	tw.Flush()
+}
+
+func queryPing(d time.Duration) string {
+	if d < 10*time.Millisecond {
+		return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000)
+	}
+	return fmt.Sprintf("%d ms", d.Milliseconds())
+}
+
+// stripColours removes Quake III colour codes: '^' and the alphanumeric
+// byte after it (ioquake3's Q_IsColorString). "^^" is kept.
+func stripColours(s string) string {
+	if !strings.Contains(s, "^") {
+		return s
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '^' && i+1 < len(s) && isAlnum(s[i+1]) {
+			i++
+			continue
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
+}
+
+func isAlnum(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// display makes a server-controlled string safe for a terminal: control
+// bytes (escape sequences, tabs that would break the table) become '?',
+// and bytes that are not UTF-8 become U+FFFD.
+func display(s string) string {
+	s = strings.ToValidUTF8(s, string(utf8.RuneError))
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return '?'
+		}
+		return r
+	}, s)
+}

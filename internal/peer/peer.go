@@ -1,0 +1,174 @@
+// Package peer starts and drives real third-party programs for scout's
+// interoperability tests: an OpenArena dedicated server on loopback,
+// qstat's quakestat and gamedig.
+//
+// A test asks for a program with [Need]. When the program is missing the
+// test is skipped with a message naming the package that provides it,
+// except when the environment variable CI is non-empty: CI installs every
+// peer, so there a missing program fails the test.
+//
+// Everything a peer does stays on 127.0.0.0/8: servers bind 127.0.0.1,
+// their master list holds only the loopback master a test gives (or
+// none), and each server's lifetime is bounded.
+package peer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Programs the tests run, and where CI installs them.
+const (
+	// OpenArenaServer is Debian's openarena-server launcher (ioq3ded).
+	OpenArenaServer = "/usr/games/openarena-server"
+	// Quakestat is qstat, from Debian's qstat package.
+	Quakestat = "quakestat"
+	// GamedigRel is gamedig's CLI, relative to the module root, installed
+	// by npm ci in interop/.
+	GamedigRel = "interop/node_modules/.bin/gamedig"
+)
+
+// RunTimeout bounds one run of quakestat or gamedig.
+const RunTimeout = 30 * time.Second
+
+// Need returns the path of program (an absolute path or a name looked up
+// in PATH). When it is missing it skips the test, or fails it when CI is
+// set; hint says how to install it.
+func Need(t testing.TB, program, hint string) string {
+	t.Helper()
+	path, err := exec.LookPath(program)
+	if err == nil {
+		return path
+	}
+	msg := fmt.Sprintf("%s not found (%s)", program, hint)
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s; CI must install it", msg)
+	}
+	t.Skipf("%s; skipping", msg)
+	return ""
+}
+
+// ModuleRoot returns the directory holding go.mod, found upward from the
+// working directory of the test.
+func ModuleRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("peer: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// FreeUDPPort returns a UDP port on 127.0.0.1 that was free a moment ago:
+// it binds port 0 and closes the socket. Another process may take it
+// before the caller does; the window is small on a test machine.
+func FreeUDPPort(t testing.TB) uint16 {
+	t.Helper()
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).AddrPort().Port()
+}
+
+// run runs a program with a bounded lifetime and returns its standard
+// output.
+func run(t testing.TB, path string, args ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), RunTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s %s: %v\nstderr: %s", path, strings.Join(args, " "), err, stderr.Bytes())
+	}
+	return out
+}
+
+// QstatServer is one server of `quakestat -json` output. Rules and players
+// are as qstat prints them.
+type QstatServer struct {
+	Protocol      string            `json:"protocol"`
+	Address       string            `json:"address"`
+	Status        string            `json:"status"`
+	Hostname      string            `json:"hostname"`
+	Name          string            `json:"name"`
+	GameType      string            `json:"gametype"`
+	Map           string            `json:"map"`
+	NumPlayers    int               `json:"numplayers"`
+	MaxPlayers    int               `json:"maxplayers"`
+	NumSpectators int               `json:"numspectators"`
+	MaxSpectators int               `json:"maxspectators"`
+	Ping          int               `json:"ping"`
+	Retries       int               `json:"retries"`
+	Rules         map[string]string `json:"rules"`
+	Players       []QstatPlayer     `json:"players"`
+}
+
+// QstatPlayer is one player of `quakestat -json -P` output.
+type QstatPlayer struct {
+	Name  string `json:"name"`
+	Score int    `json:"score"`
+	Ping  int    `json:"ping"`
+}
+
+// RunQuakestat runs quakestat with args (it adds -json) and returns the
+// servers it reports.
+func RunQuakestat(t testing.TB, args ...string) []QstatServer {
+	t.Helper()
+	path := Need(t, Quakestat, "apt-get install qstat")
+	out := run(t, path, append([]string{"-json"}, args...)...)
+	var servers []QstatServer
+	if err := json.Unmarshal(out, &servers); err != nil {
+		t.Fatalf("quakestat -json output: %v\n%s", err, out)
+	}
+	return servers
+}
+
+// RunGamedig runs the gamedig CLI with args and decodes its JSON output
+// into v.
+func RunGamedig(t testing.TB, v any, args ...string) {
+	t.Helper()
+	path := Need(t, filepath.Join(ModuleRoot(t), GamedigRel), "cd interop && npm ci")
+	out := run(t, path, args...)
+	if err := json.Unmarshal(out, v); err != nil {
+		t.Fatalf("gamedig output: %v\n%s", err, out)
+	}
+}
+
+// errNotLoopback refuses any address off 127.0.0.0/8.
+var errNotLoopback = errors.New("peer: address is not on 127.0.0.0/8")
+
+func loopback(ap string) error {
+	a, err := netip.ParseAddrPort(ap)
+	if err != nil {
+		return err
+	}
+	if !a.Addr().Is4() || !a.Addr().IsLoopback() {
+		return fmt.Errorf("%w: %s", errNotLoopback, ap)
+	}
+	return nil
+}
