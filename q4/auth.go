@@ -30,8 +30,8 @@ type GameAuth struct {
 	Trailer []byte `json:"trailer,omitempty"`
 }
 
-// ParseGameAuth decodes a gameAuth packet. A flag byte other than 0 or 1
-// is ErrMalformed.
+// ParseGameAuth decodes a gameAuth packet. A flag byte other than 0 or 1,
+// or a key after a 0 flag, is ErrMalformed.
 func ParseGameAuth(b []byte) (GameAuth, error) {
 	rest, err := cutCommand(b, cmdGameAuth)
 	if err != nil {
@@ -59,6 +59,11 @@ func parseGameAuthBody(b []byte) (GameAuth, error) {
 	}
 	if m.XPKey, err = r.str("XP key"); err != nil {
 		return GameAuth{}, err
+	}
+	// The engine writes "" when the flag is 0; a key there is not its
+	// packet, and would not survive re-encoding.
+	if (!m.HasCDKey && m.CDKey != "") || (!m.HasXPKey && m.XPKey != "") {
+		return GameAuth{}, fmt.Errorf("%w: key sent with its flag clear", ErrMalformed)
 	}
 	if !r.done() {
 		m.Trailer = append([]byte(nil), r.rest()...)
