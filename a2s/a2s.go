@@ -58,7 +58,8 @@ type Message interface {
 // Parse decodes one datagram, dispatching on its header and type byte.
 // The result is one of [InfoRequest], [Challenge], [Info], [GoldSrcInfo],
 // [PlayerRequest], [Players] or [SplitPacket]. Headers that belong to no
-// A2S packet give an error wrapping [ErrNotA2S].
+// A2S packet give an error wrapping [ErrNotA2S]. On any error the Message
+// is nil; [ParsePlayers] returns the players of a truncated reply too.
 func Parse(b []byte) (Message, error) {
 	if len(b) < 4 {
 		if len(b) > 0 && (isPrefix(b, 0xFF, 0xFF, 0xFF, 0xFF) || isPrefix(b, 0xFE, 0xFF, 0xFF, 0xFF)) {
@@ -68,7 +69,7 @@ func Parse(b []byte) (Message, error) {
 	}
 	switch binary.LittleEndian.Uint32(b) {
 	case headerSplit:
-		return ParseSplitPacket(b)
+		return message(ParseSplitPacket(b))
 	case headerSingle:
 	default:
 		return nil, fmt.Errorf("%w: header % x", ErrNotA2S, b[:4])
@@ -78,21 +79,21 @@ func Parse(b []byte) (Message, error) {
 	}
 	switch b[4] {
 	case TypeInfoRequest:
-		return ParseInfoRequest(b)
+		return message(ParseInfoRequest(b))
 	case TypeInfo:
-		return ParseInfo(b)
+		return message(ParseInfo(b))
 	case TypeGoldSrcInfo:
 		// ET's motd reply ("\xff\xff\xff\xffmotd ...") starts with 'm' too.
 		if len(b) >= 8 && string(b[4:8]) == "motd" {
 			return nil, fmt.Errorf("%w: Enemy Territory motd", ErrNotA2S)
 		}
-		return ParseGoldSrcInfo(b)
+		return message(ParseGoldSrcInfo(b))
 	case TypeChallenge:
-		return ParseChallenge(b)
+		return message(ParseChallenge(b))
 	case TypePlayerRequest:
-		return ParsePlayerRequest(b)
+		return message(ParsePlayerRequest(b))
 	case TypePlayers:
-		return ParsePlayers(b)
+		return message(ParsePlayers(b))
 	}
 	return nil, fmt.Errorf("%w: type byte %#02x", ErrNotA2S, b[4])
 }
@@ -228,4 +229,13 @@ func byteBool(v bool) uint8 {
 		return 1
 	}
 	return 0
+}
+
+// message converts a parser's result for Parse, so that a failed parse
+// yields a nil Message rather than a zero value.
+func message[M Message](m M, err error) (Message, error) {
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
 }

@@ -93,9 +93,9 @@ func Parse(b []byte) (Message, error) {
 		}
 		switch b[2] {
 		case TypeChallenge:
-			return ParseChallengeRequest(b)
+			return message(ParseChallengeRequest(b))
 		case TypeInfo:
-			return ParseInfoRequest(b)
+			return message(ParseInfoRequest(b))
 		}
 		return nil, fmt.Errorf("%w: request type %#02x", ErrNotGS4, b[2])
 	}
@@ -104,9 +104,9 @@ func Parse(b []byte) (Message, error) {
 	}
 	switch b[0] {
 	case TypeChallenge:
-		return ParseChallengeReply(b)
+		return message(ParseChallengeReply(b))
 	case TypeInfo:
-		return ParseInfoPacket(b)
+		return message(ParseInfoPacket(b))
 	}
 	return nil, fmt.Errorf("%w: first byte %#02x", ErrNotGS4, b[0])
 }
@@ -134,3 +134,12 @@ func appendCString(b []byte, s, what string) ([]byte, error) {
 }
 
 func appendUint32(b []byte, v uint32) []byte { return binary.BigEndian.AppendUint32(b, v) }
+
+// message converts a parser's result for Parse, so that a failed parse
+// yields a nil Message rather than a zero value.
+func message[M Message](m M, err error) (Message, error) {
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
