@@ -148,3 +148,26 @@ func mergeInfo(a, b infostring.Info) infostring.Info {
 	}
 	return out
 }
+
+// StripColours removes Quake III colour codes from a name: '^' and the
+// letter or digit after it, as ioquake3's Q_IsColorString reads them
+// ("^1Red" is "Red"; a '^' before anything else stays). qstat shows
+// names this way.
+func StripColours(s string) string {
+	if !strings.Contains(s, "^") {
+		return s
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '^' && i+1 < len(s) && isAlnum(s[i+1]) {
+			i++
+			continue
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
+}
+
+func isAlnum(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}

@@ -141,3 +141,18 @@ func TestQuery_Q3ForeignChallengeIsNotAccepted(t *testing.T) {
 		t.Fatalf("err %v, counts %+v; want the reply dropped as unknown", r.Err, c)
 	}
 }
+
+func TestStripColours(t *testing.T) {
+	for in, want := range map[string]string{
+		"^1scout ^7interop": "scout interop",
+		"plain":             "plain",
+		"a^^b":              "a^", // the second ^ escapes b
+		"end^":              "end^",
+		"^xX^":              "X^",
+		"^!keep":            "^!keep",
+	} {
+		if got := StripColours(in); got != want {
+			t.Errorf("StripColours(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

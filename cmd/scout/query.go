@@ -227,7 +227,7 @@ type queryPlayerJSON struct {
 }
 
 func queryJSON(given string, r probe.Result) queryServerJSON {
-	j := queryServerJSON{Query: given, Game: r.Game, Name: r.Name, NamePlain: stripColours(r.Name),
+	j := queryServerJSON{Query: given, Game: r.Game, Name: r.Name, NamePlain: probe.StripColours(r.Name),
 		Map: r.Map, GameType: r.GameType, Protocol: r.Protocol, NumPlayers: r.NumPlayers,
 		MaxPlayers: r.MaxPlayers, Info: r.Info, Players: []queryPlayerJSON{},
 		RTTms: float64(r.RTT.Microseconds()) / 1000, Attempts: r.Attempts}
@@ -261,10 +261,10 @@ func queryTable(w io.Writer, addrs []queryAddr, results []probe.Result) {
 			fmt.Fprintf(tw, "%s\t%s\t\t\t\t\n", addr, "error: "+r.Err.Error())
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", addr, display(stripColours(r.Name)), display(r.Map),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", addr, display(probe.StripColours(r.Name)), display(r.Map),
 			r.NumPlayers, r.MaxPlayers, display(r.GameType), queryPing(r.RTT))
 		for _, p := range r.Players {
-			fmt.Fprintf(tw, "  %s\tscore %d\tping %d\t\t\t\n", display(stripColours(p.Name)), p.Score, p.Ping)
+			fmt.Fprintf(tw, "  %s\tscore %d\tping %d\t\t\t\n", display(probe.StripColours(p.Name)), p.Score, p.Ping)
 		}
 		if r.Err != nil {
 			fmt.Fprintf(tw, "  error: %s\t\t\t\t\t\n", r.Err)
@@ -278,27 +278,6 @@ func queryPing(d time.Duration) string {
 		return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000)
 	}
 	return fmt.Sprintf("%d ms", d.Milliseconds())
-}
-
-// stripColours removes Quake III colour codes: '^' and the alphanumeric
-// byte after it (ioquake3's Q_IsColorString). "^^" is kept.
-func stripColours(s string) string {
-	if !strings.Contains(s, "^") {
-		return s
-	}
-	b := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		if s[i] == '^' && i+1 < len(s) && isAlnum(s[i+1]) {
-			i++
-			continue
-		}
-		b = append(b, s[i])
-	}
-	return string(b)
-}
-
-func isAlnum(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 // display makes a server-controlled string safe for a terminal: control
