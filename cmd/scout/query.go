@@ -157,7 +157,11 @@ func parseQueryAddr(s string, defPort uint16) (queryAddr, error) {
 		return qa, nil
 	}
 	host := s
-	if ip, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")); err == nil {
+	bare := s
+	if strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]") {
+		bare = s[1 : len(s)-1]
+	}
+	if ip, err := netip.ParseAddr(bare); err == nil {
 		qa.ap = netip.AddrPortFrom(ip.Unmap(), defPort) // bare address, IPv6 with or without brackets
 		return qa, nil
 	}
@@ -264,10 +268,10 @@ func queryTable(w io.Writer, addrs []queryAddr, results []probe.Result) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", addr, display(probe.StripColours(r.Name)), display(r.Map),
 			r.NumPlayers, r.MaxPlayers, display(r.GameType), queryPing(r.RTT))
 		for _, p := range r.Players {
-			fmt.Fprintf(tw, "  %s\tscore %d\tping %d\t\t\t\n", display(probe.StripColours(p.Name)), p.Score, p.Ping)
+			fmt.Fprintf(tw, "\t  %s\tscore %d\tping %d\t\t\n", display(probe.StripColours(p.Name)), p.Score, p.Ping)
 		}
 		if r.Err != nil {
-			fmt.Fprintf(tw, "  error: %s\t\t\t\t\t\n", r.Err)
+			fmt.Fprintf(tw, "\t  error: %s\t\t\t\t\n", r.Err)
 		}
 	}
 	tw.Flush()
