@@ -73,8 +73,6 @@ var (
 	// ErrIncomplete reports a payload with bytes missing from the capture;
 	// [Result.Missing] says which.
 	ErrIncomplete = errors.New("dissect: bytes missing from the capture")
-	// ErrNoDecoder reports a family whose package scout was built without.
-	ErrNoDecoder = errors.New("dissect: no decoder for this family")
 )
 
 // GS4QueryPort is the UDP port UT3 servers answer GameSpy 4 queries on by

@@ -64,9 +64,6 @@ func TestDecode_SeedFiguresAndVectors(t *testing.T) {
 	for file, fm := range want {
 		t.Run(file, func(t *testing.T) {
 			code, recs, stderr := decodeRun(t, nil, filepath.Join(dissectTestdata, file))
-			if pending(stderr) {
-				t.Skipf("the %s package has not landed: %s", fm[0], stderr)
-			}
 			if code != 0 || len(recs) != 1 {
 				t.Fatalf("exit %d, %d records, want 0 and 1; stderr:\n%s", code, len(recs), stderr)
 			}
@@ -80,9 +77,6 @@ func TestDecode_SeedFiguresAndVectors(t *testing.T) {
 		})
 	}
 }
-
-// pending reports an error from a family whose package has not landed.
-func pending(stderr string) bool { return strings.Contains(stderr, "no decoder for this family") }
 
 func TestDecode_ElidedFigureReportsMissingBytes(t *testing.T) {
 	code, recs, stderr := decodeRun(t, nil, filepath.Join(dissectTestdata, "seed000_fig7.txt"))
