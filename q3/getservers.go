@@ -56,8 +56,10 @@ type GetServers struct {
 }
 
 // gameTypeShortcuts are the Quake III words for gametype filters.
-var gameTypeShortcuts = [...]struct{ word, value string }{
-	{"ffa", "0"}, {"tourney", "1"}, {"team", "3"}, {"ctf", "4"},
+func gameTypeShortcuts() [4]struct{ word, value string } {
+	return [...]struct{ word, value string }{
+		{"ffa", "0"}, {"tourney", "1"}, {"team", "3"}, {"ctf", "4"},
+	}
 }
 
 const gameTypeOption = "gametype="
@@ -128,7 +130,7 @@ func (g GetServers) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func appendGameType(b []byte, gt string) []byte {
-	for _, s := range gameTypeShortcuts {
+	for _, s := range gameTypeShortcuts() {
 		if s.value == gt {
 			return append(b, s.word...)
 		}
@@ -142,7 +144,7 @@ func isKnownOption(w string) bool {
 	case "empty", "full", "ipv4", "ipv6":
 		return true
 	}
-	for _, s := range gameTypeShortcuts {
+	for _, s := range gameTypeShortcuts() {
 		if w == s.word {
 			return true
 		}
@@ -185,7 +187,7 @@ func parseGetServers(body []byte, ext bool) (Message, error) {
 		case "ipv6":
 			g.IPv6 = true
 		case "ffa", "tourney", "team", "ctf":
-			for _, s := range gameTypeShortcuts {
+			for _, s := range gameTypeShortcuts() {
 				if w == s.word {
 					g.GameType = s.value
 				}

@@ -93,8 +93,8 @@ const (
 // defect.
 type parser func(body []byte) (Message, error)
 
-// commands maps each known word to its parser. Built by a function so the
-// package holds no mutable globals.
+// lookup returns the parser of a known word and its canonical spelling. A
+// switch rather than a map, so the package holds no mutable globals.
 func lookup(word string) (canonical string, p parser) {
 	// The engines compare command words without regard to case
 	// (ioquake3's SV_ConnectionlessPacket and CL_ConnectionlessPacket use
@@ -135,11 +135,13 @@ func lookup(word string) (canonical string, p parser) {
 }
 
 // knownWords lists the command words, for the truncation check.
-var knownWords = [...]string{
-	cmdHeartbeat, cmdGetServers, cmdGetServersExt, cmdGetServersResponse,
-	cmdGetServersExtResponse, cmdGetInfo, cmdInfoResponse, cmdGetStatus,
-	cmdStatusResponse, cmdGetChallenge, cmdChallengeResponse, cmdChallenge,
-	cmdPrint, cmdGetMOTD, cmdMOTD, cmdRegister,
+func knownWords() [16]string {
+	return [...]string{
+		cmdHeartbeat, cmdGetServers, cmdGetServersExt, cmdGetServersResponse,
+		cmdGetServersExtResponse, cmdGetInfo, cmdInfoResponse, cmdGetStatus,
+		cmdStatusResponse, cmdGetChallenge, cmdChallengeResponse, cmdChallenge,
+		cmdPrint, cmdGetMOTD, cmdMOTD, cmdRegister,
+	}
 }
 
 // isWordEnd reports whether c ends a command word: whitespace or a
@@ -220,7 +222,7 @@ func Parse(b []byte) (Message, error) {
 	if p == nil {
 		if len(body) == 0 {
 			// A packet that ends inside a known word was cut short.
-			for _, k := range knownWords {
+			for _, k := range knownWords() {
 				if len(word) < len(k) && strings.EqualFold(k[:len(word)], word) {
 					return nil, fmt.Errorf("%w: %q is the start of %q", ErrTruncated, word, k)
 				}
@@ -251,19 +253,21 @@ const (
 	TermNUL
 )
 
-var termNames = [...]string{TermDefault: "default", TermNone: "none", TermLF: "lf", TermNUL: "nul"}
+func termNames() [4]string {
+	return [...]string{TermDefault: "default", TermNone: "none", TermLF: "lf", TermNUL: "nul"}
+}
 
 // String returns "default", "none", "lf" or "nul".
 func (t Terminator) String() string {
-	if int(t) < len(termNames) {
-		return termNames[t]
+	if names := termNames(); int(t) < len(names) {
+		return names[t]
 	}
 	return "Terminator(" + strconv.Itoa(int(t)) + ")"
 }
 
 // MarshalText writes the name returned by String.
 func (t Terminator) MarshalText() ([]byte, error) {
-	if int(t) >= len(termNames) {
+	if int(t) >= len(termNames()) {
 		return nil, fmt.Errorf("%w: terminator %d", ErrInvalid, t)
 	}
 	return []byte(t.String()), nil
@@ -271,7 +275,7 @@ func (t Terminator) MarshalText() ([]byte, error) {
 
 // UnmarshalText reads a name written by MarshalText.
 func (t *Terminator) UnmarshalText(b []byte) error {
-	for i, n := range termNames {
+	for i, n := range termNames() {
 		if string(b) == n {
 			*t = Terminator(i)
 			return nil

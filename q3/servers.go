@@ -30,19 +30,21 @@ const (
 	EndEOTBare
 )
 
-var endNames = [...]string{EndNone: "none", EndEOT: "eot", EndNUL: "nul", EndEOTBare: "eot_bare"}
+func endNames() [4]string {
+	return [...]string{EndNone: "none", EndEOT: "eot", EndNUL: "nul", EndEOTBare: "eot_bare"}
+}
 
 // String returns "none", "eot", "nul" or "eot_bare".
 func (e End) String() string {
-	if int(e) < len(endNames) {
-		return endNames[e]
+	if names := endNames(); int(e) < len(names) {
+		return names[e]
 	}
 	return "End(" + strconv.Itoa(int(e)) + ")"
 }
 
 // MarshalText writes the name returned by String.
 func (e End) MarshalText() ([]byte, error) {
-	if int(e) >= len(endNames) {
+	if int(e) >= len(endNames()) {
 		return nil, fmt.Errorf("%w: end marker %d", ErrInvalid, e)
 	}
 	return []byte(e.String()), nil
@@ -50,7 +52,7 @@ func (e End) MarshalText() ([]byte, error) {
 
 // UnmarshalText reads a name written by MarshalText.
 func (e *End) UnmarshalText(b []byte) error {
-	for i, n := range endNames {
+	for i, n := range endNames() {
 		if string(b) == n {
 			*e = End(i)
 			return nil
@@ -164,7 +166,7 @@ func (r ServersResponse) AppendBinary(b []byte) ([]byte, error) {
 			return b, err
 		}
 	}
-	if int(r.End) >= len(endNames) {
+	if int(r.End) >= len(endNames()) {
 		return b, fmt.Errorf("%w: end marker %d", ErrInvalid, r.End)
 	}
 	out := appendHeader(b, r.word())
