@@ -1,0 +1,124 @@
+package loopnat
+
+import (
+	"net"
+	"net/netip"
+	"sync/atomic"
+	"time"
+)
+
+// PacketConn is the subset of *net.UDPConn that scout's master and probe
+// engine use, and that Conn wraps.
+type PacketConn interface {
+	ReadFromUDPAddrPort(b []byte) (n int, addr netip.AddrPort, err error)
+	WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error)
+	SetDeadline(t time.Time) error
+	SetReadDeadline(t time.Time) error
+	SetWriteDeadline(t time.Time) error
+	LocalAddr() net.Addr
+	Close() error
+}
+
+// Stats counts the datagrams a Conn handled, by outcome.
+type Stats struct {
+	// SentTranslated went to a mapped public address's loopback side.
+	SentTranslated uint64 `json:"sent_translated"`
+	// SentLoopback went unchanged to a loopback address that is not
+	// a public side (a client or master on 127.0.0.1).
+	SentLoopback uint64 `json:"sent_loopback"`
+	// DroppedUnmapped were addressed outside the table and off loopback;
+	// they were not sent.
+	DroppedUnmapped uint64 `json:"dropped_unmapped"`
+	// ReadTranslated came from a mapped loopback address and were
+	// returned with its public address.
+	ReadTranslated uint64 `json:"read_translated"`
+	// ReadLoopback came from an unmapped loopback address, returned as is.
+	ReadLoopback uint64 `json:"read_loopback"`
+	// DroppedForeign came from outside 127.0.0.0/8 and were discarded.
+	DroppedForeign uint64 `json:"dropped_foreign"`
+}
+
+// Conn is a PacketConn that translates addresses through a Table (see the
+// package doc). Like *net.UDPConn it may be used by one reader and one
+// writer goroutine at a time; the counters are atomic.
+type Conn struct {
+	conn  PacketConn
+	table *Table
+
+	sentTranslated, sentLoopback, droppedUnmapped atomic.Uint64
+	readTranslated, readLoopback, droppedForeign  atomic.Uint64
+}
+
+var _ PacketConn = (*Conn)(nil)
+
+// Wrap returns conn seen through table. Closing the result closes conn.
+func Wrap(conn PacketConn, table *Table) *Conn {
+	return &Conn{conn: conn, table: table}
+}
+
+// WriteToUDPAddrPort sends b to addr's loopback side. A destination that
+// is neither mapped nor loopback is not sent: the datagram is counted as
+// DroppedUnmapped and reported written, as a packet lost in the network.
+func (c *Conn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
+	addr = unmap(addr)
+	if lo, ok := c.table.Loopback(addr); ok {
+		c.sentTranslated.Add(1)
+		return c.conn.WriteToUDPAddrPort(b, lo)
+	}
+	if !loopbackNet.Contains(addr.Addr()) {
+		c.droppedUnmapped.Add(1)
+		return len(b), nil
+	}
+	c.sentLoopback.Add(1)
+	return c.conn.WriteToUDPAddrPort(b, addr)
+}
+
+// ReadFromUDPAddrPort reads the next datagram from a loopback source and
+// returns it with the source's public address when the source is mapped.
+// Datagrams from outside 127.0.0.0/8 are discarded (DroppedForeign) and the
+// read goes on, within the deadline of the underlying socket.
+func (c *Conn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
+	for {
+		n, from, err := c.conn.ReadFromUDPAddrPort(b)
+		if err != nil {
+			return n, from, err
+		}
+		from = unmap(from)
+		if pub, ok := c.table.Public(from); ok {
+			c.readTranslated.Add(1)
+			return n, pub, nil
+		}
+		if loopbackNet.Contains(from.Addr()) {
+			c.readLoopback.Add(1)
+			return n, from, nil
+		}
+		c.droppedForeign.Add(1)
+	}
+}
+
+// Stats returns the counters so far.
+func (c *Conn) Stats() Stats {
+	return Stats{
+		SentTranslated:  c.sentTranslated.Load(),
+		SentLoopback:    c.sentLoopback.Load(),
+		DroppedUnmapped: c.droppedUnmapped.Load(),
+		ReadTranslated:  c.readTranslated.Load(),
+		ReadLoopback:    c.readLoopback.Load(),
+		DroppedForeign:  c.droppedForeign.Load(),
+	}
+}
+
+// SetDeadline sets the underlying socket's deadlines.
+func (c *Conn) SetDeadline(t time.Time) error { return c.conn.SetDeadline(t) }
+
+// SetReadDeadline sets the underlying socket's read deadline.
+func (c *Conn) SetReadDeadline(t time.Time) error { return c.conn.SetReadDeadline(t) }
+
+// SetWriteDeadline sets the underlying socket's write deadline.
+func (c *Conn) SetWriteDeadline(t time.Time) error { return c.conn.SetWriteDeadline(t) }
+
+// LocalAddr returns the underlying socket's (loopback) address.
+func (c *Conn) LocalAddr() net.Addr { return c.conn.LocalAddr() }
+
+// Close closes the underlying socket.
+func (c *Conn) Close() error { return c.conn.Close() }
