@@ -62,7 +62,8 @@ type Conn interface {
 
 // Prober queries game servers. Its zero value is ready to use with the
 // defaults above; a Prober holds only settings, so one value may run
-// several queries at once.
+// several queries at once. [StrategyNamed] returns the send patterns of
+// known clients as Probers.
 type Prober struct {
 	// Timeout is how long each send waits for its reply; 0 means
 	// DefaultTimeout.
@@ -76,11 +77,23 @@ type Prober struct {
 	// more requests than the window still starts when nothing else is in
 	// flight.
 	Window int
-	// Interval is the least time between two sends (pacing); 0 sends as
-	// fast as the window allows.
+	// Interval is the least time between two sends (pacing: a rate of
+	// 1/Interval sends per second, retries included); 0 sends as fast as
+	// the window allows. [IntervalForRate] and [IntervalForBandwidth]
+	// compute it.
 	Interval time.Duration
+	// Burst, when positive, makes the sends go in bursts of Burst
+	// datagrams, each burst after the first waiting Pause after the last
+	// send of the one before (Quake 4's browser: 32, then a few hundred
+	// milliseconds). Within a burst Interval still applies.
+	Burst int
+	Pause time.Duration
+	// RTTFromFirstSend measures the round-trip time from the first send of
+	// a request, not from the send that was answered: qstat's way, which
+	// turns one lost packet into a one-second ping. For comparisons only.
+	RTTFromFirstSend bool
 	// MaxTargets bounds the servers of one run; 0 means
-	// DefaultMaxTargets.
+	// DefaultMaxTargets. Targets past the bound get ErrTooManyTargets.
 	MaxTargets int
 }
 
@@ -140,20 +153,34 @@ type Player struct {
 
 // Counts describe the traffic of one run. Byte counts are UDP payloads.
 type Counts struct {
-	Sent         int   // requests sent, retries included
+	Targets  int // targets given, duplicates and refusals included
+	Answered int // targets that answered at least one request
+	Silent   int // targets that answered nothing before every attempt timed out
+
+	Sent         int   // requests sent, retries included (the paper's probes)
 	Retries      int   // sends that repeated an unanswered request
 	BytesOut     int64 // payload bytes sent
 	Destinations int   // distinct addresses sent to (flows created)
 	WriteErrors  int   // sends the socket refused
+	PeakInFlight int   // the most requests sent and awaiting a reply at one time
 
 	Received    int   // datagrams read
 	BytesIn     int64 // payload bytes read
 	Matched     int   // replies matched to an open request
 	Late        int   // replies to a request already answered or given up
-	Unknown     int   // from an address that is no target, or a token not ours
+	Unknown     int   // from an address that is no target, or a token not ours (or expired)
 	Garbled     int   // from a target, but not a reply its dialect can read
 	Misdirected int   // one of our tokens, from another address
 	ReadErrors  int   // reads that failed with an error other than a deadline
+	Expired     int   // tokens forgotten after their lifetime
+
+	// KernelStamped counts the datagrams timed by the kernel's receive
+	// timestamp (see [KernelTimestamps]); StampLag sums, and StampLagMax
+	// is the largest of, the time each of them waited between the kernel
+	// and the read: what the timestamp took off their round-trip times.
+	KernelStamped int
+	StampLag      time.Duration
+	StampLagMax   time.Duration
 }
 
 // Query opens a UDP socket on all interfaces, runs the targets and
@@ -164,8 +191,9 @@ func (p *Prober) Query(ctx context.Context, targets []Target) ([]Result, Counts,
 		return nil, Counts{}, err
 	}
 	defer conn.Close()
+	c, _ := KernelTimestamps(conn)
 	results := make([]Result, len(targets))
-	counts, err := p.Run(ctx, conn, targets, func(i int, r Result) { results[i] = r })
+	counts, err := p.Run(ctx, c, targets, func(i int, r Result) { results[i] = r })
 	return results, counts, err
 }
 
@@ -176,24 +204,74 @@ func (p *Prober) Query(ctx context.Context, targets []Target) ([]Result, Counts,
 // Run fails. Run must be the only reader of conn while it runs; it does
 // not close conn.
 func (p *Prober) Run(ctx context.Context, conn Conn, targets []Target, each func(int, Result)) (Counts, error) {
-	s, err := newSession(p.settings(), targets)
-	if err != nil {
+	cfg := p.settings()
+	if len(targets) > cfg.maxTargets {
+		err := fmt.Errorf("probe: %w: %d, limit %d", ErrTooManyTargets, len(targets), cfg.maxTargets)
 		for i, t := range targets {
 			each(i, Result{Addr: t.Addr, Game: dialectName(t.Dialect), Err: err})
 		}
 		return Counts{}, err
 	}
-	// Wake the read when ctx ends. The loop checks ctx after setting each
-	// deadline, so a cancellation is never overwritten unseen.
-	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Unix(1, 0)) })
-	defer stop()
+	s := newSession(cfg)
+	for _, t := range targets {
+		s.add(t)
+	}
+	s.closeInput()
+	return loop(ctx, conn, s, nil, each)
+}
 
-	buf := make([]byte, ReadBufferSize)
-	readErrors := 0
-	emit := func() {
-		for _, t := range s.takeFinished() {
-			each(t.index, t.res)
-		}
+// Stream queries the targets received from in, from conn, beginning each
+// as soon as the window has room, so probing starts while the list is
+// still arriving (Enemy Territory's overlap of the master's reply and the
+// first probes). It returns when in is closed and every target has a
+// result, or when ctx ends. each is called (from Stream's goroutine) once
+// per target received, with the target's index in the order received and
+// its result; targets still open when ctx ends get ctx's error. Stream
+// must be the only reader of conn while it runs; it does not close conn.
+func (p *Prober) Stream(ctx context.Context, conn Conn, in <-chan Target, each func(int, Result)) (Counts, error) {
+	return loop(ctx, conn, newSession(p.settings()), in, each)
+}
+
+// datagram is one read, timed.
+type datagram struct {
+	b    []byte
+	from netip.AddrPort
+	at   time.Time
+	lag  time.Duration // kernel stamp to read; -1 when unstamped
+	err  error         // a read error that ends the run
+}
+
+// maxReadBatch bounds the datagrams handled between two polls, so a flood
+// of replies cannot starve the sends and deadlines.
+const maxReadBatch = 64
+
+// loop drives s: one goroutine reads conn and stamps each datagram as it
+// arrives; this one owns the session, writes the sends and sleeps until
+// the next deadline, a datagram, a new target or the end of ctx.
+func loop(ctx context.Context, conn Conn, s *session, in <-chan Target, each func(int, Result)) (Counts, error) {
+	if err := conn.SetReadDeadline(time.Time{}); err != nil {
+		s.abort(err)
+		emit(s, each)
+		return s.counts, err
+	}
+	reads := make(chan datagram, maxReadBatch)
+	stop := make(chan struct{})
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		read(conn, reads, stop)
+	}()
+	defer func() {
+		close(stop)
+		conn.SetReadDeadline(time.Unix(1, 0)) // wakes the reader; sticks until the next run
+		<-readerDone
+	}()
+
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	if in == nil {
+		s.closeInput()
 	}
 	for {
 		for _, sd := range s.poll(time.Now()) {
@@ -201,48 +279,136 @@ func (p *Prober) Run(ctx context.Context, conn Conn, targets []Target, each func
 			_, werr := conn.WriteToUDPAddrPort(sd.b, sd.r.t.addr)
 			s.wrote(sd, at, werr)
 		}
-		emit()
+		emit(s, each)
 		if s.done() {
 			return s.counts, nil
 		}
-		if err := conn.SetReadDeadline(s.wake()); err != nil {
-			s.abort(err)
-			emit()
-			return s.counts, err
+		if w := s.wake(); !w.IsZero() {
+			timer.Reset(time.Until(w))
+		} else {
+			timer.Stop()
 		}
-		if err := ctx.Err(); err != nil {
-			s.abort(err)
-			emit()
-			return s.counts, err
+		select {
+		case <-ctx.Done():
+			s.abort(ctx.Err())
+			emit(s, each)
+			return s.counts, ctx.Err()
+		case <-timer.C:
+		case t, ok := <-in:
+			if !ok {
+				in = nil
+				s.closeInput()
+				break
+			}
+			s.add(t)
+		drain:
+			for range maxReadBatch { // take what else is ready before the next poll
+				select {
+				case t, ok := <-in:
+					if !ok {
+						in = nil
+						s.closeInput()
+						break drain
+					}
+					s.add(t)
+				default:
+					break drain
+				}
+			}
+		case d := <-reads:
+			for i := 0; ; i++ {
+				if d.err != nil {
+					err := fmt.Errorf("probe: reading: %w", d.err)
+					s.abort(err)
+					emit(s, each)
+					return s.counts, err
+				}
+				if d.lag >= 0 {
+					s.counts.KernelStamped++
+					s.counts.StampLag += d.lag
+					s.counts.StampLagMax = max(s.counts.StampLagMax, d.lag)
+				}
+				if d.from.IsValid() {
+					s.receive(d.at, unmap(d.from), d.b)
+				} else {
+					s.counts.ReadErrors++
+				}
+				if i == maxReadBatch {
+					break
+				}
+				select {
+				case d = <-reads:
+					continue
+				default:
+				}
+				break
+			}
 		}
-		n, from, err := conn.ReadFromUDPAddrPort(buf)
-		now := time.Now()
-		if err != nil {
-			switch {
-			case errors.Is(err, os.ErrDeadlineExceeded):
-				readErrors = 0
-				continue // a timeout is due, or ctx ended: the loop sees to both
-			case readErrors < maxReadErrors && !errors.Is(err, net.ErrClosed):
-				// Some platforms report ICMP errors here; the socket
-				// lives on.
-				readErrors++
-				s.counts.ReadErrors++
+	}
+}
+
+func emit(s *session, each func(int, Result)) {
+	for _, t := range s.takeFinished() {
+		each(t.index, t.res)
+		t.res = Result{Addr: t.res.Addr, Game: t.res.Game} // the caller has it now
+	}
+}
+
+// read reads conn until stop is closed, sending each datagram, timed as
+// close to its arrival as the platform allows, to out. A failing socket
+// ends with one datagram carrying the error.
+func read(conn Conn, out chan<- datagram, stop <-chan struct{}) {
+	sc, stamped := conn.(StampedConn)
+	buf := make([]byte, ReadBufferSize)
+	errs := 0
+	for {
+		var (
+			n    int
+			from netip.AddrPort
+			at   time.Time
+			lag  = time.Duration(-1)
+			err  error
+		)
+		if stamped {
+			n, from, at, lag, err = sc.ReadStamped(buf)
+		} else {
+			n, from, err = conn.ReadFromUDPAddrPort(buf)
+			at = time.Now()
+		}
+		var d datagram
+		switch {
+		case err == nil:
+			errs = 0
+			d = datagram{b: append([]byte(nil), buf[:n]...), from: from, at: at, lag: lag}
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			select {
+			case <-stop:
+				return
+			default:
 				continue
 			}
-			err = fmt.Errorf("probe: reading: %w", err)
-			s.abort(err)
-			emit()
-			return s.counts, err
+		case errs < maxReadErrors && !errors.Is(err, net.ErrClosed):
+			// Some platforms report ICMP errors here; the socket lives on.
+			errs++
+			d = datagram{lag: -1} // counted as a read error
+		default:
+			d = datagram{err: err, lag: -1}
 		}
-		readErrors = 0
-		s.receive(now, unmap(from), buf[:n])
-		emit()
+		select {
+		case out <- d:
+		case <-stop:
+			return
+		}
+		if d.err != nil {
+			return
+		}
 	}
 }
 
 func (p *Prober) settings() settings {
 	s := settings{timeout: p.Timeout, attempts: p.Attempts, window: p.Window,
-		interval: p.Interval, maxTargets: p.MaxTargets}
+		interval: p.Interval, burst: p.Burst, pause: p.Pause, fromFirst: p.RTTFromFirstSend,
+		maxTargets: p.MaxTargets}
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout
 	}

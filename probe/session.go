@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"container/heap"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -15,7 +16,17 @@ type settings struct {
 	attempts   int
 	window     int
 	interval   time.Duration
+	burst      int
+	pause      time.Duration
+	fromFirst  bool
 	maxTargets int
+}
+
+// tokenLifetime is how long a token stays known after its send: every
+// attempt of its request, plus one more timeout for a reply that is merely
+// slow. A reply carrying an expired token counts as unknown, not late.
+func (c settings) tokenLifetime() time.Duration {
+	return c.timeout * time.Duration(c.attempts+1)
 }
 
 // session is the state of one run: a pure state machine that the socket
@@ -23,22 +34,31 @@ type settings struct {
 // receive take now, wrote takes the time of the write. It is used by one
 // goroutine.
 //
-// Memory is bounded by the targets of the run: every send stays in byTok
-// until the run ends (so a late reply is told from an unknown one), at
-// most targets x steps x attempts entries.
+// Targets may be added while the run goes on (add); the run is over when
+// the input is closed (closeInput) and every target has a result.
+//
+// Memory is bounded by maxTargets: one entry per target in byAddr for the
+// run (to refuse duplicates), and one entry per send in byTok until the
+// token expires (tokenLifetime after the send, once its request is over),
+// so a long streaming run holds the tokens of the last few seconds only.
+// Deadlines live in a heap: a poll costs O(log n) per deadline that
+// passes, whatever the number of requests in flight.
 type session struct {
 	settings
 
-	targets   []*target
+	added     int // targets added, the index of the next one
 	byAddr    map[netip.AddrPort]*target
 	byTok     map[uint64]*send
+	tokens    []*send   // every live token, in send order (expiry FIFO)
 	dialects  []Dialect // the distinct dialects of the run, to read strays
-	started   int       // targets[:started] have begun
+	pending   []*target // added, not begun (FIFO)
 	open      int       // requests begun and not yet answered or given up
 	queue     []*request
-	waiting   []*request // sent, awaiting a reply or their deadline
-	lastSend  time.Time
-	remaining int       // targets without a result
+	waiting   deadlines // sent, awaiting a reply or their deadline
+	nextSend  time.Time // pacing: no send before this
+	inBurst   int       // sends of the current burst
+	remaining int       // targets added without a result
+	closed    bool      // no more targets will be added
 	finished  []*target // results not yet taken
 
 	counts Counts
@@ -49,8 +69,7 @@ type target struct {
 	addr      netip.AddrPort
 	d         Dialect
 	res       Result
-	open      int      // requests open
-	cur       *request // the latest request begun (non-echoing dialects)
+	reqs      []*request // requests open (a handful)
 	contacted bool
 	garbled   error // the last parse error of a reply from addr
 	misdirect netip.AddrPort
@@ -61,8 +80,10 @@ type request struct {
 	t        *target
 	st       step
 	attempts int
+	first    time.Time // of the first send; zero until written
 	last     *send
 	deadline time.Time // of the latest send; zero until written
+	heapIdx  int       // in session.waiting, -1 when not there
 	done     bool
 }
 
@@ -74,81 +95,82 @@ type send struct {
 	at  time.Time
 }
 
-func newSession(cfg settings, targets []Target) (*session, error) {
-	if len(targets) > cfg.maxTargets {
-		return nil, fmt.Errorf("probe: %w: %d, limit %d", ErrTooManyTargets, len(targets), cfg.maxTargets)
+func newSession(cfg settings) *session {
+	return &session{
+		settings: cfg,
+		byAddr:   make(map[netip.AddrPort]*target),
+		byTok:    make(map[uint64]*send),
 	}
-	s := &session{
-		settings:  cfg,
-		targets:   make([]*target, len(targets)),
-		byAddr:    make(map[netip.AddrPort]*target, len(targets)),
-		byTok:     make(map[uint64]*send),
-		remaining: len(targets),
-	}
-	for i, tg := range targets {
-		if tg.Dialect == nil {
-			return nil, fmt.Errorf("probe: target %v has no dialect", tg.Addr)
-		}
-		t := &target{index: i, addr: unmap(tg.Addr), d: tg.Dialect}
-		t.res = Result{Addr: t.addr, Game: tg.Dialect.Name()}
-		s.targets[i] = t
-		if !t.addr.IsValid() {
-			t.res.Err = fmt.Errorf("probe: invalid address %v", tg.Addr)
-		} else if _, dup := s.byAddr[t.addr]; dup {
-			t.res.Err = fmt.Errorf("probe: %w: %v", ErrDuplicate, t.addr)
-		} else {
-			s.byAddr[t.addr] = t
-		}
-		known := false
-		for _, d := range s.dialects {
-			known = known || d == tg.Dialect
-		}
-		if !known {
-			s.dialects = append(s.dialects, tg.Dialect)
-		}
-	}
-	return s, nil
 }
 
-// poll handles the deadlines that have passed at now, begins the targets
-// the window has room for and returns the sends due now. The caller
-// writes each and reports it with wrote.
+// add queues a target and returns it. A target that cannot be probed
+// (no dialect, invalid address, duplicate, over maxTargets) is finished at
+// once with its error.
+func (s *session) add(tg Target) *target {
+	t := &target{index: s.added, addr: unmap(tg.Addr), d: tg.Dialect}
+	s.added++
+	s.remaining++
+	s.counts.Targets++
+	t.res = Result{Addr: t.addr, Game: dialectName(tg.Dialect)}
+	switch {
+	case tg.Dialect == nil:
+		t.res.Err = fmt.Errorf("probe: target %v has no dialect", tg.Addr)
+	case !t.addr.IsValid():
+		t.res.Err = fmt.Errorf("probe: invalid address %v", tg.Addr)
+	case s.byAddr[t.addr] != nil:
+		t.res.Err = fmt.Errorf("probe: %w: %v", ErrDuplicate, t.addr)
+	case len(s.byAddr) >= s.maxTargets:
+		t.res.Err = fmt.Errorf("probe: %w: limit %d", ErrTooManyTargets, s.maxTargets)
+	}
+	if t.res.Err != nil {
+		s.finish(t)
+		return t
+	}
+	s.byAddr[t.addr] = t
+	known := false
+	for _, d := range s.dialects {
+		known = known || d == tg.Dialect
+	}
+	if !known {
+		s.dialects = append(s.dialects, tg.Dialect)
+	}
+	s.pending = append(s.pending, t)
+	return t
+}
+
+// closeInput records that no more targets will be added.
+func (s *session) closeInput() { s.closed = true }
+
+// poll handles the deadlines that have passed at now, expires old tokens,
+// begins the targets the window has room for and returns the sends due
+// now. The caller writes each and reports it with wrote.
 func (s *session) poll(now time.Time) []*send {
-	// Deadlines: retry, or give up.
-	kept := s.waiting[:0]
-	for _, r := range s.waiting {
-		switch {
-		case r.done:
-		case now.Before(r.deadline):
-			kept = append(kept, r)
-		case r.attempts < s.attempts:
+	// Deadlines: retry, or give up. Only the requests whose deadline has
+	// passed are touched.
+	for len(s.waiting) > 0 && !now.Before(s.waiting[0].deadline) {
+		r := heap.Pop(&s.waiting).(*request)
+		if r.attempts < s.attempts {
 			s.counts.Retries++
 			s.queue = append(s.queue, r)
-		default:
-			s.fail(r, fmt.Errorf("%s: %w after %d attempts", r.t.d.stepName(&r.st), ErrTimeout, r.attempts))
+			continue
 		}
+		s.fail(r, fmt.Errorf("%s: %w after %d attempts", r.t.d.stepName(&r.st), ErrTimeout, r.attempts))
 	}
-	clear(s.waiting[len(kept):])
-	s.waiting = kept
+	s.expire(now)
 
 	// Begin targets while the window has room.
-	for s.started < len(s.targets) {
-		t := s.targets[s.started]
-		if t.res.Err != nil {
-			s.started++
-			s.finish(t)
-			continue
-		}
+	for len(s.pending) > 0 {
+		t := s.pending[0]
 		steps := t.d.begin()
-		if len(steps) == 0 {
-			s.started++
-			s.finish(t)
-			continue
-		}
-		if s.open > 0 && s.open+len(steps) > s.window {
+		if len(steps) > 0 && s.open > 0 && s.open+len(steps) > s.window {
 			break
 		}
-		s.started++
+		s.pending[0] = nil
+		s.pending = s.pending[1:]
+		if len(steps) == 0 {
+			s.finish(t)
+			continue
+		}
 		for _, st := range steps {
 			s.begin(t, st)
 		}
@@ -156,10 +178,7 @@ func (s *session) poll(now time.Time) []*send {
 
 	// Sends, paced.
 	var out []*send
-	for len(s.queue) > 0 {
-		if s.interval > 0 && !s.lastSend.IsZero() && now.Before(s.lastSend.Add(s.interval)) {
-			break
-		}
+	for len(s.queue) > 0 && !now.Before(s.nextSend) {
 		r := s.queue[0]
 		s.queue[0] = nil
 		s.queue = s.queue[1:]
@@ -174,27 +193,81 @@ func (s *session) poll(now time.Time) []*send {
 		}
 		sd := &send{r: r, tok: tok, b: b}
 		s.byTok[tok] = sd
+		s.tokens = append(s.tokens, sd)
 		r.last = sd
 		r.attempts++
 		r.deadline = time.Time{}
-		s.lastSend = now
+		s.pace(now)
 		out = append(out, sd)
 	}
+	if len(s.queue) == 0 {
+		s.queue = nil // let the backing array go
+	}
 	return out
+}
+
+// pace sets the earliest time of the next send after a send at now. With
+// an interval, a wake-up that came late by less than one interval keeps
+// the cadence (the next send is due one interval after the slot, not after
+// now), so the rate holds on average; a longer gap restarts it. A burst
+// size makes every burst-th send wait the pause.
+func (s *session) pace(now time.Time) {
+	if s.burst > 0 {
+		s.inBurst++
+		if s.inBurst >= s.burst {
+			s.inBurst = 0
+			s.nextSend = now.Add(s.pause)
+			return
+		}
+	}
+	if s.interval <= 0 {
+		return
+	}
+	slot := s.nextSend
+	if slot.IsZero() || now.Sub(slot) >= s.interval {
+		slot = now
+	}
+	s.nextSend = slot.Add(s.interval)
+}
+
+// expire forgets the tokens of requests that are over and were sent more
+// than tokenLifetime before now. Sends are in time order, so this looks at
+// the oldest only; a request still open keeps its tokens (and those after
+// it) a little longer.
+func (s *session) expire(now time.Time) {
+	life := s.tokenLifetime()
+	n := 0
+	for _, sd := range s.tokens {
+		if !sd.r.done || now.Sub(sd.at) < life {
+			break
+		}
+		delete(s.byTok, sd.tok)
+		n++
+	}
+	if n > 0 {
+		clear(s.tokens[:n])
+		s.tokens = s.tokens[n:]
+		s.counts.Expired += n
+	}
 }
 
 // wrote records the write of sd, begun at at.
 func (s *session) wrote(sd *send, at time.Time, err error) {
 	r := sd.r
+	size := len(sd.b)
+	sd.b = nil
 	if err != nil {
+		sd.at = at // expires like any other
 		s.counts.WriteErrors++
 		s.fail(r, fmt.Errorf("%s: sending: %w", r.t.d.stepName(&r.st), err))
 		return
 	}
 	sd.at = at
+	if r.first.IsZero() {
+		r.first = at
+	}
 	s.counts.Sent++
-	s.counts.BytesOut += int64(len(sd.b))
-	sd.b = nil
+	s.counts.BytesOut += int64(size)
 	if !r.t.contacted {
 		r.t.contacted = true
 		s.counts.Destinations++
@@ -206,7 +279,8 @@ func (s *session) wrote(sd *send, at time.Time, err error) {
 		return
 	}
 	r.deadline = at.Add(s.timeout)
-	s.waiting = append(s.waiting, r)
+	heap.Push(&s.waiting, r)
+	s.counts.PeakInFlight = max(s.counts.PeakInFlight, len(s.waiting))
 }
 
 // receive handles a datagram b read from from at now.
@@ -237,7 +311,7 @@ func (s *session) receive(now time.Time, from netip.AddrPort, b []byte) {
 			s.misdirected(sd, from)
 			return
 		}
-	} else if r := s.openRequest(t, rep.kind); r != nil {
+	} else if r := openRequest(t, rep.kind); r != nil {
 		sd = r.last
 	}
 	if sd == nil || sd.at.IsZero() {
@@ -257,7 +331,11 @@ func (s *session) receive(now time.Time, from netip.AddrPort, b []byte) {
 		return
 	}
 	s.counts.Matched++
-	if rtt := now.Sub(sd.at); t.res.RTT == 0 || rtt < t.res.RTT {
+	from0 := sd.at
+	if s.fromFirst {
+		from0 = r.first // qstat's way, for comparison only
+	}
+	if rtt := now.Sub(from0); t.res.RTT == 0 || rtt < t.res.RTT {
 		t.res.RTT = max(rtt, time.Nanosecond) // answered means RTT > 0
 	}
 	for _, st := range next {
@@ -269,19 +347,15 @@ func (s *session) receive(now time.Time, from netip.AddrPort, b []byte) {
 }
 
 // openRequest returns the open request of t that a reply of kind answers:
-// the latest request begun, which for a non-echoing dialect is the only
-// one open.
-func (s *session) openRequest(t *target, kind uint8) *request {
-	r := t.cur
-	if r == nil || r.done || (kind != anyKind && r.st.kind != kind) {
-		for _, w := range s.waiting {
-			if w.t == t && !w.done && w.st.kind == kind {
-				return w
-			}
+// the latest request begun of that kind, or for anyKind the latest open.
+// A non-echoing dialect keeps one request open per target.
+func openRequest(t *target, kind uint8) *request {
+	for i := len(t.reqs) - 1; i >= 0; i-- {
+		if r := t.reqs[i]; kind == anyKind || r.st.kind == kind {
+			return r
 		}
-		return nil
 	}
-	return r
+	return nil
 }
 
 // stray handles a datagram from an address that is no target: one of our
@@ -308,20 +382,28 @@ func (s *session) misdirected(sd *send, from netip.AddrPort) {
 }
 
 func (s *session) begin(t *target, st step) {
-	r := &request{t: t, st: st}
-	t.open++
-	t.cur = r
+	r := &request{t: t, st: st, heapIdx: -1}
+	t.reqs = append(t.reqs, r)
 	s.open++
 	s.queue = append(s.queue, r)
 }
 
-// close ends an answered request.
+// close ends a request, answered or not.
 func (s *session) close(r *request) {
 	r.done = true
+	if r.heapIdx >= 0 {
+		heap.Remove(&s.waiting, r.heapIdx)
+	}
 	s.open--
-	r.t.open--
-	if r.t.open == 0 {
-		s.finish(r.t)
+	t := r.t
+	for i, o := range t.reqs {
+		if o == r {
+			t.reqs = append(t.reqs[:i], t.reqs[i+1:]...)
+			break
+		}
+	}
+	if len(t.reqs) == 0 {
+		s.finish(t)
 	}
 }
 
@@ -349,6 +431,12 @@ func (s *session) finish(t *target) {
 	}
 	t.done = true
 	s.remaining--
+	switch {
+	case t.res.Answered():
+		s.counts.Answered++
+	case errors.Is(t.res.Err, ErrTimeout):
+		s.counts.Silent++
+	}
 	s.finished = append(s.finished, t)
 }
 
@@ -359,21 +447,26 @@ func (s *session) takeFinished() []*target {
 	return f
 }
 
-// done reports whether every target has a result.
-func (s *session) done() bool { return s.remaining == 0 }
+// done reports whether the input is closed and every target has a result.
+func (s *session) done() bool { return s.closed && s.remaining == 0 }
 
 // wake returns when poll next has work: the earliest deadline of a send,
-// or the next paced send. Replies may come sooner.
+// or the next paced send. Replies may come sooner. Zero means nothing is
+// scheduled.
 func (s *session) wake() time.Time {
 	var w time.Time
-	for _, r := range s.waiting {
-		if !r.done && (w.IsZero() || r.deadline.Before(w)) {
-			w = r.deadline
+	if len(s.waiting) > 0 {
+		w = s.waiting[0].deadline
+	}
+	if len(s.queue) > 0 && !s.nextSend.IsZero() {
+		if w.IsZero() || s.nextSend.Before(w) {
+			w = s.nextSend
 		}
 	}
-	if len(s.queue) > 0 && s.interval > 0 {
-		if p := s.lastSend.Add(s.interval); w.IsZero() || p.Before(w) {
-			w = p
+	if len(s.tokens) > 0 && s.tokens[0].r.done && !s.tokens[0].at.IsZero() {
+		// Not needed for correctness; it keeps a quiet run's memory low.
+		if e := s.tokens[0].at.Add(s.tokenLifetime()); w.IsZero() || e.Before(w) {
+			w = e
 		}
 	}
 	return w
@@ -381,7 +474,7 @@ func (s *session) wake() time.Time {
 
 // abort ends every request and target still open with err.
 func (s *session) abort(err error) {
-	for _, t := range s.targets {
+	for _, t := range s.byAddr {
 		if !t.done {
 			if t.res.Err == nil {
 				t.res.Err = err
@@ -389,10 +482,11 @@ func (s *session) abort(err error) {
 			s.finish(t)
 		}
 	}
-	s.queue, s.waiting = nil, nil
+	s.pending, s.queue, s.waiting = nil, nil, nil
+	s.closed = true
 }
 
-// newToken draws a token no send of this run has used.
+// newToken draws a token no live send of this run has.
 func (s *session) newToken(mask uint64) uint64 {
 	var b [8]byte
 	for {
@@ -402,4 +496,27 @@ func (s *session) newToken(mask uint64) uint64 {
 			return tok
 		}
 	}
+}
+
+// deadlines is a min-heap of requests by deadline (container/heap).
+type deadlines []*request
+
+func (h deadlines) Len() int           { return len(h) }
+func (h deadlines) Less(i, j int) bool { return h[i].deadline.Before(h[j].deadline) }
+func (h deadlines) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapIdx, h[j].heapIdx = i, j
+}
+func (h *deadlines) Push(x any) {
+	r := x.(*request)
+	r.heapIdx = len(*h)
+	*h = append(*h, r)
+}
+func (h *deadlines) Pop() any {
+	old := *h
+	r := old[len(old)-1]
+	old[len(old)-1] = nil
+	r.heapIdx = -1
+	*h = old[:len(old)-1]
+	return r
 }
