@@ -54,6 +54,14 @@ const (
 	ReasonCheckUnanswered   // a check triggered by a heartbeat or flatline went unanswered
 	ReasonChallengeTimedOut // a new server never answered its challenge
 
+	// Packet-level reasons, decided by the Handler before the registry.
+	ReasonNotConnectionless // no 0xFFFFFFFF / 0xFFFF prefix: garbage
+	ReasonMalformed         // a known command the parser refused
+	ReasonUnknownCommand    // a command word the master does not know
+	ReasonUnexpected        // a response, or a request a master does not serve (getinfo, servers, ...)
+	ReasonNotPeer           // register from an address that is not a configured peer master
+	ReasonWrongPort         // a command that belongs on the other port (getmotd, or a query on the MOTD port)
+
 	numReasons
 )
 
@@ -91,6 +99,12 @@ var reasonNames = [numReasons]string{
 	ReasonProbesUnanswered:  "probes_unanswered",
 	ReasonCheckUnanswered:   "check_unanswered",
 	ReasonChallengeTimedOut: "challenge_timed_out",
+	ReasonNotConnectionless: "not_connectionless",
+	ReasonMalformed:         "malformed",
+	ReasonUnknownCommand:    "unknown_command",
+	ReasonUnexpected:        "unexpected_command",
+	ReasonNotPeer:           "not_peer",
+	ReasonWrongPort:         "wrong_port",
 }
 
 // String returns the reason's metrics label.

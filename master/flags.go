@@ -1,0 +1,366 @@
+package master
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrUsage wraps every command-line error; ErrHelp is returned for -h.
+var (
+	ErrUsage = errors.New("usage")
+	ErrHelp  = errors.New("help requested")
+)
+
+// Options are scout master's settings, from dpmaster's command line, its
+// own long options, and the JSON file --config names. The JSON keys are
+// the long option names; the command line is applied after the file.
+type Options struct {
+	// dpmaster's options, with its meaning.
+	Port              int        `json:"port"`                 // -p, --port: default port (27950)
+	Listen            []string   `json:"listen"`               // -l, --listen ADDR[:PORT]: several; none means 0.0.0.0 and ::
+	MaxServers        int        `json:"max-servers"`          // -n
+	MaxServersPerAddr int        `json:"max-servers-per-addr"` // -N; 0 means the default, negative unlimited
+	FloodProtection   *bool      `json:"flood-protection"`     // -f; scout's default is on (--no-flood-protection turns it off)
+	FPThrottle        int        `json:"fp-throttle"`          // --fp-throttle
+	FPDecayTime       int        `json:"fp-decay-time"`        // --fp-decay-time, seconds
+	MaxClients        int        `json:"max-clients"`          // --max-clients: sources the flood protection tracks
+	GamePolicy        [][]string `json:"game-policy"`          // --game-policy accept|reject NAME...
+	GameProperties    [][]string `json:"game-properties"`      // -g GAME PROPERTY=VALUE,...
+	PrintGames        bool       `json:"-"`                    // a bare -g: print the game properties and exit
+	AllowLoopback     bool       `json:"allow-loopback"`       // --allow-loopback (tests only)
+	HashPorts         bool       `json:"hash-ports"`           // --hash-ports: no per-address limit (dpmaster's debugging option)
+	Map               []string   `json:"map"`                  // -m, --map FROM=TO
+	Verbose           int        `json:"verbose"`              // -v [LEVEL]: 0 nothing .. 4 everything; default 3
+
+	// scout's own.
+	State            string   `json:"state"`              // --state FILE: the registry on disk
+	HTTP             string   `json:"http"`               // --http ADDR: /metrics, /healthz, /servers
+	MOTD             string   `json:"motd"`               // --motd TEXT: ET's message of the day; opens the MOTD port
+	MOTDPort         int      `json:"motd-port"`          // --motd-port: default 27951
+	Peers            []string `json:"peer"`               // --peer ADDR[:PORT]: masters whose register is accepted
+	Upstreams        []string `json:"upstream"`           // --upstream ADDR[:PORT]: masters verified servers are forwarded to
+	LogFormat        string   `json:"log-format"`         // --log-format text|json
+	Timeout          int      `json:"timeout"`            // --timeout SECONDS: silent-server expiry (900)
+	MaxPacketBytes   int      `json:"max-packet-bytes"`   // --max-packet-bytes: server-list datagram size (1400)
+	EntriesPerPacket int      `json:"entries-per-packet"` // --entries-per-packet N: 112 is id's master
+	EndOnEvery       bool     `json:"eot-on-every"`       // --eot-on-every: end marker on every packet
+	OutRate          int      `json:"out-rate"`           // --out-rate BYTES/S: global outbound budget
+	OutBurst         int      `json:"out-burst"`          // --out-burst BYTES
+	HBThrottle       int      `json:"hb-throttle"`        // --hb-throttle: heartbeat flood protection
+	HBDecayTime      int      `json:"hb-decay-time"`      // --hb-decay-time SECONDS
+	ConfigFile       string   `json:"-"`                  // --config FILE
+
+	zeroes uint8 // explicit zero values: -v 0, -p 0, --motd-port 0
+}
+
+const (
+	zeroVerbose uint8 = 1 << iota
+	zeroPort
+	zeroMOTDPort
+)
+
+// Defaults of the options that have one.
+const (
+	DefaultPort        = 27950
+	DefaultMOTDPort    = 27951
+	DefaultVerbose     = 3
+	DefaultHBThrottle  = 2 * DefaultMaxServersPerAddress
+	DefaultHBDecayTime = time.Second
+)
+
+// arity of an option.
+type arity int8
+
+const (
+	argNone     arity = iota
+	argOne            // exactly one value
+	argLevel          // -v: an optional single digit
+	argPolicy         // accept|reject, then one name, then names not starting with '-'
+	argGameProp       // optional: GAME, then one property, then more not starting with '-'
+)
+
+type optSpec struct {
+	long  string
+	short byte
+	arity arity
+	set   func(o *Options, v []string) error
+	help  string
+}
+
+func intOpt(dst func(*Options) *int, min int) func(*Options, []string) error {
+	return func(o *Options, v []string) error {
+		n, err := strconv.Atoi(v[0])
+		if err != nil || n < min {
+			return fmt.Errorf("want an integer >= %d, got %q", min, v[0])
+		}
+		*dst(o) = n
+		return nil
+	}
+}
+
+// zeroOpt is a port: 0 to 65535, remembering an explicit 0.
+func zeroOpt(dst func(*Options) *int, bit uint8) func(*Options, []string) error {
+	return func(o *Options, v []string) error {
+		n, err := strconv.Atoi(v[0])
+		if err != nil || n < 0 || n > 65535 {
+			return fmt.Errorf("want a port 0-65535, got %q", v[0])
+		}
+		*dst(o) = n
+		if n == 0 {
+			o.zeroes |= bit
+		}
+		return nil
+	}
+}
+
+func strOpt(dst func(*Options) *string) func(*Options, []string) error {
+	return func(o *Options, v []string) error { *dst(o) = v[0]; return nil }
+}
+
+func listOpt(dst func(*Options) *[]string) func(*Options, []string) error {
+	return func(o *Options, v []string) error { *dst(o) = append(*dst(o), v[0]); return nil }
+}
+
+func flagOpt(f func(*Options)) func(*Options, []string) error {
+	return func(o *Options, _ []string) error { f(o); return nil }
+}
+
+func refused(why string) func(*Options, []string) error {
+	return func(*Options, []string) error { return errors.New(why) }
+}
+
+func ignored(*Options, []string) error { return nil }
+
+// options is dpmaster 2.x's option list (doc/dpmaster.txt, "dpmaster -h"),
+// each implemented, accepted as meaningless, or refused with the reason,
+// followed by scout's own.
+var options = []optSpec{
+	{"help", 'h', argNone, func(*Options, []string) error { return ErrHelp }, "print this help"},
+	{"port", 'p', argOne, zeroOpt(func(o *Options) *int { return &o.Port }, zeroPort), "default port to listen on (27950)"},
+	{"listen", 'l', argOne, listOpt(func(o *Options) *[]string { return &o.Listen }), "listen on ADDR[:PORT] ([v6]:port); several allowed; default 0.0.0.0 and ::"},
+	{"max-servers", 'n', argOne, intOpt(func(o *Options) *int { return &o.MaxServers }, 1), "maximum number of servers (16384)"},
+	{"max-servers-per-addr", 'N', argOne, intOpt(func(o *Options) *int { return &o.MaxServersPerAddr }, 1), "maximum servers per IPv4 address or IPv6 /64 (32)"},
+	{"flood-protection", 'f', argNone, flagOpt(func(o *Options) { t := true; o.FloodProtection = &t }), "flood protection on queries (on by default in scout)"},
+	{"no-flood-protection", 0, argNone, flagOpt(func(o *Options) { f := false; o.FloodProtection = &f }), "turn the query flood protection off"},
+	{"fp-throttle", 0, argOne, intOpt(func(o *Options) *int { return &o.FPThrottle }, 2), "flood protection throttle limit (5)"},
+	{"fp-decay-time", 0, argOne, intOpt(func(o *Options) *int { return &o.FPDecayTime }, 1), "flood protection decay time in seconds (3)"},
+	{"max-clients", 0, argOne, intOpt(func(o *Options) *int { return &o.MaxClients }, 1), "maximum sources the flood protection tracks (16384)"},
+	{"game-policy", 0, argPolicy, func(o *Options, v []string) error { o.GamePolicy = append(o.GamePolicy, v); return nil }, "accept|reject GAME...: accept or reject only these games"},
+	{"game-properties", 'g', argGameProp, func(o *Options, v []string) error {
+		if len(v) == 0 {
+			o.PrintGames = true
+			return nil
+		}
+		o.GameProperties = append(o.GameProperties, v)
+		return nil
+	}, "GAME PROPERTY=VALUE,...: change a game (protocols, options, heartbeat, flatline, gamenames; =, +=, -=); alone: print the games"},
+	{"allow-loopback", 0, argNone, flagOpt(func(o *Options) { o.AllowLoopback = true }), "accept servers on loopback addresses (tests only)"},
+	{"hash-ports", 0, argNone, flagOpt(func(o *Options) { o.HashPorts = true }), "tell servers apart by port only: no per-address limit (tests only)"},
+	{"map", 'm', argOne, listOpt(func(o *Options) *[]string { return &o.Map }), "FROM=TO: publish server address FROM as TO (ADDR[:PORT])"},
+	{"verbose", 'v', argLevel, func(o *Options, v []string) error {
+		o.Verbose = 4
+		o.zeroes |= zeroVerbose
+		if len(v) == 1 {
+			o.Verbose = int(v[0][0] - '0')
+		}
+		return nil
+	}, "[LEVEL]: 0 nothing, 1 fatal, 2 warnings, 3 activity (default), 4 everything; alone: 4"},
+	{"hash-size", 'H', argOne, ignored, "accepted and ignored: scout's tables size themselves"},
+	{"cl-hash-size", 0, argOne, ignored, "accepted and ignored: scout's tables size themselves"},
+	{"daemon", 'D', argNone, refused("-D/--daemon is not supported: run scout master under a service manager (systemd, runit), which keeps it in the foreground"), ""},
+	{"jail-path", 'j', argOne, refused("-j/--jail-path is not supported: confine scout with the service manager (systemd RootDirectory=, ProtectSystem=)"), ""},
+	{"user", 'u', argOne, refused("-u/--user is not supported: start scout as an unprivileged user (systemd User= or DynamicUser=)"), ""},
+	{"log", 'L', argNone, refused("-L/--log is not supported: scout logs to standard error; let the service manager keep it (or use --log-format json)"), ""},
+	{"log-file", 0, argOne, refused("--log-file is not supported: scout logs to standard error; redirect it"), ""},
+
+	{"state", 0, argOne, strOpt(func(o *Options) *string { return &o.State }), "FILE: keep the registry in FILE (bbolt) across restarts"},
+	{"http", 0, argOne, strOpt(func(o *Options) *string { return &o.HTTP }), "ADDR: serve /metrics, /healthz and /servers on ADDR (off by default)"},
+	{"motd", 0, argOne, strOpt(func(o *Options) *string { return &o.MOTD }), "TEXT: answer Enemy Territory's getmotd with TEXT on the MOTD port"},
+	{"motd-port", 0, argOne, zeroOpt(func(o *Options) *int { return &o.MOTDPort }, zeroMOTDPort), "port of the MOTD listener (27951); 0 turns it off"},
+	{"peer", 0, argOne, listOpt(func(o *Options) *[]string { return &o.Peers }), "ADDR[:PORT]: accept register from this master; several allowed"},
+	{"upstream", 0, argOne, listOpt(func(o *Options) *[]string { return &o.Upstreams }), "ADDR:PORT: forward verified servers to this master; several allowed"},
+	{"config", 0, argOne, strOpt(func(o *Options) *string { return &o.ConfigFile }), "FILE: read options from a JSON object keyed by long option names"},
+	{"log-format", 0, argOne, func(o *Options, v []string) error {
+		if v[0] != "text" && v[0] != "json" {
+			return fmt.Errorf("want text or json, got %q", v[0])
+		}
+		o.LogFormat = v[0]
+		return nil
+	}, "text|json: log format (text)"},
+	{"timeout", 0, argOne, intOpt(func(o *Options) *int { return &o.Timeout }, 1), "SECONDS: drop a server not verified for this long (900)"},
+	{"max-packet-bytes", 0, argOne, intOpt(func(o *Options) *int { return &o.MaxPacketBytes }, 64), "UDP payload of each server-list packet (1400)"},
+	{"entries-per-packet", 0, argOne, intOpt(func(o *Options) *int { return &o.EntriesPerPacket }, 1), "N: at most N servers per getserversResponse (112 is id's master)"},
+	{"eot-on-every", 0, argNone, flagOpt(func(o *Options) { o.EndOnEvery = true }), "end marker on every server-list packet, not only the last"},
+	{"out-rate", 0, argOne, intOpt(func(o *Options) *int { return &o.OutRate }, 1), "BYTES: global outbound budget per second (12500000)"},
+	{"out-burst", 0, argOne, intOpt(func(o *Options) *int { return &o.OutBurst }, 1), "BYTES: outbound burst (1048576)"},
+	{"hb-throttle", 0, argOne, intOpt(func(o *Options) *int { return &o.HBThrottle }, 2), "heartbeat flood protection throttle per source (64)"},
+	{"hb-decay-time", 0, argOne, intOpt(func(o *Options) *int { return &o.HBDecayTime }, 1), "heartbeat flood protection decay time in seconds (1)"},
+}
+
+// ParseArgs reads scout master's command line, in dpmaster's syntax:
+// "-n 16", "-n16", "--max-servers 16" and "--max-servers=16" are the
+// same; -l, -m, -g, --game-policy, --peer and --upstream may repeat; -v
+// takes an optional level digit ("-v", "-v 2", "-v2", "--verbose=2").
+// When the command line names a --config file, the file is read first
+// and the command line applied on top of it.
+func ParseArgs(args []string) (Options, error) {
+	var o Options
+	if err := parse(&o, args); err != nil {
+		return o, err
+	}
+	if o.ConfigFile == "" {
+		return o, nil
+	}
+	b, err := os.ReadFile(o.ConfigFile)
+	if err != nil {
+		return o, fmt.Errorf("%w: --config: %v", ErrUsage, err)
+	}
+	var f Options
+	if err := unmarshalStrict(b, &f); err != nil {
+		return o, fmt.Errorf("%w: --config %s: %v", ErrUsage, o.ConfigFile, err)
+	}
+	f.ConfigFile = o.ConfigFile
+	if err := parse(&f, args); err != nil {
+		return f, err
+	}
+	return f, nil
+}
+
+func unmarshalStrict(b []byte, v any) error {
+	d := json.NewDecoder(strings.NewReader(string(b)))
+	d.DisallowUnknownFields()
+	return d.Decode(v)
+}
+
+func lookupOpt(long string, short byte) (optSpec, bool) {
+	for _, s := range options {
+		if (long != "" && s.long == long) || (short != 0 && s.short == short) {
+			return s, true
+		}
+	}
+	return optSpec{}, false
+}
+
+func parse(o *Options, args []string) error {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		var spec optSpec
+		var ok bool
+		var inline *string // a value attached to the option
+		name := a
+		switch {
+		case strings.HasPrefix(a, "--") && len(a) > 2:
+			long := a[2:]
+			if k, v, has := strings.Cut(long, "="); has {
+				long, inline = k, &v
+			}
+			spec, ok = lookupOpt(long, 0)
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			spec, ok = lookupOpt("", a[1])
+			name = a[:2]
+			if len(a) > 2 {
+				v := a[2:]
+				inline = &v
+			}
+		default:
+			return fmt.Errorf("%w: unexpected argument %q", ErrUsage, a)
+		}
+		if !ok {
+			return fmt.Errorf("%w: unknown option %q (scout master -h lists them)", ErrUsage, name)
+		}
+		var vals []string
+		next := func() (string, bool) {
+			if i+1 < len(args) {
+				i++
+				return args[i], true
+			}
+			return "", false
+		}
+		more := func() {
+			for i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+				i++
+				vals = append(vals, args[i])
+			}
+		}
+		switch spec.arity {
+		case argNone:
+			if inline != nil {
+				return fmt.Errorf("%w: %s takes no value", ErrUsage, name)
+			}
+		case argOne:
+			if inline != nil {
+				vals = []string{*inline}
+			} else if v, ok := next(); ok {
+				vals = []string{v}
+			} else {
+				return fmt.Errorf("%w: %s needs a value", ErrUsage, name)
+			}
+		case argLevel:
+			if inline != nil {
+				vals = []string{*inline}
+			} else if i+1 < len(args) && len(args[i+1]) == 1 && args[i+1][0] >= '0' && args[i+1][0] <= '9' {
+				i++
+				vals = []string{args[i]}
+			}
+			if len(vals) == 1 && (len(vals[0]) != 1 || vals[0][0] < '0' || vals[0][0] > '4') {
+				return fmt.Errorf("%w: %s: level must be 0 to 4, got %q", ErrUsage, name, vals[0])
+			}
+		case argPolicy, argGameProp:
+			// dpmaster: --game-policy needs accept|reject and one name,
+			// whatever they look like ("--game-policy accept -v" accepts
+			// a game called "-v"); -g needs a game and one property, or
+			// nothing at all (print the games). More names or
+			// properties follow while they do not start with '-'.
+			if inline != nil {
+				vals = []string{*inline}
+			} else if spec.arity == argPolicy || (i+1 < len(args) && !strings.HasPrefix(args[i+1], "-")) {
+				if v, ok := next(); ok {
+					vals = []string{v}
+				}
+			}
+			if len(vals) == 1 {
+				v, ok := next()
+				if !ok {
+					return fmt.Errorf("%w: %s %s needs at least one more parameter", ErrUsage, name, vals[0])
+				}
+				vals = append(vals, v)
+				more()
+			}
+			if spec.arity == argPolicy && len(vals) < 2 {
+				return fmt.Errorf("%w: %s needs accept|reject and at least one game", ErrUsage, name)
+			}
+		}
+		if err := spec.set(o, vals); err != nil {
+			if errors.Is(err, ErrHelp) {
+				return err
+			}
+			return fmt.Errorf("%w: %s: %v", ErrUsage, name, err)
+		}
+	}
+	return nil
+}
+
+// Usage returns the option list for -h.
+func Usage() string {
+	var b strings.Builder
+	b.WriteString("usage: scout master [options]\n\n")
+	b.WriteString("A master server for the Quake III family, Quake 4 and Doom 3; dpmaster's\n")
+	b.WriteString("options keep dpmaster's meaning (\"-n 16\", \"-n16\", \"--max-servers=16\").\n\nOptions:\n")
+	for _, s := range options {
+		if s.help == "" {
+			continue
+		}
+		n := "    --" + s.long
+		if s.short != 0 {
+			n = "-" + string(s.short) + ", --" + s.long
+		}
+		fmt.Fprintf(&b, "  %-28s %s\n", n, s.help)
+	}
+	b.WriteString("\nRefused, with the reason: -D/--daemon, -j/--jail-path, -u/--user, -L/--log, --log-file.\n")
+	return b.String()
+}

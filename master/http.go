@@ -1,0 +1,73 @@
+package master
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// ServerJSON is one server of the /servers list.
+type ServerJSON struct {
+	Address      string            `json:"address"`
+	Game         string            `json:"game"`
+	Family       string            `json:"family"`
+	Protocol     int               `json:"protocol"`
+	Gametype     string            `json:"gametype,omitempty"`
+	Clients      int               `json:"clients"`
+	MaxClients   int               `json:"max_clients"`
+	Info         map[string]string `json:"info,omitempty"`
+	FirstSeen    time.Time         `json:"first_seen"`
+	LastVerified *time.Time        `json:"last_verified,omitempty"` // absent: restored, not yet re-verified
+}
+
+// HTTPHandler serves /metrics (Prometheus), /healthz and /servers
+// (JSON, ?game=NAME filters by game name).
+func (m *Master) HTTPHandler() http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewCollector(m), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /servers", func(w http.ResponseWriter, r *http.Request) {
+		want := r.URL.Query()["game"]
+		list := []ServerJSON{}
+		for _, s := range m.Registry.Servers(nil) {
+			if len(want) > 0 && !slices.Contains(want, s.Game) {
+				continue
+			}
+			pub, _ := m.Registry.Config().AddrMap.Map(s.Addr)
+			j := ServerJSON{
+				Address: pub.String(), Game: s.Game, Family: s.Family.String(), Protocol: s.Protocol,
+				Gametype: s.Gametype, Clients: s.Clients, MaxClients: s.MaxClients, FirstSeen: s.FirstSeen,
+			}
+			if !s.LastVerified.IsZero() {
+				t := s.LastVerified
+				j.LastVerified = &t
+			}
+			if len(s.Info) > 0 {
+				j.Info = make(map[string]string, len(s.Info))
+				for _, p := range s.Info {
+					if _, dup := j.Info[p.Key]; !dup && !strings.EqualFold(p.Key, "challenge") {
+						j.Info[p.Key] = p.Value
+					}
+				}
+			}
+			list = append(list, j)
+		}
+		slices.SortFunc(list, func(a, b ServerJSON) int { return strings.Compare(a.Address, b.Address) })
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(list)
+	})
+	return mux
+}

@@ -1,0 +1,105 @@
+package master
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Collector exposes a master's counters to Prometheus. It reads the
+// handler's atomic counters and the registry at scrape time, so the packet
+// path pays nothing for metrics.
+type Collector struct {
+	m *Master
+
+	packetsIn, packetsOut, bytesOut, bytesIn *prometheus.Desc
+	dropped, removed, changes, probes        *prometheus.Desc
+	answers, unknownGame, budgetDenied       *prometheus.Desc
+	listed, pending, listedByGame            *prometheus.Desc
+	sendErrors, stateErrors                  *prometheus.Desc
+}
+
+// NewCollector returns the collector of m.
+func NewCollector(m *Master) *Collector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("scout_master_"+name, help, labels, nil)
+	}
+	return &Collector{
+		m:            m,
+		packetsIn:    d("packets_received_total", "Datagrams received, by kind.", "kind"),
+		bytesIn:      d("received_bytes_total", "UDP payload bytes received."),
+		packetsOut:   d("packets_sent_total", "Datagrams handed to the sockets, by kind.", "kind"),
+		bytesOut:     d("sent_bytes_total", "UDP payload bytes handed to the sockets, by kind.", "kind"),
+		dropped:      d("dropped_total", "Datagrams that produced nothing, by reason.", "reason"),
+		removed:      d("removed_total", "Servers removed from the registry, by reason.", "reason"),
+		changes:      d("verified_total", "Verified server replies, by what they changed.", "change"),
+		probes:       d("probes_total", "Probes sent to servers, by cause.", "cause"),
+		answers:      d("answers_total", "Queries answered (getservers, getServers, gameAuth, getmotd)."),
+		unknownGame:  d("answers_unknown_game_total", "Queries for no known game, answered with the empty list."),
+		budgetDenied: d("budget_denied_bytes_total", "Outbound bytes the global byte budget refused."),
+		listed:       d("servers_listed", "Servers listed."),
+		pending:      d("servers_pending", "Servers challenged and not yet verified."),
+		listedByGame: d("servers_listed_by_game", "Servers listed, by game.", "game"),
+		sendErrors:   d("send_errors_total", "Datagrams the kernel refused, or with no socket of their family.", "error"),
+		stateErrors:  d("state_write_errors_total", "Failed writes to the state file."),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.packetsIn, c.bytesIn, c.packetsOut, c.bytesOut, c.dropped, c.removed,
+		c.changes, c.probes, c.answers, c.unknownGame, c.budgetDenied, c.listed, c.pending, c.listedByGame,
+		c.sendErrors, c.stateErrors} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	st := c.m.Handler.Stats()
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	gauge := func(d *prometheus.Desc, v int, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
+	}
+	for _, k := range Kinds() {
+		counter(c.packetsIn, st.In(k), k.String())
+		p, b := st.Out(k)
+		counter(c.packetsOut, p, k.String())
+		counter(c.bytesOut, b, k.String())
+	}
+	counter(c.bytesIn, st.InBytes())
+	for _, r := range Reasons() {
+		if r == OK {
+			continue
+		}
+		counter(c.dropped, st.Dropped(r), r.String())
+		counter(c.removed, st.Removed(r), r.String())
+	}
+	for _, ch := range []Change{ChangeListed, ChangeUpdated, ChangeRefreshed} {
+		counter(c.changes, st.Changes(ch), ch.String())
+	}
+	for _, p := range []ProbeCause{CauseHeartbeat, CauseFlatline, CauseReprobe, CauseRestored} {
+		counter(c.probes, st.Probes(p), p.String())
+	}
+	counter(c.answers, st.Answers())
+	counter(c.unknownGame, st.UnknownGame())
+	counter(c.budgetDenied, st.BudgetDeniedBytes())
+	listed, pending := c.m.Registry.Counts()
+	gauge(c.listed, listed)
+	gauge(c.pending, pending)
+	byGame := map[string]int{}
+	for _, s := range c.m.Registry.Servers(nil) {
+		byGame[s.Game]++
+	}
+	for g, n := range byGame {
+		gauge(c.listedByGame, n, g)
+	}
+	refused, noSocket := c.m.Server.SendErrors()
+	counter(c.sendErrors, refused, "refused")
+	counter(c.sendErrors, noSocket, "no_socket")
+	var we uint64
+	if c.m.writer != nil {
+		we = c.m.writer.errs.Load()
+	}
+	counter(c.stateErrors, we)
+}
