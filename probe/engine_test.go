@@ -307,3 +307,41 @@ func TestStampAt(t *testing.T) {
 		t.Fatalf("a stamp from the future was used: lag %v", lag)
 	}
 }
+
+func TestBroadcast_EveryAnswerIsAServer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bcast := netip.MustParseAddrPort("192.0.2.255:27960")
+		lan := []netip.AddrPort{netip.MustParseAddrPort("192.0.2.7:27960"), netip.MustParseAddrPort("192.0.2.9:27960")}
+		var conn *fakeConn
+		sends := 0
+		conn = newFakeConn(func(p packet) {
+			sends++
+			kind, tok := echoRequest(p.b)
+			if p.addr != bcast {
+				return
+			}
+			for i, a := range lan {
+				conn.deliver(a, fmt.Appendf(nil, "R%d %s hi", kind, tok), time.Duration(i+1)*time.Millisecond)
+			}
+			conn.deliver(lan[0], fmt.Appendf(nil, "R%d %s dup", kind, tok), 5*time.Millisecond)
+			conn.deliver(stranger, []byte("R0 0000000000000001 forged"), 0)
+		})
+		var found []Result
+		p := &Prober{Timeout: 800 * time.Millisecond, Attempts: 1}
+		start := time.Now()
+		c, err := p.Broadcast(t.Context(), conn, []Target{{bcast, echoDialect{}}, {srvB, echoDialect{}}},
+			func(r Result) { found = append(found, r) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(found) != 2 || found[0].Addr != lan[0] || found[1].Addr != lan[1] || found[1].RTT != 2*time.Millisecond {
+			t.Fatalf("found %+v", found)
+		}
+		if took := time.Since(start); took != 800*time.Millisecond {
+			t.Errorf("collected for %v, want the 800ms window", took)
+		}
+		if sends != 2 || c.Late != 1 || c.Unknown != 1 {
+			t.Errorf("sends %d, counts %+v", sends, c)
+		}
+	})
+}

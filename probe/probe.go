@@ -217,7 +217,26 @@ func (p *Prober) Run(ctx context.Context, conn Conn, targets []Target, each func
 		s.add(t)
 	}
 	s.closeInput()
-	return loop(ctx, conn, s, nil, each)
+	return loop(ctx, conn, s, nil, each, nil)
+}
+
+// Broadcast sends the first request of each target's query to its
+// address, a broadcast address (or, in tests, any address), and reports
+// every server that answers with the request's token, from whatever
+// address, through found, as the Quake III client finds LAN servers
+// (getinfo to ports 27960-27963 of the broadcast address). Each request
+// is sent Attempts times, Timeout apart, and replies are collected until
+// the last send's Timeout has passed: that is the collection window.
+// Broadcast must be the only reader of conn while it runs.
+func (p *Prober) Broadcast(ctx context.Context, conn Conn, targets []Target, found func(Result)) (Counts, error) {
+	s := newSession(p.settings())
+	for _, tg := range targets {
+		if t := s.add(tg); !t.done {
+			t.broadcast = true
+		}
+	}
+	s.closeInput()
+	return loop(ctx, conn, s, nil, func(int, Result) {}, found)
 }
 
 // Stream queries the targets received from in, from conn, beginning each
@@ -229,7 +248,7 @@ func (p *Prober) Run(ctx context.Context, conn Conn, targets []Target, each func
 // its result; targets still open when ctx ends get ctx's error. Stream
 // must be the only reader of conn while it runs; it does not close conn.
 func (p *Prober) Stream(ctx context.Context, conn Conn, in <-chan Target, each func(int, Result)) (Counts, error) {
-	return loop(ctx, conn, newSession(p.settings()), in, each)
+	return loop(ctx, conn, newSession(p.settings()), in, each, nil)
 }
 
 // datagram is one read, timed.
@@ -248,10 +267,10 @@ const maxReadBatch = 64
 // loop drives s: one goroutine reads conn and stamps each datagram as it
 // arrives; this one owns the session, writes the sends and sleeps until
 // the next deadline, a datagram, a new target or the end of ctx.
-func loop(ctx context.Context, conn Conn, s *session, in <-chan Target, each func(int, Result)) (Counts, error) {
+func loop(ctx context.Context, conn Conn, s *session, in <-chan Target, each func(int, Result), found func(Result)) (Counts, error) {
 	if err := conn.SetReadDeadline(time.Time{}); err != nil {
 		s.abort(err)
-		emit(s, each)
+		emit(s, each, found)
 		return s.counts, err
 	}
 	reads := make(chan datagram, maxReadBatch)
@@ -279,7 +298,7 @@ func loop(ctx context.Context, conn Conn, s *session, in <-chan Target, each fun
 			_, werr := conn.WriteToUDPAddrPort(sd.b, sd.r.t.addr)
 			s.wrote(sd, at, werr)
 		}
-		emit(s, each)
+		emit(s, each, found)
 		if s.done() {
 			return s.counts, nil
 		}
@@ -291,7 +310,7 @@ func loop(ctx context.Context, conn Conn, s *session, in <-chan Target, each fun
 		select {
 		case <-ctx.Done():
 			s.abort(ctx.Err())
-			emit(s, each)
+			emit(s, each, found)
 			return s.counts, ctx.Err()
 		case <-timer.C:
 		case t, ok := <-in:
@@ -320,7 +339,7 @@ func loop(ctx context.Context, conn Conn, s *session, in <-chan Target, each fun
 				if d.err != nil {
 					err := fmt.Errorf("probe: reading: %w", d.err)
 					s.abort(err)
-					emit(s, each)
+					emit(s, each, found)
 					return s.counts, err
 				}
 				if d.lag >= 0 {
@@ -347,7 +366,12 @@ func loop(ctx context.Context, conn Conn, s *session, in <-chan Target, each fun
 	}
 }
 
-func emit(s *session, each func(int, Result)) {
+func emit(s *session, each func(int, Result), found func(Result)) {
+	for _, r := range s.found {
+		found(r)
+	}
+	clear(s.found)
+	s.found = s.found[:0]
 	for _, t := range s.takeFinished() {
 		each(t.index, t.res)
 		t.res = Result{Addr: t.res.Addr, Game: t.res.Game} // the caller has it now

@@ -60,6 +60,9 @@ type session struct {
 	remaining int       // targets added without a result
 	closed    bool      // no more targets will be added
 	finished  []*target // results not yet taken
+	found     []Result  // broadcast: servers found, not yet taken
+	foundAt   map[netip.AddrPort]bool
+
 
 	counts Counts
 }
@@ -73,6 +76,7 @@ type target struct {
 	contacted bool
 	garbled   error // the last parse error of a reply from addr
 	misdirect netip.AddrPort
+	broadcast bool // any address may answer; each is a server found
 	done      bool
 }
 
@@ -117,7 +121,7 @@ func (s *session) add(tg Target) *target {
 		t.res.Err = fmt.Errorf("probe: target %v has no dialect", tg.Addr)
 	case !t.addr.IsValid():
 		t.res.Err = fmt.Errorf("probe: invalid address %v", tg.Addr)
-	case s.byAddr[t.addr] != nil:
+	case s.byAddr[t.addr] != nil || s.foundAt[t.addr]:
 		t.res.Err = fmt.Errorf("probe: %w: %v", ErrDuplicate, t.addr)
 	case len(s.byAddr) >= s.maxTargets:
 		t.res.Err = fmt.Errorf("probe: %w: limit %d", ErrTooManyTargets, s.maxTargets)
@@ -288,8 +292,8 @@ func (s *session) receive(now time.Time, from netip.AddrPort, b []byte) {
 	s.counts.Received++
 	s.counts.BytesIn += int64(len(b))
 	t := s.byAddr[from]
-	if t == nil {
-		s.stray(from, b)
+	if t == nil || t.broadcast {
+		s.stray(now, from, b)
 		return
 	}
 	rep, err := t.d.parse(b)
@@ -359,19 +363,51 @@ func openRequest(t *target, kind uint8) *request {
 }
 
 // stray handles a datagram from an address that is no target: one of our
-// tokens means a server answered from another address.
-func (s *session) stray(from netip.AddrPort, b []byte) {
+// tokens means a server answered from another address, or, for a
+// broadcast, that a server was found.
+func (s *session) stray(now time.Time, from netip.AddrPort, b []byte) {
 	for _, d := range s.dialects {
 		rep, err := d.parse(b)
 		if err != nil || !rep.hasToken {
 			continue
 		}
 		if sd := s.byTok[rep.token]; sd != nil && sd.r.t.d == d {
+			if sd.r.t.broadcast {
+				s.foundServer(now, from, sd, rep)
+				return
+			}
 			s.misdirected(sd, from)
 			return
 		}
 	}
 	s.counts.Unknown++
+}
+
+// foundServer records a server that answered a broadcast request.
+func (s *session) foundServer(now time.Time, from netip.AddrPort, sd *send, rep reply) {
+	if sd.r.done {
+		s.counts.Late++
+		return
+	}
+	if s.foundAt[from] {
+		s.counts.Late++ // a second copy
+		return
+	}
+	d := sd.r.t.d
+	st := sd.r.st // each server gets a copy of the step
+	res := Result{Addr: from, Game: d.Name(), Attempts: sd.r.attempts}
+	if _, _, err := d.handle(&st, rep, &res); err != nil {
+		s.counts.Garbled++
+		return
+	}
+	s.counts.Matched++
+	res.RTT = max(now.Sub(sd.at), time.Nanosecond)
+	if s.foundAt == nil {
+		s.foundAt = make(map[netip.AddrPort]bool)
+	}
+	s.foundAt[from] = true
+	s.counts.Answered++
+	s.found = append(s.found, res)
 }
 
 func (s *session) misdirected(sd *send, from netip.AddrPort) {
