@@ -63,7 +63,6 @@ type session struct {
 	found     []Result  // broadcast: servers found, not yet taken
 	foundAt   map[netip.AddrPort]bool
 
-
 	counts Counts
 }
 
