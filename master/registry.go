@@ -440,7 +440,15 @@ func (r *Registry) parseReplyLocked(e *entry, rep *Reply) (Server, Reason) {
 		s.Clients = rep.Players
 		s.Gametype, _ = rep.get("si_gameType")
 	} else {
+		// A statusResponse carries the serverinfo, where ioquake3 names
+		// the protocol com_protocol and the gametype g_gametype, and where
+		// "gamename" is the mod (baseq3, baseoa), not com_gamename
+		// (vector openarena_statusResponse_3bots.hex).
+		status := rep.Kind == ReplyStatus
 		p, ok := rep.get("protocol")
+		if !ok && status {
+			p, ok = rep.get("com_protocol")
+		}
 		if !ok {
 			return s, ReasonMissingProtocol
 		}
@@ -450,6 +458,9 @@ func (r *Registry) parseReplyLocked(e *entry, rep *Reply) (Server, Reason) {
 		}
 		s.Protocol = int(n)
 		gt, ok := rep.get("gametype")
+		if !ok && status {
+			gt, ok = rep.get("g_gametype")
+		}
 		if !ok {
 			gt = "0" // dpmaster's default
 		}
@@ -473,6 +484,13 @@ func (r *Registry) parseReplyLocked(e *entry, rep *Reply) (Server, Reason) {
 			s.Clients = n
 		}
 		name, ok := rep.get("gamename")
+		if status {
+			if cg, has := rep.get("com_gamename"); has {
+				name, ok = cg, true
+			} else if e.hbGame != nil {
+				ok = false // the mod's name: the heartbeat named the game
+			}
+		}
 		switch {
 		case !ok && e.hbGame == nil:
 			return s, ReasonMissingGamename
