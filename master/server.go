@@ -220,6 +220,10 @@ func (w *storeWriter) flush() {
 	batch := w.pending
 	w.pending = make(map[netip.AddrPort]*Server)
 	w.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	defer w.log.Debug("state written", "changes", len(batch))
 	for a, s := range batch {
 		var err error
 		if s == nil {

@@ -1,0 +1,103 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+func TestParseArgs_DpmasterForms(t *testing.T) {
+	for _, form := range [][]string{{"-n", "16"}, {"-n16"}, {"--max-servers", "16"}, {"--max-servers=16"}} {
+		o, err := ParseArgs(form)
+		if err != nil || o.MaxServers != 16 {
+			t.Errorf("%q -> %d, %v", form, o.MaxServers, err)
+		}
+	}
+	o, err := ParseArgs([]string{"-l", "127.0.0.1", "-l", "[::1]:5000", "--listen=0.0.0.0:7", "-v", "-N", "2",
+		"-m", "127.0.0.1=203.0.113.1", "--game-policy", "accept", "Quake3Arena", "et", "-g", "et", "options-=send-full-servers",
+		"protocols+=85", "-f", "--fp-throttle", "7", "--peer", "192.0.2.1", "--upstream", "192.0.2.2:27950"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"127.0.0.1", "[::1]:5000", "0.0.0.0:7"}
+	if !reflect.DeepEqual(o.Listen, want) || o.Verbose != 4 || o.MaxServersPerAddr != 2 || o.FPThrottle != 7 ||
+		!reflect.DeepEqual(o.GamePolicy, [][]string{{"accept", "Quake3Arena", "et"}}) ||
+		!reflect.DeepEqual(o.GameProperties, [][]string{{"et", "options-=send-full-servers", "protocols+=85"}}) ||
+		*o.FloodProtection != true {
+		t.Fatalf("%+v", o)
+	}
+	s, err := o.Settings(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Listen[1] != netip.MustParseAddrPort("[::1]:5000") || s.Listen[0].Port() != DefaultPort || !s.ListenExplicit {
+		t.Fatalf("listen %v", s.Listen)
+	}
+	// -v with a level, attached or not; -v followed by another option.
+	for _, tc := range []struct {
+		args []string
+		v    int
+	}{{[]string{"-v", "2"}, 2}, {[]string{"-v0"}, 0}, {[]string{"--verbose=1"}, 1}, {[]string{"-v", "-n", "3"}, 4}} {
+		o, err := ParseArgs(tc.args)
+		if err != nil || o.Verbose != tc.v {
+			t.Errorf("%q -> %d, %v", tc.args, o.Verbose, err)
+		}
+	}
+	// dpmaster's pitfall: the first game-policy name is taken whatever it is.
+	o, _ = ParseArgs([]string{"--game-policy", "accept", "-v", "-n", "200"})
+	if !reflect.DeepEqual(o.GamePolicy, [][]string{{"accept", "-v"}}) || o.MaxServers != 200 {
+		t.Fatalf("%+v", o)
+	}
+	if o, _ := ParseArgs([]string{"-g"}); !o.PrintGames {
+		t.Fatal("bare -g does not print the games")
+	}
+	if o, _ := ParseArgs([]string{"-v", "0"}); func() bool { s, _ := o.Settings(context.Background()); return !s.LogOff }() {
+		t.Fatal("-v 0 does not silence")
+	}
+}
+
+func TestParseArgs_Refusals(t *testing.T) {
+	for _, args := range [][]string{
+		{"-D"}, {"--daemon"}, {"-u", "nobody"}, {"-j", "/var/empty"}, {"-L"}, {"--log-file", "x"},
+		{"-n"}, {"-n", "x"}, {"--bogus"}, {"stray"}, {"-v", "7"}, {"--game-policy", "accept"}, {"-f=1"},
+		{"--log-format", "xml"}, {"-p", "70000"},
+	} {
+		if _, err := ParseArgs(args); !errors.Is(err, ErrUsage) {
+			t.Errorf("%q: err %v, want a usage error", args, err)
+		}
+	}
+	if _, err := ParseArgs([]string{"-h"}); !errors.Is(err, ErrHelp) {
+		t.Error("-h")
+	}
+	if _, err := ParseArgs([]string{"-H", "10", "--cl-hash-size", "8"}); err != nil {
+		t.Errorf("hash sizes: %v", err)
+	}
+	o, _ := ParseArgs([]string{"--hash-ports", "-N", "2"})
+	if _, err := o.Settings(context.Background()); !errors.Is(err, ErrUsage) {
+		t.Error("--hash-ports with -N accepted")
+	}
+}
+
+func TestParseArgs_ConfigFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "m.json")
+	os.WriteFile(p, []byte(`{"port": 27999, "max-servers": 5, "motd": "hi", "listen": ["127.0.0.1"]}`), 0o600)
+	o, err := ParseArgs([]string{"--config", p, "-n", "9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Port != 27999 || o.MaxServers != 9 || o.MOTD != "hi" || len(o.Listen) != 1 {
+		t.Fatalf("%+v", o)
+	}
+	s, _ := o.Settings(context.Background())
+	if len(s.MOTDListen) != 1 || s.MOTDListen[0] != netip.MustParseAddrPort("127.0.0.1:27951") {
+		t.Fatalf("motd listen %v", s.MOTDListen)
+	}
+	os.WriteFile(p, []byte(`{"prot": 1}`), 0o600)
+	if _, err := ParseArgs([]string{"--config", p}); !errors.Is(err, ErrUsage) {
+		t.Fatal("unknown key accepted")
+	}
+}
