@@ -44,6 +44,13 @@
 //     scout (reserved blocks removed, merged with the country table into
 //     one MaxMind DB file).
 //
+// The upstream README of these versions warns that the data published to
+// npm has known errors and that npm releases will stop in favour of GitHub
+// releases (for example 2001:200::/32, WIDE in Japan, is given as AU in
+// part). Country and AS are used as clustering hints, where such errors cost
+// probe order, not correctness; a user's GeoLite2 files given to Open
+// override them.
+//
 // Programs that show results from this data to people must carry this
 // attribution, as the NOTICE file at the repository root does; in a web
 // page DB-IP asks for a link to https://db-ip.com.
