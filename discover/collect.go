@@ -1,0 +1,326 @@
+package discover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"time"
+
+	"github.com/scout-discovery/scout/probe"
+)
+
+// Defaults of a [Config] whose fields are zero.
+const (
+	// DefaultQuiet is how long a master may stay silent after a packet
+	// before its list is taken as complete when no end marker came. The
+	// seed saw whole lists arrive "in quick succession", within 2 s of
+	// the request; a gap of a second between two packets of one list is
+	// already a lost packet or a master that marks no end.
+	DefaultQuiet = time.Second
+	// DefaultMasterTimeout is how long a master has to send its first
+	// packet (or, for Steam, each page) before it is asked again.
+	DefaultMasterTimeout = 2 * time.Second
+	// DefaultMasterAttempts is how many times a master is asked before it
+	// is reported as not answering, the first query included.
+	DefaultMasterAttempts = 2
+	// MaxPages bounds the pages of one Steam master list (231 servers
+	// each): a master that never sends the end marker cannot page forever.
+	MaxPages = 1024
+	// MaxListed bounds the entries one master may list, duplicates
+	// included.
+	MaxListed = 1 << 18
+)
+
+// How a master's list ended.
+const (
+	EndMarker  = "end marker" // the list said it was complete
+	EndQuiet   = "quiet"      // no end marker; the master fell silent
+	EndNoReply = "no reply"   // nothing came, after every attempt
+	EndGarbage = "garbage"    // only packets that do not parse came
+	EndPartial = "partial"    // a Steam page went unanswered mid-list
+	EndLimit   = "limit"      // MaxListed or MaxPages reached
+	EndStopped = "stopped"    // the context ended first
+)
+
+// MasterReport is what one master did.
+type MasterReport struct {
+	Name     string         `json:"name"`
+	Addr     netip.AddrPort `json:"address"`
+	Protocol string         `json:"protocol"`
+	Queries  int            `json:"queries"`  // requests sent, retries and Steam pages included
+	Packets  int            `json:"packets"`  // reply packets that parsed, in whole or part
+	Garbled  int            `json:"garbled"`  // reply packets that did not
+	Listed   int            `json:"listed"`   // entries, duplicates included
+	New      int            `json:"new"`      // servers no master had listed before
+	Unusable int            `json:"unusable"` // entries that name no server (port 0, broadcast, ...)
+	End      string         `json:"end"`      // how the list ended: EndMarker, EndQuiet, ...
+	Error    string         `json:"error,omitempty"`
+	// FirstPacket is the time from the first query to the first packet;
+	// Took to the end of the list (quiet windows included).
+	FirstPacket time.Duration `json:"-"`
+	Took        time.Duration `json:"-"`
+}
+
+// Answered reports whether the master sent a usable list.
+func (r MasterReport) Answered() bool { return r.Packets > 0 }
+
+// collecting is a master's state during a run.
+type collecting struct {
+	Master
+	index    int
+	rep      MasterReport
+	start    time.Time // first query
+	sentAt   time.Time // latest query
+	attempts int       // queries of the current page
+	pages    int
+	seed     netip.AddrPort
+	last     time.Time // latest packet
+	lastErr  error     // latest parse error
+	done     bool
+}
+
+// collector asks masters for lists on one socket. It is a state machine
+// driven by collect; poll and receive take now.
+type collector struct {
+	cfg     Config
+	masters []*collecting
+	byAddr  map[netip.AddrPort]*collecting
+	stray   int
+	sent    int
+	out     int64
+	in      int64
+	// list is called with each usable entry of a packet, in wire order.
+	list func(m *collecting, ap netip.AddrPort)
+	// done is called when a master's list ends.
+	done func(m *collecting)
+}
+
+type outgoing struct {
+	b  []byte
+	to netip.AddrPort
+	m  *collecting
+}
+
+// poll handles the timeouts due at now and returns the queries to send.
+func (c *collector) poll(now time.Time) []outgoing {
+	var out []outgoing
+	for _, m := range c.masters {
+		if m.done {
+			continue
+		}
+		switch {
+		case m.sentAt.IsZero():
+			m.start = now
+			out = append(out, c.ask(now, m))
+		case m.Protocol == ProtocolSteam && m.waitingPage() && !now.Before(m.sentAt.Add(c.cfg.timeout())):
+			if m.attempts < c.cfg.attempts() {
+				out = append(out, c.ask(now, m))
+			} else if m.rep.Packets == 0 {
+				c.finish(now, m, EndNoReply, nil)
+			} else {
+				c.finish(now, m, EndPartial, fmt.Errorf("page %d unanswered after %d queries", m.pages+1, m.attempts))
+			}
+		case m.Protocol != ProtocolSteam && m.rep.Packets == 0 && !now.Before(m.sentAt.Add(c.cfg.timeout())):
+			if m.attempts < c.cfg.attempts() && m.rep.Garbled == 0 {
+				out = append(out, c.ask(now, m))
+			} else {
+				c.finish(now, m, EndNoReply, nil) // EndGarbage when garbage came
+			}
+		case m.Protocol != ProtocolSteam && m.rep.Packets > 0 && !now.Before(m.last.Add(c.cfg.quiet())):
+			c.finish(now, m, EndQuiet, nil)
+		}
+	}
+	return out
+}
+
+// waitingPage: a Steam master owes an answer to the latest query.
+func (m *collecting) waitingPage() bool { return !m.done }
+
+func (c *collector) ask(now time.Time, m *collecting) outgoing {
+	seed := m.seed
+	if !seed.IsValid() {
+		seed = m.Steam.Seed
+	}
+	b, err := m.query(seed)
+	if err != nil {
+		c.finish(now, m, EndNoReply, fmt.Errorf("encoding the query: %w", err))
+		return outgoing{}
+	}
+	m.sentAt = now
+	m.attempts++
+	m.rep.Queries++
+	return outgoing{b: b, to: m.Addr, m: m}
+}
+
+// wake returns when poll next has work; zero when every master is done.
+func (c *collector) wake() time.Time {
+	var w time.Time
+	for _, m := range c.masters {
+		if m.done {
+			continue
+		}
+		var t time.Time
+		switch {
+		case m.Protocol == ProtocolSteam || m.rep.Packets == 0:
+			t = m.sentAt.Add(c.cfg.timeout())
+		default:
+			t = m.last.Add(c.cfg.quiet())
+		}
+		if w.IsZero() || t.Before(w) {
+			w = t
+		}
+	}
+	return w
+}
+
+// receive handles a datagram; it may return the next Steam page's query.
+func (c *collector) receive(now time.Time, from netip.AddrPort, b []byte) []outgoing {
+	c.in += int64(len(b))
+	m := c.byAddr[from]
+	if m == nil {
+		c.stray++
+		return nil
+	}
+	if m.done {
+		// A packet after the list ended (a late duplicate, or a quiet
+		// window that was too short): its servers still count.
+		if m.rep.End != EndQuiet {
+			return nil
+		}
+	}
+	p := m.parse(b)
+	if len(p.servers) == 0 && !p.end && p.err != nil {
+		m.rep.Garbled++
+		m.lastErr = p.err
+		return nil
+	}
+	if m.rep.Packets == 0 {
+		m.rep.FirstPacket = now.Sub(m.start)
+	}
+	m.rep.Packets++
+	m.last = now
+	if p.err != nil {
+		m.lastErr = p.err
+	}
+	for _, ap := range p.servers {
+		if m.rep.Listed >= MaxListed {
+			c.finish(now, m, EndLimit, fmt.Errorf("more than %d entries", MaxListed))
+			return nil
+		}
+		m.rep.Listed++
+		ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+		if !usable(ap) {
+			m.rep.Unusable++
+			continue
+		}
+		c.list(m, ap)
+	}
+	if m.done {
+		return nil
+	}
+	switch {
+	case p.end:
+		c.finish(now, m, EndMarker, nil)
+	case m.Protocol == ProtocolSteam:
+		m.pages++
+		if m.pages >= MaxPages || !p.next.IsValid() {
+			c.finish(now, m, EndLimit, fmt.Errorf("%d pages without the end marker", m.pages))
+			return nil
+		}
+		m.seed = p.next
+		m.attempts = 0
+		return []outgoing{c.ask(now, m)}
+	}
+	return nil
+}
+
+func (c *collector) finish(now time.Time, m *collecting, end string, err error) {
+	if m.done {
+		return
+	}
+	m.done = true
+	m.rep.End = end
+	m.rep.Took = now.Sub(m.start)
+	if err == nil && m.rep.Packets == 0 && m.rep.Garbled > 0 {
+		m.rep.End = EndGarbage
+		err = m.lastErr
+	}
+	if err == nil && m.lastErr != nil && m.rep.Packets > 0 {
+		err = fmt.Errorf("list kept up to a defect: %w", m.lastErr)
+	}
+	if err != nil {
+		m.rep.Error = err.Error()
+	} else if end == EndNoReply {
+		m.rep.Error = fmt.Sprintf("no reply to %d queries", m.rep.Queries)
+	}
+	c.done(m)
+}
+
+func (c *collector) allDone() bool {
+	for _, m := range c.masters {
+		if !m.done {
+			return false
+		}
+	}
+	return true
+}
+
+// maxReadErrors is how many reads in a row may fail before collect gives
+// up on the socket.
+const maxReadErrors = 64
+
+// collect runs c on conn until every master is done or ctx ends.
+func collect(ctx context.Context, conn probe.Conn, c *collector) error {
+	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	buf := make([]byte, probe.ReadBufferSize)
+	readErrors := 0
+	send := func(now time.Time, out []outgoing) {
+		for _, o := range out {
+			if o.b == nil {
+				continue
+			}
+			if _, err := conn.WriteToUDPAddrPort(o.b, o.to); err != nil {
+				c.finish(now, o.m, EndNoReply, fmt.Errorf("sending: %w", err))
+				continue
+			}
+			c.sent++
+			c.out += int64(len(o.b))
+		}
+	}
+	for {
+		now := time.Now()
+		send(now, c.poll(now))
+		if c.allDone() {
+			return nil
+		}
+		if err := conn.SetReadDeadline(c.wake()); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			for _, m := range c.masters {
+				c.finish(time.Now(), m, EndStopped, err)
+			}
+			return err
+		}
+		n, from, err := conn.ReadFromUDPAddrPort(buf)
+		now = time.Now()
+		switch {
+		case err == nil:
+			readErrors = 0
+			send(now, c.receive(now, netip.AddrPortFrom(from.Addr().Unmap(), from.Port()), buf[:n]))
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			readErrors = 0
+		case !errors.Is(err, net.ErrClosed) && readErrors < maxReadErrors:
+			readErrors++ // an ICMP error on some platforms; the socket lives on
+		default:
+			for _, m := range c.masters {
+				c.finish(now, m, EndStopped, err)
+			}
+			return err
+		}
+	}
+}

@@ -1,0 +1,36 @@
+// Package discover finds game servers: it asks master servers for their
+// lists and probes every server listed, starting while the lists are
+// still arriving, and finds servers on the local network by broadcast.
+//
+// # Master queries
+//
+// Each family's master speaks its own request and reply ([Protocol]):
+//
+//	Q3     FF FF FF FF "getservers 68 empty full"            ->  FF FF FF FF "getserversResponse" { '\' a4 p2 } "\EOT\0\0\0"
+//	       FF FF FF FF "getserversExt Xonotic 3 empty full"  ->  FF FF FF FF "getserversExtResponse" { '\' a4 p2 | '/' a16 p2 } ...
+//	Q4     FF FF "getServers" 00 <proto> <fs_game> 00 00 00 <filter>  ->  FF FF "servers" 00 { a4 p2(LE) }   (no end marker)
+//	Steam  31 FF "0.0.0.0:0" 00 <filter> 00           ->  FF FF FF FF 66 0A { a4 p2 } ... [0.0.0.0:0]
+//
+// A Quake III master's list is complete at a packet carrying an end
+// marker (EOT, or the NUL of protocols 43 and 45), or when the master has
+// been quiet for [DefaultQuiet] after its last packet: masters before
+// dpmaster 2.0 mark no end, and Quake 4's never does. A Steam master
+// answers one page per query; the next query carries the last address of
+// the page as its seed, until a page ends with 0.0.0.0:0.
+//
+// A master that sends nothing within [DefaultMasterTimeout] is asked
+// again, [DefaultMasterAttempts] times in all, then reported as not
+// answering; one that sends only packets that do not parse is reported as
+// answering garbage. Either way the other masters' lists still count.
+// Packets on the master socket from any address but a master's are
+// dropped and counted (Summary.Stray): a list can only come from the
+// master it was asked of.
+//
+// # Merging and probing
+//
+// Lists are merged as they arrive: an address listed by several masters
+// is probed once, and the masters that listed it are kept. Each new
+// address is handed at once to the probe engine ([probe.Prober.Stream]),
+// so the first probes leave while later packets of the list are still on
+// their way, as the Enemy Territory client does.
+package discover
