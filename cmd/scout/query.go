@@ -10,9 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
-	"unicode/utf8"
 
+	"github.com/scout-discovery/scout/browser"
 	"github.com/scout-discovery/scout/infostring"
 	"github.com/scout-discovery/scout/probe"
 )
@@ -265,34 +264,14 @@ func queryTable(w io.Writer, addrs []queryAddr, results []probe.Result) {
 			fmt.Fprintf(tw, "%s\t%s\t\t\t\t\n", addr, "error: "+r.Err.Error())
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", addr, display(probe.StripColours(r.Name)), display(r.Map),
-			r.NumPlayers, r.MaxPlayers, display(r.GameType), queryPing(r.RTT))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", addr, browser.Name(r.Name), browser.Display(r.Map),
+			r.NumPlayers, r.MaxPlayers, browser.Display(r.GameType), browser.Ping(r.RTT))
 		for _, p := range r.Players {
-			fmt.Fprintf(tw, "\t  %s\tscore %d\tping %d\t\t\n", display(probe.StripColours(p.Name)), p.Score, p.Ping)
+			fmt.Fprintf(tw, "\t  %s\tscore %d\tping %d\t\t\n", browser.Name(p.Name), p.Score, p.Ping)
 		}
 		if r.Err != nil {
 			fmt.Fprintf(tw, "\t  error: %s\t\t\t\t\n", r.Err)
 		}
 	}
 	tw.Flush()
-}
-
-func queryPing(d time.Duration) string {
-	if d < 10*time.Millisecond {
-		return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000)
-	}
-	return fmt.Sprintf("%d ms", d.Milliseconds())
-}
-
-// display makes a server-controlled string safe for a terminal: control
-// bytes (escape sequences, tabs that would break the table) become '?',
-// and bytes that are not UTF-8 become U+FFFD.
-func display(s string) string {
-	s = strings.ToValidUTF8(s, string(utf8.RuneError))
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return '?'
-		}
-		return r
-	}, s)
 }

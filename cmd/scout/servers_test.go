@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/scout-discovery/scout/q3"
+)
+
+// q3Master answers getservers on 127.0.0.1 with list, two servers a
+// packet, EOT on the last, until the test ends.
+func q3Master(t *testing.T, list ...netip.AddrPort) netip.AddrPort {
+	t.Helper()
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { c.Close(); <-done })
+	go func() {
+		defer close(done)
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := c.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			if m, err := q3.Parse(buf[:n]); err != nil {
+				continue
+			} else if _, ok := m.(q3.GetServers); !ok {
+				continue
+			}
+			for i := 0; i < len(list); i += 2 {
+				r := q3.ServersResponse{Servers: list[i:min(i+2, len(list))]}
+				if i+2 >= len(list) {
+					r.End = q3.EndEOT
+				}
+				b, err := r.AppendBinary(nil)
+				if err != nil {
+					t.Error(err)
+				}
+				c.WriteToUDPAddrPort(b, from)
+			}
+		}
+	}()
+	return c.LocalAddr().(*net.UDPAddr).AddrPort()
+}
+
+func jsonLines(t *testing.T, b []byte) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestServers_JSONStreamAndSummaryOverLoopback(t *testing.T) {
+	s1, s2, s3 := q3Server(t), q3Server(t), q3Server(t)
+	dead := closedPort(t)
+	m1 := q3Master(t, s1, s2, dead)
+	m2 := q3Master(t, s2, s3)
+	deadMaster := closedPort(t)
+	var out, errb bytes.Buffer
+	code := run(t.Context(), []string{"servers", "--json", "--timeout", "200ms", "--retries", "1",
+		"--master-timeout", "100ms", "--quiet", "200ms",
+		"--master", m1.String(), "--master", m2.String(), "--master", deadMaster.String()}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr %q", code, errb.String())
+	}
+	lines := jsonLines(t, out.Bytes())
+	if len(lines) != 5 {
+		t.Fatalf("%d lines, want 4 servers and a summary:\n%s", len(lines), out.String())
+	}
+	byAddr := map[string]map[string]any{}
+	for _, l := range lines[:4] {
+		if l["type"] != "server" {
+			t.Fatalf("line %v before the summary", l)
+		}
+		byAddr[l["address"].(string)] = l
+	}
+	if l := byAddr[s2.String()]; l == nil || l["map"] != "q3dm17" || l["name_plain"] != "Red \x1b[2Jbox" ||
+		len(l["masters"].([]any)) != 2 || l["rtt_ms"].(float64) <= 0 {
+		t.Errorf("server 2: %v", l)
+	}
+	if l := byAddr[dead.String()]; l == nil || l["error"] == nil || l["rtt_ms"].(float64) != 0 {
+		t.Errorf("dead server: %v; want it reported with its error", l)
+	}
+	sum := lines[4]
+	if sum["type"] != "summary" || sum["listed"].(float64) != 4 || sum["answered"].(float64) != 3 ||
+		sum["silent"].(float64) != 1 || sum["flows"].(float64) != 4 || sum["probes"].(float64) != 5 {
+		t.Errorf("summary %v", sum)
+	}
+	masters := sum["masters"].([]any)
+	if len(masters) != 3 {
+		t.Fatalf("masters %v", masters)
+	}
+	ends := map[string]string{}
+	for _, m := range masters {
+		m := m.(map[string]any)
+		ends[m["name"].(string)] = m["end"].(string)
+	}
+	if ends[m1.String()] != "end marker" || ends[m2.String()] != "end marker" || ends[deadMaster.String()] != "no reply" {
+		t.Errorf("master ends %v", ends)
+	}
+}
+
+func TestServers_PlainLinesFilteredAndSorted(t *testing.T) {
+	s1, s2 := q3Server(t), q3Server(t)
+	m := q3Master(t, s1, s2)
+	var out, errb bytes.Buffer
+	code := run(t.Context(), []string{"servers", "--sort", "name", "--gametype", "4", "--master", m.String()}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr %q", code, errb.String())
+	}
+	text := out.String()
+	if strings.Contains(text, "\x1b") {
+		t.Fatalf("escape bytes reached the output: %q", text)
+	}
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	if len(lines) != 5 || !strings.HasPrefix(lines[0], "ADDRESS") || !strings.Contains(lines[1], "Red ?[2Jbox") ||
+		!strings.Contains(lines[1], "2/12") || !strings.Contains(lines[3], "end marker") ||
+		!strings.Contains(lines[4], "2 servers listed, 2 probed, 2 answered") {
+		t.Fatalf("output:\n%s", text)
+	}
+
+	// A filter that hides everything: no server lines, exit 0 all the same
+	// (servers answered).
+	out.Reset()
+	if code := run(t.Context(), []string{"servers", "--hide-full", "--max-ping", "1ns", "--master", m.String()}, &out, &errb); code != 0 ||
+		strings.Contains(out.String(), "ADDRESS") {
+		t.Fatalf("exit %d, output %q", code, out.String())
+	}
+}
+
+func TestServers_LANOverLoopback(t *testing.T) {
+	s := q3Server(t)
+	var out, errb bytes.Buffer
+	code := run(t.Context(), []string{"servers", "--lan", "--json", "--lan-addr", "127.0.0.1",
+		"--lan-ports", strconv.Itoa(int(s.Port())), "--lan-window", "200ms"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr %q", code, errb.String())
+	}
+	lines := jsonLines(t, out.Bytes())
+	if len(lines) != 2 || lines[0]["address"] != s.String() || lines[1]["answered"].(float64) != 1 {
+		t.Fatalf("output %s", out.String())
+	}
+}
+
+func TestServers_BadUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"servers", "--game", "doom4"},
+		{"servers", "--strategy", "fast"},
+		{"servers", "--sort", "country"},
+		{"servers", "--bandwidth", "lots"},
+		{"servers", "--lan-ports", "27963-27960"},
+		{"servers", "--lan-addr", "broadcast"},
+		{"servers", "extra"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(context.Background(), args, &out, &errb); code != 2 {
+			t.Errorf("%v: exit %d, want 2 (stderr %q)", args, code, errb.String())
+		}
+	}
+}
+
+func TestServers_NoMasterForGame(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run(t.Context(), []string{"servers", "--game", "ut3"}, &out, &errb); code != 1 ||
+		!strings.Contains(errb.String(), "no master") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+}
