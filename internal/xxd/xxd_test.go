@@ -1,0 +1,87 @@
+package xxd
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestDecode(t *testing.T) {
+	for _, tt := range []struct {
+		name, text string
+		want       string
+	}{
+		{"xxd", "00000000: ffff ffff 696e 666f 5265 7370 6f6e 7365  ....infoResponse\n00000010: 0a5c  .\\\n",
+			"\xff\xff\xff\xffinfoResponse\n\\"},
+		{"xxd-g1", "00000000: ff ff 20 20 41  ..  A\n", "\xff\xff  A"},
+		{"ascii column starting with spaces", "00000000: 2020 4142                                  AB\n", "  AB"},
+		{"bare hex with comments", "# seed Fig. 7, head piece\nff ff 73 65\n\n72 76\n", "\xff\xffserv"},
+		{"crlf", "00000000: 4142  AB\r\n00000002: 43  C\r\n", "ABC"},
+		{"empty", "", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Decode([]byte(tt.text))
+			if err != nil || string(got) != tt.want {
+				t.Fatalf("Decode = %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecode_Refuses(t *testing.T) {
+	for _, tt := range []struct{ name, text string }{
+		{"line left out", "00000000: 4142  AB\n00000010: 4344  CD\n"},
+		{"odd digit", "00000000: 414  A.\n"},
+		{"not hex", "00000000: zz41  .A\n"},
+		{"bad offset", "0000000g: 4142  AB\n"},
+		{"bare line not hex", "hello\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if b, err := Decode([]byte(tt.text)); err == nil {
+				t.Fatalf("Decode = %q, nil; want an error", b)
+			}
+		})
+	}
+}
+
+// Encode writes what xxd writes, and Decode reads it back.
+func TestEncode_RoundTrip(t *testing.T) {
+	var b []byte
+	for i := range 300 {
+		b = append(b, byte(i*7))
+	}
+	for _, n := range []int{0, 1, 2, 15, 16, 17, 31, 300} {
+		got, err := Decode(Encode(b[:n]))
+		if err != nil || !bytes.Equal(got, b[:n]) {
+			t.Fatalf("n=%d: Decode(Encode) = %x, %v", n, got, err)
+		}
+	}
+	xxd, err := exec.LookPath("xxd")
+	if err != nil {
+		return // the round trip above still holds
+	}
+	in := filepath.Join(t.TempDir(), "in")
+	if err := os.WriteFile(in, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want, err := exec.Command(xxd, in).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Encode(b); !bytes.Equal(got, want) {
+		t.Errorf("Encode differs from xxd:\n%s\nxxd:\n%s", got, want)
+	}
+}
+
+func TestGolden(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "g.hex")
+	Golden(t, path, []byte("\xff\xffgetInfo\x00"), true)
+	text, err := os.ReadFile(path)
+	if err != nil || !strings.HasPrefix(string(text), "00000000: ffff 6765 7449 6e66 6f00") {
+		t.Fatalf("written golden %q, %v", text, err)
+	}
+	Golden(t, path, []byte("\xff\xffgetInfo\x00"), false)
+}
