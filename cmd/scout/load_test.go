@@ -1,0 +1,120 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scout-discovery/scout/master"
+)
+
+// startInProcessMaster runs scout's master on an ephemeral loopback port,
+// without flood protection or a binding byte budget (at the default 12.5 MB/s
+// the budget, not the master, would pace the answers),
+// until the test ends and returns its address.
+func startInProcessMaster(t *testing.T, listen string) netip.AddrPort {
+	t.Helper()
+	opts, err := master.ParseArgs([]string{"-l", listen, "-p", "0", "--allow-loopback", "--no-flood-protection", "--out-rate", "1000000000", "--motd-port", "0", "-v", "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	set, err := opts.Settings(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := master.NewMaster(time.Now(), set, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		m.Close()
+	})
+	for _, a := range m.Addrs() {
+		if a.Addr().Is4() {
+			return a
+		}
+	}
+	t.Fatalf("master listens on %v, no IPv4 address", m.Addrs())
+	return netip.AddrPort{}
+}
+
+func TestLoad_RegistersAndMeasuresScoutMaster(t *testing.T) {
+	addr := startInProcessMaster(t, "127.95.0.1")
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"load", "--target", "scout=" + addr.String(),
+		"--servers", "60", "--per-addr", "2", "--fleet-base", "127.95.1.1", "--fleet-port", "41000",
+		"--sources", "4", "--source-base", "127.95.2.1", "--outstanding", "2",
+		"--duration", "200ms", "--runs", "2", "--json"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	var runs, sums int
+	for line := range strings.Lines(stdout.String()) {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		switch {
+		case m["run"] != nil:
+			runs++
+			if m["complete"].(float64) < 1 || m["unanswered"].(float64) != 0 || m["check_failed"].(float64) != 0 {
+				t.Errorf("run %v", line)
+			}
+		case m["target"] == "scout":
+			sums++
+			if m["packets_per_answer"].(float64) != 1 || m["lost_packets_total"].(float64) != 0 {
+				t.Errorf("summary %v", line)
+			}
+		}
+	}
+	if runs != 2 || sums != 1 {
+		t.Errorf("%d run lines and %d summaries, want 2 and 1:\n%s", runs, sums, stdout.String())
+	}
+}
+
+func TestLoad_UsageErrors(t *testing.T) {
+	for name, args := range map[string][]string{
+		"no target":          {},
+		"not loopback":       {"--target", "x=192.0.2.1:27950"},
+		"IPv6":               {"--target", "x=[::1]:27950"},
+		"no port":            {"--target", "x=127.0.0.1"},
+		"bad pid":            {"--target", "x=127.0.0.1:27950@abc"},
+		"no name":            {"--target", "=127.0.0.1:27950"},
+		"twice":              {"--target", "x=127.0.0.1:1", "--target", "x=127.0.0.1:2"},
+		"exec for no target": {"--target", "x=127.0.0.1:1", "--exec", "y=/bin/true"},
+		"exec with pid":      {"--target", "x=127.0.0.1:1@12", "--exec", "x=/bin/true"},
+		"empty exec":         {"--target", "x=127.0.0.1:1", "--exec", "x="},
+		"no runs":            {"--target", "x=127.0.0.1:1", "--runs", "0"},
+		"bad query":          {"--target", "x=127.0.0.1:1", "--query", "getservers"},
+		"argument":           {"--target", "x=127.0.0.1:1", "extra"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), append([]string{"load"}, args...), &stdout, &stderr); code != 2 {
+			t.Errorf("%s: exit %d, want 2 (stderr %q)", name, code, stderr.String())
+		}
+	}
+}
+
+func TestLoad_ExecThatExitsFails(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"load", "--target", "x=127.95.3.1:27950", "--exec", "x=/bin/true",
+		"--start-timeout", "5s"}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "exited before answering") {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+}

@@ -1,0 +1,38 @@
+// Package loadgen measures a Quake III master server (scout's or dpmaster)
+// on loopback: it registers a fleet of emulated game servers with the
+// master, then asks for the full server list as fast as the master answers
+// and checks every answer.
+//
+// # Fleet
+//
+// A [Fleet] is N real UDP sockets, each on its own loopback address and
+// port (Layout spreads them over 127.x.y.z so per-address limits are not
+// what is measured), served by one goroutine through epoll. Each socket
+// sends
+//
+//	FF FF FF FF "heartbeat QuakeArena-1" 0A
+//
+// to the master, answers the master's "getinfo <challenge>" with an
+// infoResponse that echoes the challenge
+//
+//	FF FF FF FF "infoResponse" 0A \challenge\<c>\protocol\68\clients\3\sv_maxclients\16\hostname\...\mapname\q3dm17\gametype\0
+//
+// and answers getstatus the same way with a statusResponse. [Populate]
+// heartbeats, then reads the master's list until it holds every server of
+// the fleet, within a deadline.
+//
+// # Query load
+//
+// [Run] sends "getservers 68 empty full" from many sources (sockets on
+// distinct 127.x.y.z addresses, so per-source flood protection is not what
+// is measured, unless one source is asked for) either closed-loop, with K
+// requests outstanding, or open-loop at a fixed rate. The reply to one
+// request is the burst of getserversResponse datagrams a source receives
+// until the one that ends with \EOT\0\0\0; it is complete when it carries
+// every server. Requests are matched to replies by source socket, in
+// order. Packets lost are counted against the packet count of a complete
+// answer; entries missing are counted exactly.
+//
+// The master's CPU time and memory come from /proc/<pid>/stat (utime +
+// stime) and /proc/<pid>/status (VmRSS), read before and after.
+package loadgen
