@@ -1,0 +1,91 @@
+package browser
+
+import (
+	"bytes"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scout-discovery/scout/infostring"
+	"github.com/scout-discovery/scout/probe"
+)
+
+func res(port uint16, name, m string, players, maxp int, rtt time.Duration) probe.Result {
+	return probe.Result{Addr: netip.AddrPortFrom(netip.MustParseAddr("192.0.2.1"), port), Name: name, Map: m,
+		NumPlayers: players, MaxPlayers: maxp, GameType: "4", RTT: rtt,
+		Info: infostring.Info{{Key: "gamename", Value: "baseoa"}}}
+}
+
+func TestName_NeutralisesColoursAndControlBytes(t *testing.T) {
+	if got := Name("^1Red^7 \x1b[2J\tbox\xff"); got != "Red ?[2J?box\uFFFD" {
+		t.Fatalf("Name = %q", got)
+	}
+}
+
+func TestFilter_Show(t *testing.T) {
+	r := res(1, "a", "oa_dm1", 3, 8, 50*time.Millisecond)
+	for _, c := range []struct {
+		f    Filter
+		show bool
+	}{
+		{Filter{}, true},
+		{Filter{HideEmpty: true}, true},
+		{Filter{HideFull: true}, true},
+		{Filter{MaxPing: 50 * time.Millisecond}, true},
+		{Filter{MaxPing: 50*time.Millisecond - 1}, false},
+		{Filter{GameType: "4"}, true},
+		{Filter{GameType: "0"}, false},
+		{Filter{Map: "DM1"}, true},
+		{Filter{Map: "ctf"}, false},
+		{Filter{GameName: "BaseOA"}, true},
+		{Filter{GameName: "cpma"}, false},
+	} {
+		if got := c.f.Show(r); got != c.show {
+			t.Errorf("%+v: Show = %v, want %v", c.f, got, c.show)
+		}
+	}
+	if (Filter{HideEmpty: true}).Show(res(1, "a", "m", 0, 8, time.Millisecond)) ||
+		(Filter{HideFull: true}).Show(res(1, "a", "m", 8, 8, time.Millisecond)) ||
+		(Filter{}).Show(probe.Result{}) {
+		t.Error("empty, full or silent server shown")
+	}
+}
+
+func TestSort(t *testing.T) {
+	rs := []probe.Result{res(1, "^2b", "z", 1, 8, 30), res(2, "A", "y", 5, 8, 20), res(3, "c", "x", 5, 8, 10)}
+	want := map[string]string{"ping": "3 2 1", "players": "3 2 1", "name": "2 1 3", "map": "3 2 1"}
+	for key, w := range want {
+		if !Sort(rs, key) {
+			t.Fatalf("Sort(%q) refused", key)
+		}
+		var got []string
+		for _, r := range rs {
+			got = append(got, string(rune('0'+r.Addr.Port())))
+		}
+		if strings.Join(got, " ") != w {
+			t.Errorf("sort %s: %v, want %s", key, got, w)
+		}
+	}
+	if Sort(rs, "country") {
+		t.Error("unknown key accepted")
+	}
+}
+
+func TestLive_RedrawsInPlaceAndFits(t *testing.T) {
+	var b bytes.Buffer
+	l := NewLive(&b, 6, Filter{}, "ping")
+	for i := range 10 {
+		l.Add(res(uint16(i+1), "s", "m", 1, 8, time.Duration(10-i)*time.Millisecond))
+	}
+	l.Draw(Progress{Listed: 20, Probed: 10, Answered: 10, Masters: 1, Of: 1})
+	first := b.String()
+	if n := strings.Count(first, "\n"); n != 6 || !strings.Contains(first, "... 7 more") || !strings.Contains(first, "[###############...............]") {
+		t.Fatalf("frame of %d lines:\n%s", n, first)
+	}
+	b.Reset()
+	l.Draw(Progress{})
+	if !strings.HasPrefix(b.String(), "\x1b[6A\x1b[J") {
+		t.Fatalf("second frame does not replace the first: %q", b.String()[:10])
+	}
+}
