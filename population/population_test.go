@@ -1,0 +1,195 @@
+package population
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func build(t *testing.T, g Game, n int, seed uint64) *World {
+	t.Helper()
+	w, err := Build(Fitted(g, n, seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Servers) < n*95/100 || len(w.Servers) > n {
+		t.Fatalf("Build(%d servers) made %d", n, len(w.Servers))
+	}
+	return w
+}
+
+func TestBuild_SameSeedSameWorld(t *testing.T) {
+	a, b := build(t, ET, 2000, 7), build(t, ET, 2000, 7)
+	if !reflect.DeepEqual(a.Servers, b.Servers) {
+		t.Fatal("two builds of one config differ")
+	}
+	p := Places()["AU"]
+	if !reflect.DeepEqual(a.RTTs(p), b.RTTs(p)) {
+		t.Fatal("RTTs of one config differ")
+	}
+	c := build(t, ET, 2000, 8)
+	if reflect.DeepEqual(a.Servers, c.Servers) {
+		t.Fatal("seeds 7 and 8 built the same world")
+	}
+}
+
+func TestBuild_ServersSitInTheirASPrefixes(t *testing.T) {
+	w := build(t, CSS, 3000, 1)
+	tab, err := Prefixes2008()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[netip.AddrPort]bool{}
+	for _, s := range w.Servers {
+		if seen[s.Addr] {
+			t.Fatalf("%v listed twice", s.Addr)
+		}
+		seen[s.Addr] = true
+		if Reserved(s.Addr.Addr()) {
+			t.Fatalf("%v is reserved", s.Addr)
+		}
+		ok := false
+		for _, as := range tab.byCountry[s.Country] {
+			if as.asn != s.ASN {
+				continue
+			}
+			for _, p := range as.prefixes {
+				if p.Contains(s.Addr.Addr()) {
+					ok = true
+				}
+			}
+		}
+		if !ok {
+			t.Fatalf("%v (%s AS%d) is in no prefix its AS announced in 2008", s.Addr, s.Country, s.ASN)
+		}
+		if s.Addr.Port() < 27015 || s.Addr.Port() > 27015+200 {
+			t.Fatalf("%v: port outside the CS:S range", s.Addr)
+		}
+	}
+}
+
+// The fitted country mix holds the paper's country counts at the paper's
+// sizes (Table 2: 50-52 for ET, 69-71 for CS:S), on average over seeds.
+func TestBuild_CountryCountsOfTable2(t *testing.T) {
+	for _, c := range []struct {
+		g        Game
+		n        int
+		lo, hi   float64
+		paperMid float64
+	}{{ET, SizeET, 47, 55, 51}, {CSS, SizeCSS, 66, 71, 70}} {
+		var sum float64
+		const seeds = 4
+		for s := uint64(1); s <= seeds; s++ {
+			sum += float64(len(Measure(build(t, c.g, c.n, s).Sites()).Countries))
+		}
+		if m := sum / seeds; m < c.lo || m > c.hi {
+			t.Errorf("%s: %.1f countries on average, want %v to %v (paper about %v)", c.g, m, c.lo, c.hi, c.paperMid)
+		}
+	}
+}
+
+// Servers concentrate in a few hosting networks, as the real lists do
+// (SCUM 2024: 95 ASes and 160 /16s for 1,684 addresses; top 10 ASes 66%).
+func TestBuild_Concentrated(t *testing.T) {
+	w := build(t, ET, 2000, 3)
+	st := Measure(w.Sites())
+	var as []int
+	for _, a := range st.ASes {
+		as = append(as, a.Sites)
+	}
+	if top := TopShare(as, 10); top < 0.3 {
+		t.Errorf("top 10 ASes hold %.0f%% of servers, want at least 30%%", 100*top)
+	}
+	if st.Slash16s*2 > st.Addrs { // spread evenly, nearly every address would have its own /16
+		t.Errorf("%d /16s for %d addresses: servers are spread, not concentrated", st.Slash16s, st.Addrs)
+	}
+	// The hosting ASes per country follow the fitted law within a factor 2
+	// for countries with enough addresses.
+	addrs := map[string]map[netip.Addr]bool{}
+	for _, s := range w.Servers {
+		if addrs[s.Country] == nil {
+			addrs[s.Country] = map[netip.Addr]bool{}
+		}
+		addrs[s.Country][s.Addr.Addr()] = true
+	}
+	for _, c := range st.Countries {
+		n := float64(len(addrs[c.Country]))
+		if n < 30 {
+			continue
+		}
+		want := fitASPerCountryC * math.Pow(n, fitASPerCountryB)
+		if got := float64(len(c.ASSites)); got < want/2 || got > want*2 {
+			t.Errorf("%s: %v addresses in %v ASes, the law says %.1f", c.Country, n, got, want)
+		}
+	}
+}
+
+func TestMeasure_Slash8Rule(t *testing.T) {
+	var ss []Site
+	add := func(cc string, a8, n int) {
+		for i := range n {
+			ss = append(ss, Site{Addr: netip.AddrFrom4([4]byte{byte(a8), byte(i), 0, 1}), Country: cc, ASN: 1})
+		}
+	}
+	add("DE", 80, 11) // 11 servers, 11% of 100: a cluster
+	add("DE", 81, 10) // 10 servers: not ("more than 10")
+	add("DE", 82, 79)
+	add("AU", 1, 11) // 11 servers but 11/111 = 9.9%: not
+	add("AU", 2, 100)
+	st := Measure(ss)
+	if st.Slash8Clusters != 3 { // DE 80, DE 82, AU 2
+		t.Fatalf("Slash8Clusters = %d, want 3", st.Slash8Clusters)
+	}
+	if len(st.Countries) != 2 || st.Countries[0].Country != "AU" || st.Sites != 211 {
+		t.Fatalf("countries %+v", st.Countries)
+	}
+}
+
+func TestCityRTT_GrowsWithDistance(t *testing.T) {
+	pl := Places()
+	for _, k := range []string{"AU", "JP", "CH", "DE"} {
+		if _, ok := pl[k]; !ok {
+			t.Fatalf("no place %s", k)
+		}
+	}
+	mel, tok, zrh := pl["AU"].City, pl["JP"].City, pl["CH"].City
+	self, near, far := CityRTT(mel, mel), CityRTT(tok, mel), CityRTT(zrh, mel)
+	if !(self < near && near < far) {
+		t.Fatalf("Melbourne->Melbourne %v, Tokyo %v, Zurich %v: want increasing", self, near, far)
+	}
+	if far < 200*time.Millisecond || far > 400*time.Millisecond {
+		t.Fatalf("Melbourne-Zurich %v, want 200-400 ms (WonderProxy measured about 264 ms)", far)
+	}
+}
+
+func TestBuild_RefusesBadConfig(t *testing.T) {
+	for _, c := range []Config{
+		Fitted("quake", 10, 1),
+		Fitted(ET, 0, 1),
+		Fitted(ET, MaxServers+1, 1),
+		func() Config { c := Fitted(ET, 10, 1); c.Countries = 0; return c }(),
+	} {
+		if _, err := Build(c); !errors.Is(err, ErrConfig) {
+			t.Errorf("Build(%+v) = %v, want ErrConfig", c, err)
+		}
+	}
+}
+
+func TestReserved(t *testing.T) {
+	for a, want := range map[string]bool{"10.1.2.3": true, "192.168.0.1": true, "100.64.0.1": true, "224.0.0.1": true, "8.8.8.8": false, "::1": true, "203.0.113.9": true, "203.1.0.1": false} {
+		if got := Reserved(netip.MustParseAddr(a)); got != want {
+			t.Errorf("Reserved(%s) = %v, want %v", a, got, want)
+		}
+	}
+}
+
+func ExampleMeasure() {
+	w, _ := Build(Fitted(ET, 500, 1))
+	st := Measure(w.Sites())
+	fmt.Println(st.Sites)
+	// Output: 500
+}
