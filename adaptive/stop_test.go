@@ -1,0 +1,280 @@
+package adaptive
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+)
+
+// outcome is a step-6 outcome in a scripted run.
+type outcome struct {
+	rtt      time.Duration
+	answered bool
+}
+
+// script runs a planner over one cluster of 300 servers in one /16 (18
+// calibration probes at 10 ms, no split), giving the i-th step-6 probe the
+// outcome step6(i), and returns after how many step-6 outcomes auto-stop
+// fired (0 if never) and the StopInfo.
+func script(t *testing.T, p Params, step6 func(i int) outcome) (int, StopInfo) {
+	t.Helper()
+	pl := newPlanner(t, addrs("AU", 1, 1, 300), p, 1)
+	n := 0
+	for {
+		tgt, ph, ok := pl.Next()
+		if !ok {
+			if ph != Done {
+				t.Fatalf("phase %v", ph)
+			}
+			stopped, info := pl.Stopped()
+			if !stopped {
+				return 0, info
+			}
+			return n, info
+		}
+		o := outcome{ms(10), true}
+		if ph == Reordered {
+			o = step6(n)
+			n++
+		}
+		if err := pl.Observe(tgt.Addr, o.rtt, o.answered); err != nil {
+			t.Fatal(err)
+		}
+		if stopped, info := pl.Stopped(); stopped {
+			if _, ph, ok := pl.Next(); ok || ph != Done {
+				t.Fatalf("after auto-stop Next = %v, %v", ph, ok)
+			}
+			return n, info
+		}
+	}
+}
+
+// lowThenHigh gives the first `low` step-6 probes 100 ms, the rest `high`.
+func lowThenHigh(low int, high outcome) func(int) outcome {
+	return func(i int) outcome {
+		if i < low {
+			return outcome{ms(100), true}
+		}
+		return high
+	}
+}
+
+// TestAlgorithm2_FiresAt2ndPercentile checks that auto-stop fires after the
+// step-6 outcome that makes the 2nd smallest of the last 100 reach 200 ms,
+// and not one outcome earlier. With 150 low outcomes (0..149), the window
+// ending at outcome n-1 holds outcomes n-100..n-1; it holds one low outcome
+// first when n = 249.
+func TestAlgorithm2_FiresAt2ndPercentile(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		high outcome
+		want int
+	}{
+		{"250ms", outcome{ms(250), true}, 249},
+		{"exactly 200ms", outcome{ms(200), true}, 249},
+		{"200ms-1ns never", outcome{ms(200) - 1, true}, 0},
+		{"unanswered counts as infinite", outcome{0, false}, 249},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, info := script(t, Paper(), lowThenHigh(150, tc.high))
+			if got != tc.want {
+				t.Fatalf("stopped after %d step-6 outcomes, want %d", got, tc.want)
+			}
+			if got == 0 {
+				return
+			}
+			want := tc.high.rtt
+			if !tc.high.answered {
+				want = NoAnswer
+			}
+			if info.Reordered != got || info.Bottom != want || info.Rule != StopPaper {
+				t.Errorf("info %+v", info)
+			}
+			if info.Sent != 18+got || info.Unprobed != 300-18-got {
+				t.Errorf("sent %d, unprobed %d", info.Sent, info.Unprobed)
+			}
+		})
+	}
+}
+
+// TestAlgorithm2_NotBeforeWindow checks "Wait until at least Wautostop
+// servers are probed in Algorithm 1's step 6": all step-6 outcomes far, stop
+// after exactly the 100th.
+func TestAlgorithm2_NotBeforeWindow(t *testing.T) {
+	for _, w := range []int{1, 2, 50, 100} {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			p := Paper()
+			p.Window = w
+			got, _ := script(t, p, func(int) outcome { return outcome{ms(400), true} })
+			if got != w {
+				t.Errorf("stopped after %d, want %d", got, w)
+			}
+		})
+	}
+}
+
+// TestAlgorithm2_OneLowInWindow checks that one low outcome in the window
+// does not keep probing going (the 2nd smallest is what counts), but two do.
+func TestAlgorithm2_OneLowInWindow(t *testing.T) {
+	lows := func(at ...int) func(int) outcome {
+		return func(i int) outcome {
+			for _, a := range at {
+				if i == a {
+					return outcome{ms(20), true}
+				}
+			}
+			return outcome{ms(300), true}
+		}
+	}
+	if got, _ := script(t, Paper(), lows(50)); got != 100 {
+		t.Errorf("one low outcome: stopped after %d, want 100", got)
+	}
+	// Lows at 10 and 60: the first window with at most one of them is
+	// 11..110, complete after 111 outcomes.
+	if got, _ := script(t, Paper(), lows(10, 60)); got != 111 {
+		t.Errorf("two low outcomes: stopped after %d, want 111", got)
+	}
+}
+
+// TestAlgorithm2_Off checks that StopRTT 0 never stops and a huge StopRTT
+// stops only on lost probes.
+func TestAlgorithm2_Off(t *testing.T) {
+	p := Paper()
+	p.StopRTT = 0
+	if got, _ := script(t, p, func(int) outcome { return outcome{0, false} }); got != 0 {
+		t.Errorf("StopRTT 0: stopped after %d", got)
+	}
+	p.StopRTT = time.Duration(math.MaxInt64)
+	if got, _ := script(t, p, func(int) outcome { return outcome{time.Hour, true} }); got != 0 {
+		t.Errorf("StopRTT max: stopped after %d", got)
+	}
+}
+
+// TestStopRun checks the "smooth run" rule: the paper's condition must hold
+// after StopRun consecutive outcomes.
+func TestStopRun(t *testing.T) {
+	p := Paper()
+	p.Stop, p.StopRun = StopRun, 30
+	if got, _ := script(t, p, lowThenHigh(150, outcome{ms(250), true})); got != 249+29 {
+		t.Errorf("stopped after %d, want %d", got, 249+29)
+	}
+	// A low outcome inside the run resets it.
+	blip := func(i int) outcome {
+		if i < 150 || i == 260 || i == 262 {
+			return outcome{ms(100), true}
+		}
+		return outcome{ms(250), true}
+	}
+	if got, _ := script(t, p, blip); got != 0 {
+		t.Errorf("with a low blip: stopped after %d, want never (the run is broken until outcome %d)", got, 362+29)
+	}
+}
+
+// TestStopEstimate checks the estimate rule: it waits for StopAgree high
+// outcomes, and for every remaining cluster to be estimated above StopRTT +
+// StopMargin.
+func TestStopEstimate(t *testing.T) {
+	// NZ is near (30 ms), US is at `us`; 100 servers each, one /16 each.
+	for _, tc := range []struct {
+		us   time.Duration
+		want int // step-6 outcomes before the stop, 0 for never
+	}{
+		{ms(240), 20},     // NZ's 90 step-6 probes, then 20 US outcomes agree
+		{ms(225), 20},     // exactly StopRTT + margin
+		{ms(225) - 1, 90}, // just under: the estimate keeps probing going to the end
+	} {
+		t.Run(tc.us.String(), func(t *testing.T) {
+			ts := append(addrs("NZ", 1, 1, 100), addrs("US", 2, 1, 100)...)
+			p := Paper()
+			p.Stop = StopEstimate
+			pl := newPlanner(t, ts, p, 1)
+			ps := drive(t, pl, byCountry(map[string]time.Duration{"NZ": ms(30), "US": tc.us}))
+			stopped, info := pl.Stopped()
+			us := 0
+			for _, p := range phases(ps, Reordered) {
+				if p.t.Country == "US" {
+					us++
+				}
+			}
+			nearest := tc.us
+			if tc.want == 90 {
+				nearest = NoAnswer // nothing left to estimate
+			}
+			if !stopped || us != tc.want || info.Nearest != nearest {
+				t.Errorf("stopped %v after %d US outcomes (want %d), info %+v", stopped, us, tc.want, info)
+			}
+		})
+	}
+}
+
+// TestWindowBottom checks the nearest-rank percentile in the window for the
+// insertion path (k <= 8) and the sort path.
+func TestWindowBottom(t *testing.T) {
+	for _, pct := range []float64{0.02, 0.05, 0.5, 1} {
+		p := Paper()
+		p.StopPercentile = pct
+		var w window
+		w.init(p)
+		for i := range 250 {
+			w.push(time.Duration((i*7919)%1000), i%11 != 0)
+		}
+		vals := append([]time.Duration(nil), w.buf...)
+		sortDur(vals)
+		if got, want := w.bottom(), vals[rank(pct, 100)-1]; got != want {
+			t.Errorf("pct %v: bottom %v, want %v", pct, got, want)
+		}
+	}
+}
+
+func sortDur(v []time.Duration) {
+	for i := range v {
+		for j := i + 1; j < len(v); j++ {
+			if v[j] < v[i] {
+				v[i], v[j] = v[j], v[i]
+			}
+		}
+	}
+}
+
+// TestPercentile_NearestRank checks the percentile definition used by step
+// 4(e) and Algorithm 2: the ceil(p*n)-th smallest.
+func TestPercentile_NearestRank(t *testing.T) {
+	s := func(n int) []time.Duration {
+		out := make([]time.Duration, n)
+		for i := range out {
+			out[i] = time.Duration(i + 1) // the k-th smallest is k
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		p    float64
+		n    int
+		want time.Duration
+	}{
+		{0.2, 1, 1}, {0.8, 1, 1}, {0.2, 2, 1}, {0.8, 2, 2}, {0.2, 3, 1}, {0.8, 3, 3},
+		{0.2, 5, 1}, {0.8, 5, 4}, {0.2, 6, 2}, {0.8, 6, 5}, {0.2, 10, 2}, {0.8, 10, 8},
+		{0.2, 11, 3}, {0.8, 11, 9}, {0.02, 100, 2}, {0.02, 50, 1}, {0.02, 51, 2},
+		{0.02, 101, 3}, {0.5, 4, 2}, {1, 7, 7},
+	} {
+		if got := percentile(s(tc.n), tc.p); got != tc.want {
+			t.Errorf("P%v of 1..%d = %d, want %d", tc.p*100, tc.n, got, tc.want)
+		}
+	}
+}
+
+// TestWindow_HighIncludesStopRTT checks that StopEstimate's agreeing run
+// counts an outcome of exactly StopRTT as high, and a lost probe too.
+func TestWindow_HighIncludesStopRTT(t *testing.T) {
+	var w window
+	w.init(Paper())
+	w.push(ms(200), true)
+	w.push(0, false)
+	if w.high != 2 {
+		t.Errorf("high run %d after 200 ms and a lost probe, want 2", w.high)
+	}
+	w.push(ms(200)-1, true)
+	if w.high != 0 {
+		t.Errorf("high run %d after 200 ms - 1 ns, want 0", w.high)
+	}
+}
