@@ -1,0 +1,85 @@
+// Package world describes and runs emulated game servers: a world of
+// thousands of Quake III Arena, Enemy Territory, RtCW, OpenArena, Quake 4,
+// UT3 and Counter-Strike: Source servers in one process on loopback, each
+// with a public-looking address, its own loopback address, its players,
+// and a network link (delay, jitter, loss) as seen from one client's place.
+// It is what scout's discovery engine and benchmarks run against
+// (`scout world`), since the Internet cannot be used in tests.
+//
+// # The model
+//
+// A [World] is a list of [Server]s. A server's Public address is its
+// identity everywhere (master lists, client output, geolocation); its
+// Loopback address is where its socket lives. Package loopnat translates
+// between the two for the programs that talk to the world; see its package
+// doc for the whole address-translation design. Every server also has a
+// [Link]: RTT added to each reply, jitter (uniform, only lengthening) and
+// loss (per reply datagram); heartbeats travel one way (RTT/2) and are
+// never lost. Country and ASN are optional and left for worlds built from
+// real data.
+//
+// # The world file, version 1
+//
+// JSON, as [World.Write] writes it and [Read] reads it (unknown fields are
+// refused, limits in the constants of this package):
+//
+//	{
+//	 "version": 1,
+//	 "seed": 7,
+//	 "servers": [
+//	  {
+//	   "public": "81.169.12.34:27960",
+//	   "loopback": "127.1.0.1:27960",
+//	   "game": "oa",                      q3a et rtcw oa q4 ut3 css
+//	   "protocol": 71,                    optional: 0 is the game's usual one
+//	   "hostname": "Frag OpenArena #3",
+//	   "map": "oa_dm1",
+//	   "gametype": "0",
+//	   "max_clients": 12,
+//	   "players": [{"name": "Sarge0", "score": 4, "ping": 0, "bot": true}],
+//	   "link": {"rtt": "120ms", "jitter": "0s", "loss": 0.01},
+//	   "country": "DE", "asn": 24940     optional
+//	  }
+//	 ]
+//	}
+//
+// [Generate] builds a world from a [Spec] (server count, game mix, shares
+// of full and empty servers, RTT range, jitter, loss), deterministically
+// for a seed. Public addresses come in hosting networks: /24s drawn from
+// public unicast space (never a special-purpose range, see [IsPublic]),
+// up to MaxHostsPerNetwork hosts each, up to MaxServersPerHost servers per
+// host on consecutive ports from the game's usual port. Each public host
+// gets its own loopback address from 127.1.0.1 upwards, port kept.
+//
+// # The emulator
+//
+// [Listen] binds one UDP socket per server (raising RLIMIT_NOFILE; 50,000
+// servers need 50,256 descriptors) and [Emulator.Run] serves them with a
+// fixed number of goroutines, whatever the size of the world:
+//
+//   - the reader: one epoll set over all sockets; every datagram is
+//     timestamped as it is read and handed to a pure responder
+//     (respond(now, server, limiter, from, packet) -> replies, outcome);
+//     each reply datagram then goes through the server's link (lost, or
+//     due at receive time + RTT + jitter) into the release queue;
+//   - the releaser: one goroutine that pops the queue (a heap by due time)
+//     and sends each datagram when due: a Go timer until SleepWindow before,
+//     then nanosleep for the rest (WaitMode). It records how late each
+//     datagram left (Stats.Lateness*);
+//   - the clock: heartbeats (start-up, paced at HeartbeatRate; every
+//     HeartbeatInterval; on map change and when the last player leaves; at
+//     shutdown, see heartbeats) and optional dynamics.
+//
+// The responder answers exactly what the real servers answer, and nothing
+// else: Quake III family getinfo, getstatus and getchallenge (ioquake3's
+// game-name check for OpenArena); Quake 4 getInfo; UT3's challenge and
+// full-status request (no reply without a valid challenge; a large reply
+// split); Source A2S_INFO and A2S_PLAYER with the S2C_CHALLENGE round trip
+// (split at 1248 bytes). Garbage, responses, heartbeats and unknown commands
+// are ignored and counted. Every query passes ioquake3's rate limits first
+// (10 per second per source address after a burst of 10; 10 per 100 ms per
+// server), see SourceBurst.
+//
+// Nothing leaves loopback: sockets bind only loopback addresses, masters
+// must be loopback, and the sender refuses any destination that is not.
+package world
