@@ -236,6 +236,21 @@ func TestRun_OpenLoopRate(t *testing.T) {
 	}
 }
 
+func TestRun_MaxRequestsBelowOutstanding(t *testing.T) {
+	_, master := populated(t, 5, "127.96.0.1", nil)
+	q, _ := q3.GetServers{Protocol: 68, Empty: true, Full: true}.AppendBinary(nil)
+	r, err := Run(context.Background(), Config{
+		Master: master, Query: q, Expect: 5, Sources: 8, SourceBase: netip.MustParseAddr("127.96.100.1"),
+		Outstanding: 8, MaxRequests: 1, Duration: time.Minute, Timeout: 5 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Requests != 1 || r.Complete != 1 {
+		t.Errorf("result %+v", r)
+	}
+}
+
 func TestRun_RefusesBadConfig(t *testing.T) {
 	q, _ := q3.GetServers{Protocol: 68}.AppendBinary(nil)
 	m := netip.MustParseAddrPort("127.0.0.1:1")

@@ -255,7 +255,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 
 	if cfg.Rate <= 0 {
-		for range cfg.Outstanding {
+		for k := 0; k < cfg.Outstanding && sending(start); k++ {
 			sendIdle(start)
 		}
 	}

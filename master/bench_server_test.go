@@ -1,0 +1,168 @@
+//go:build linux
+
+package master
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/scout-discovery/scout/infostring"
+	"github.com/scout-discovery/scout/loadgen"
+	"github.com/scout-discovery/scout/q3"
+)
+
+// benchServers is issue 3's list size: dpmaster 2.3 answers it in 26
+// packets (35.6 KB) for 0.23-0.31 ms of CPU.
+const benchServers = 5000
+
+// BenchmarkMaster_FullList5000 answers "getservers 68 empty full" for a
+// list of 5,000 verified servers:
+//
+//   - handler: Handler.HandlePacket alone, the datagrams built but not
+//     sent; no flood protection or byte budget, one client.
+//   - socket: a real master on 127.0.0.1 (the socket loop of scout
+//     master), 5,000 emulated servers registered over loopback by
+//     loadgen, each op one full answer received and checked, 8 requests in
+//     flight from 64 source addresses. The load generator runs in the same
+//     process, so ns/op is wall time per answer under that shared load;
+//     `scout load` measures the master's own CPU (see BENCHMARKS.md).
+func BenchmarkMaster_FullList5000(b *testing.B) {
+	req, err := q3.GetServers{Protocol: 68, Empty: true, Full: true}.AppendBinary(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("handler", func(b *testing.B) { benchHandler(b, req) })
+	b.Run("socket", func(b *testing.B) { benchSocket(b, req) })
+}
+
+func benchHandler(b *testing.B, req []byte) {
+	chal, err := NewChallenger(DefaultRotationPeriod, rand.Reader)
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg, err := NewRegistry(Config{MaxServersPerAddress: -1}, chal)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := NewHandler(HandlerConfig{Registry: reg})
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	hb, _ := q3.Heartbeat{Tag: "QuakeArena-1"}.AppendBinary(nil)
+	var out []Outgoing
+	for i := range benchServers {
+		from := netip.MustParseAddrPort(fmt.Sprintf("198.%d.%d.%d:27960", 51+i/62500, (i/250)%250, i%250+1))
+		out = h.HandlePacket(now, from, hb, out[:0])
+		challenge := ""
+		for _, o := range out {
+			if m, err := q3.Parse(o.Payload); err == nil {
+				if gi, ok := m.(q3.GetInfo); ok && o.To == from {
+					challenge = gi.Challenge
+				}
+			}
+		}
+		if challenge == "" {
+			b.Fatalf("server %d: no getinfo in %d datagrams", i, len(out))
+		}
+		info, err := q3.InfoResponse{Info: infostring.Info{
+			{Key: "challenge", Value: challenge}, {Key: "protocol", Value: "68"},
+			{Key: "hostname", Value: "bench " + strconv.Itoa(i)}, {Key: "mapname", Value: "q3dm17"},
+			{Key: "clients", Value: strconv.Itoa(i % 17)}, {Key: "sv_maxclients", Value: "16"}, {Key: "gametype", Value: "0"},
+		}}.AppendBinary(nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out = h.HandlePacket(now, from, info, out[:0])
+	}
+	if listed, _ := reg.Counts(); listed != benchServers {
+		b.Fatalf("%d servers listed, want %d", listed, benchServers)
+	}
+	client := netip.MustParseAddrPort("203.0.113.9:27960")
+	out = h.HandlePacket(now, client, req, out[:0])
+	packets, bytes, entries := 0, 0, 0
+	for _, o := range out {
+		m, err := q3.Parse(o.Payload)
+		if err != nil {
+			b.Fatal(err)
+		}
+		entries += len(m.(q3.ServersResponse).Servers)
+		packets++
+		bytes += len(o.Payload)
+	}
+	if entries != benchServers {
+		b.Fatalf("answer holds %d servers, want %d", entries, benchServers)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		out = h.HandlePacket(now, client, req, out[:0])
+	}
+	b.ReportMetric(float64(packets), "packets/answer")
+	b.ReportMetric(float64(bytes), "bytes/answer")
+}
+
+func benchSocket(b *testing.B, req []byte) {
+	opts, err := ParseArgs([]string{"-l", "127.0.0.1", "-p", "0", "--allow-loopback", "--no-flood-protection",
+		"--out-rate", "4000000000", "--out-burst", "100000000", "--motd-port", "0", "-v", "0"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	set, err := opts.Settings(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := NewMaster(time.Now(), set, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := m.Listen(); err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	ran := make(chan error, 1)
+	go func() { ran <- m.Run(ctx) }()
+	defer func() { cancel(); <-ran }()
+	var addr netip.AddrPort
+	for _, a := range m.Addrs() {
+		if a.Addr().Is4() {
+			addr = a
+		}
+	}
+
+	fleet, err := loadgen.NewFleet(loadgen.FleetConfig{Servers: benchServers, Base: netip.MustParseAddr("127.80.0.1")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- fleet.Serve(ctx) }()
+	defer func() { cancel(); <-served; fleet.Close() }()
+	if n, err := loadgen.Populate(ctx, fleet, addr, loadgen.PopulateConfig{Query: req, Rate: 20000, Source: netip.MustParseAddr("127.79.0.1")}); err != nil {
+		b.Fatalf("%d listed: %v", n, err)
+	}
+
+	b.ResetTimer()
+	r, err := loadgen.Run(ctx, loadgen.Config{
+		Master: addr, Query: req, Expect: benchServers,
+		Sources: 64, SourceBase: netip.MustParseAddr("127.81.0.1"), Outstanding: 8,
+		MaxRequests: b.N, Duration: time.Hour, Timeout: 2 * time.Second,
+		Want: fleet.Addrs(), CheckEvery: 1000,
+	})
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if r.CheckFailed > 0 || r.Complete+r.Incomplete+r.Unanswered != b.N {
+		b.Fatalf("result %+v", r)
+	}
+	b.ReportMetric(float64(r.PacketsPerAnswer), "packets/answer")
+	b.ReportMetric(float64(r.BytesPerAnswer), "bytes/answer")
+	b.ReportMetric(float64(r.LostPackets), "lost-packets")
+	b.ReportMetric(r.AnswersPerSecond(), "answers/s")
+}
