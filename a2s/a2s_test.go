@@ -3,8 +3,11 @@ package a2s
 import (
 	"bytes"
 	"errors"
+	"os"
 	"reflect"
 	"testing"
+
+	"github.com/scout-discovery/scout/internal/xxd"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -45,7 +48,7 @@ var realVectors = []struct {
 func TestParse_RealVectors(t *testing.T) {
 	for _, tc := range realVectors {
 		t.Run(tc.name, func(t *testing.T) {
-			b := readHex(t, tc.file)
+			b := xxd.ReadFile(t, "testdata/"+tc.file)
 			got, err := Parse(b)
 			if err != nil {
 				t.Fatal(err)
@@ -55,7 +58,7 @@ func TestParse_RealVectors(t *testing.T) {
 			}
 			// Each of these is in canonical form: it re-encodes exactly.
 			if enc := mustEncode(t, got); !bytes.Equal(enc, b) {
-				t.Fatalf("re-encoded\n%s\nwant\n%s", xxd(enc), xxd(b))
+				t.Fatalf("re-encoded\n%s\nwant\n%s", xxd.Encode(enc), xxd.Encode(b))
 			}
 		})
 	}
@@ -99,7 +102,7 @@ func TestGoldens(t *testing.T) {
 	for name, m := range goldenMessages() {
 		t.Run(name, func(t *testing.T) {
 			b := mustEncode(t, m)
-			golden(t, name, b)
+			xxd.Golden(t, "testdata/"+name, b, os.Getenv("A2S_UPDATE") != "")
 			got, err := Parse(b)
 			if err != nil {
 				t.Fatal(err)
@@ -117,7 +120,7 @@ func TestTruncatedPrefixes(t *testing.T) {
 		inputs[name] = mustEncode(t, m)
 	}
 	for _, tc := range realVectors {
-		inputs[tc.file] = readHex(t, tc.file)
+		inputs[tc.file] = xxd.ReadFile(t, "testdata/"+tc.file)
 	}
 	for name, b := range inputs {
 		for n := 0; n < len(b); n++ {
@@ -147,7 +150,7 @@ func TestTruncatedPrefixes(t *testing.T) {
 }
 
 func TestParsePlayers_KeepsWhatParsed(t *testing.T) {
-	b := readHex(t, "wiki_a2s_player.hex")
+	b := xxd.ReadFile(t, "testdata/wiki_a2s_player.hex")
 	m, err := ParsePlayers(b[:len(b)-3])
 	if !errors.Is(err, ErrTruncated) || len(m.Players) != 1 || m.Players[0].Name != "[D]---->T.N.W<----" {
 		t.Fatalf("got %#v, %v", m, err)
@@ -269,7 +272,7 @@ func FuzzParse(f *testing.F) {
 		f.Add(b)
 	}
 	for _, tc := range realVectors {
-		f.Add(readHex(f, tc.file))
+		f.Add(xxd.ReadFile(f, "testdata/"+tc.file))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := Parse(b)

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/scout-discovery/scout/internal/xxd"
 )
 
 func readTestdata(t testing.TB, name string) []byte {
@@ -267,7 +269,7 @@ func TestRealTextDumps(t *testing.T) {
 		{"oa088_frame4.hexdump-C", Dump, [][]byte{ng[3].Payload}, LinkEthernet},
 		{"zeros109.xxd-a", XXD, [][]byte{zeros}, LinkNone},
 		{"zeros109.hexdump-C", Dump, [][]byte{zeros}, LinkNone},
-		{"vectors_openarena_infoResponse.xxd", XXD, [][]byte{xxdReverse(t, vec)}, LinkNone},
+		{"vectors_openarena_infoResponse.xxd", XXD, [][]byte{mustDecodeXXD(t, vec)}, LinkNone},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
 			b := readTestdata(t, tt.file)
@@ -290,18 +292,13 @@ func TestRealTextDumps(t *testing.T) {
 	}
 }
 
-// xxdReverse is a slow reference for xxd -r on plain xxd output: the hex
-// between ": " and the two spaces before the ASCII column.
-func xxdReverse(t *testing.T, b []byte) []byte {
-	var out []byte
-	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		_, rest, ok := strings.Cut(l, ": ")
-		hexPart, _, _ := strings.Cut(rest, "  ")
-		d, err := hex.DecodeString(strings.ReplaceAll(hexPart, " ", ""))
-		if !ok || err != nil {
-			t.Fatalf("xxdReverse: %q: %v", l, err)
-		}
-		out = append(out, d...)
+// mustDecodeXXD is the reference for xxd -r: internal/xxd, a reader
+// written apart from this package's.
+func mustDecodeXXD(t *testing.T, b []byte) []byte {
+	t.Helper()
+	d, err := xxd.Decode(b)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return d
 }

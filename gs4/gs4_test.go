@@ -2,78 +2,13 @@ package gs4
 
 import (
 	"bytes"
-	"encoding/hex"
 	"errors"
 	"os"
-	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
+
+	"github.com/scout-discovery/scout/internal/xxd"
 )
-
-// readHex reads an xxd dump from testdata.
-func readHex(t testing.TB, name string) []byte {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []byte
-	for _, line := range strings.Split(string(raw), "\n") {
-		if len(line) < 10 {
-			continue
-		}
-		hexPart, _, _ := strings.Cut(line[10:], "  ")
-		b, err := hex.DecodeString(strings.ReplaceAll(hexPart, " ", ""))
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		out = append(out, b...)
-	}
-	return out
-}
-
-// xxd renders b as `xxd` does, for writing goldens.
-func xxd(b []byte) string {
-	var sb strings.Builder
-	for off := 0; off < len(b); off += 16 {
-		row := b[off:min(off+16, len(b))]
-		sb.WriteString(strings.ToLower(hex.EncodeToString([]byte{byte(off >> 24), byte(off >> 16), byte(off >> 8), byte(off)})))
-		sb.WriteString(": ")
-		var hx strings.Builder
-		for i, c := range row {
-			hx.WriteString(hex.EncodeToString([]byte{c}))
-			if i%2 == 1 {
-				hx.WriteByte(' ')
-			}
-		}
-		sb.WriteString(hx.String())
-		sb.WriteString(strings.Repeat(" ", 41-hx.Len()))
-		sb.WriteByte(' ')
-		for _, c := range row {
-			if c >= 0x20 && c < 0x7f {
-				sb.WriteByte(c)
-			} else {
-				sb.WriteByte('.')
-			}
-		}
-		sb.WriteByte('\n')
-	}
-	return sb.String()
-}
-
-// golden compares an encoding with testdata/name; GS4_UPDATE=1 rewrites it.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	if os.Getenv("GS4_UPDATE") != "" {
-		if err := os.WriteFile(filepath.Join("testdata", name), []byte(xxd(got)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if want := readHex(t, name); !bytes.Equal(got, want) {
-		t.Errorf("%s: encoding differs from golden\ngot:\n%s\nwant:\n%s", name, xxd(got), xxd(want))
-	}
-}
 
 func mustEncode(t testing.TB, m Message) []byte {
 	t.Helper()
@@ -95,7 +30,7 @@ func TestParse_RealVectors(t *testing.T) {
 		{"gamedig-5.3.3/ut3-challenge-request", "gamedig_req_ut3_challenge.hex", ChallengeRequest{SessionID: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := readHex(t, tc.file)
+			b := xxd.ReadFile(t, "testdata/"+tc.file)
 			got, err := Parse(b)
 			if err != nil {
 				t.Fatal(err)
@@ -150,7 +85,7 @@ func TestGoldens(t *testing.T) {
 	for name, m := range goldenMessages(t) {
 		t.Run(name, func(t *testing.T) {
 			b := mustEncode(t, m)
-			golden(t, name, b)
+			xxd.Golden(t, "testdata/"+name, b, os.Getenv("GS4_UPDATE") != "")
 			got, err := Parse(b)
 			if err != nil {
 				t.Fatal(err)
@@ -198,7 +133,7 @@ func TestTruncatedPrefixes(t *testing.T) {
 		inputs[name] = mustEncode(t, m)
 	}
 	for _, f := range []string{"qstat_req_gs4_challenge.hex", "gamedig_req_ut3_challenge.hex"} {
-		inputs[f] = readHex(t, f)
+		inputs[f] = xxd.ReadFile(t, "testdata/"+f)
 	}
 	for name, b := range inputs {
 		full, err := Parse(b)
@@ -302,7 +237,7 @@ func FuzzParse(f *testing.F) {
 		}
 		f.Add(b)
 	}
-	f.Add(readHex(f, "gamedig_req_ut3_challenge.hex"))
+	f.Add(xxd.ReadFile(f, "testdata/gamedig_req_ut3_challenge.hex"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := Parse(b)
 		if err != nil {

@@ -1,45 +1,16 @@
 package infostring
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
-)
 
-// readXXD returns the bytes of an `xxd` dump.
-func readXXD(t testing.TB, path string) []byte {
-	t.Helper()
-	f, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []byte
-	sc := bufio.NewScanner(bytes.NewReader(f))
-	for sc.Scan() {
-		line := sc.Text()
-		_, rest, ok := strings.Cut(line, ": ")
-		if !ok {
-			continue
-		}
-		// The hex column is 8 groups of 4 digits (39 characters); the ASCII
-		// column follows two spaces later.
-		if len(rest) > 40 {
-			rest = rest[:40]
-		}
-		b, err := hex.DecodeString(strings.ReplaceAll(strings.TrimSpace(rest), " ", ""))
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		out = append(out, b...)
-	}
-	return out
-}
+	"github.com/scout-discovery/scout/internal/xxd"
+)
 
 // infoOf returns the info string of a Quake III response packet: the text
 // after the first newline up to the next newline or the end.
@@ -88,7 +59,7 @@ func TestParse_OpenArenaVectors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := infoOf(t, readXXD(t, tt.file))
+			s := infoOf(t, xxd.ReadFile(t, tt.file))
 			info, err := Parse(s)
 			if err != nil {
 				t.Fatalf("Parse: %v", err)
@@ -290,8 +261,8 @@ func TestJSON_KeepsOrder(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	f.Add(infoOf(f, readXXD(f, "testdata/openarena_infoResponse.hex")))
-	f.Add(infoOf(f, readXXD(f, "testdata/openarena_statusResponse_3bots.hex")))
+	f.Add(infoOf(f, xxd.ReadFile(f, "testdata/openarena_infoResponse.hex")))
+	f.Add(infoOf(f, xxd.ReadFile(f, "testdata/openarena_statusResponse_3bots.hex")))
 	f.Add(`\a\\b\`)
 	f.Add(`challenge\1\motd\x`)
 	f.Fuzz(func(t *testing.T, s string) {

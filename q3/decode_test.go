@@ -10,13 +10,15 @@ import (
 	"testing"
 
 	"github.com/scout-discovery/scout/infostring"
+
+	"github.com/scout-discovery/scout/internal/xxd"
 )
 
 // validPackets returns every captured vector and every golden.
 func validPackets(t testing.TB) map[string][]byte {
 	out := map[string][]byte{}
 	for _, tc := range vectorCases {
-		out[tc.name] = readHex(t, tc.file)
+		out[tc.name] = xxd.ReadFile(t, "testdata/"+tc.file)
 	}
 	for _, tc := range goldenCases {
 		b, err := hex.DecodeString(tc.hex)

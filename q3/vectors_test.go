@@ -2,51 +2,17 @@ package q3
 
 import (
 	"bytes"
-	"encoding/hex"
 	"errors"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/scout-discovery/scout/infostring"
+
+	"github.com/scout-discovery/scout/internal/xxd"
 )
-
-// readHex reads an xxd dump from testdata (the format of every .hex file
-// there; see testdata/README.md).
-func readHex(t testing.TB, name string) []byte {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := decodeXXD(string(raw))
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return b
-}
-
-// decodeXXD reverses `xxd`: each line is "offset: hex groups  ascii".
-func decodeXXD(s string) ([]byte, error) {
-	var out []byte
-	for _, ln := range strings.Split(s, "\n") {
-		_, rest, ok := strings.Cut(ln, ": ")
-		if !ok {
-			continue
-		}
-		// The hex part ends at the double space before the ASCII column.
-		hexPart, _, _ := strings.Cut(rest, "  ")
-		b, err := hex.DecodeString(strings.ReplaceAll(hexPart, " ", ""))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, b...)
-	}
-	return out, nil
-}
 
 // The info strings below were transcribed from the vectors by splitting
 // the bytes on backslashes outside this package, so they check Parse
@@ -307,7 +273,7 @@ func TestParse_Vectors(t *testing.T) {
 	seen := map[string]bool{}
 	for _, tc := range vectorCases {
 		t.Run(tc.name, func(t *testing.T) {
-			b := readHex(t, tc.file)
+			b := xxd.ReadFile(t, "testdata/"+tc.file)
 			seen[tc.file] = true
 			got, err := Parse(b)
 			if err != nil {
@@ -340,27 +306,27 @@ func TestParse_Vectors(t *testing.T) {
 // TestParse_VectorFacts pins the facts about the real packets that the
 // rest of scout relies on.
 func TestParse_VectorFacts(t *testing.T) {
-	m, _ := Parse(readHex(t, "openarena_infoResponse.hex"))
+	m, _ := Parse(xxd.ReadFile(t, "testdata/openarena_infoResponse.hex"))
 	info := m.(InfoResponse).Info
 	if last := info[len(info)-1]; last.Key != "challenge" {
 		t.Errorf("OpenArena infoResponse: last key %q, want challenge", last.Key)
 	}
-	m, _ = Parse(readHex(t, "openarena_infoResponse_nochallenge.hex"))
+	m, _ = Parse(xxd.ReadFile(t, "testdata/openarena_infoResponse_nochallenge.hex"))
 	if _, ok := m.(InfoResponse).Info.Get("challenge"); ok {
 		t.Error("reply to a bare getinfo has a challenge key")
 	}
-	m, _ = Parse(readHex(t, "openarena_statusResponse_3bots.hex"))
+	m, _ = Parse(xxd.ReadFile(t, "testdata/openarena_statusResponse_3bots.hex"))
 	if c, _ := m.(StatusResponse).Info.Get("challenge"); c != "51cbb02a" {
 		t.Errorf("statusResponse challenge %q, want the one the probe sent (51cbb02a)", c)
 	}
-	if !bytes.Equal(readHex(t, "openarena_heartbeat.hex"), readHex(t, "openarena_shutdown_heartbeat_pair_2nd.hex")) {
+	if !bytes.Equal(xxd.ReadFile(t, "testdata/openarena_heartbeat.hex"), xxd.ReadFile(t, "testdata/openarena_shutdown_heartbeat_pair_2nd.hex")) {
 		t.Error("ioquake3's shutdown heartbeat differs from its regular one")
 	}
 }
 
 func TestCommand(t *testing.T) {
 	for _, tc := range vectorCases {
-		b := readHex(t, tc.file)
+		b := xxd.ReadFile(t, "testdata/"+tc.file)
 		word, ok := Command(b)
 		want := strings.TrimPrefix(string(b), Prefix)
 		if !ok || !strings.HasPrefix(want, word) || word == "" {

@@ -4,19 +4,21 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/scout-discovery/scout/internal/xxd"
 )
 
 // validPackets are every vector and golden that parses cleanly.
 func validPackets(t testing.TB) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{
-		"qstat_req_q4s_getInfo":               loadHex(t, "qstat_req_q4s_getInfo.hex"),
-		"gamedig_req_quake4_getInfo":          loadHex(t, "gamedig_req_quake4_getInfo.hex"),
-		"qstat_req_q4m_getServers":            loadHex(t, "qstat_req_q4m_getServers.hex"),
-		"qstat_req_dm3m_getServers":           loadHex(t, "qstat_req_dm3m_getServers.hex"),
-		"ours_q4_infoResponse":                loadHex(t, "ours_q4_infoResponse_accepted_by_qstat_and_gamedig.hex"),
-		"ours_q4_master_servers":              loadHex(t, "ours_q4_master_servers_accepted_by_qstat.hex"),
-		"seed000_fig6_getServers":             loadHex(t, "seed000_fig6_q4_getServers.hex"),
+		"qstat_req_q4s_getInfo":               xxd.ReadFile(t, "testdata/qstat_req_q4s_getInfo.hex"),
+		"gamedig_req_quake4_getInfo":          xxd.ReadFile(t, "testdata/gamedig_req_quake4_getInfo.hex"),
+		"qstat_req_q4m_getServers":            xxd.ReadFile(t, "testdata/qstat_req_q4m_getServers.hex"),
+		"qstat_req_dm3m_getServers":           xxd.ReadFile(t, "testdata/qstat_req_dm3m_getServers.hex"),
+		"ours_q4_infoResponse":                xxd.ReadFile(t, "testdata/ours_q4_infoResponse_accepted_by_qstat_and_gamedig.hex"),
+		"ours_q4_master_servers":              xxd.ReadFile(t, "testdata/ours_q4_master_servers_accepted_by_qstat.hex"),
+		"seed000_fig6_getServers":             xxd.ReadFile(t, "testdata/seed000_fig6_q4_getServers.hex"),
 		"seed000_fig8_infoResponse_head+tail": fig8Spliced(t),
 	}
 	for _, g := range goldens {

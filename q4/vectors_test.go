@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/scout-discovery/scout/infostring"
+
+	"github.com/scout-discovery/scout/internal/xxd"
 )
 
 func TestVector_GetInfo(t *testing.T) {
@@ -21,7 +23,7 @@ func TestVector_GetInfo(t *testing.T) {
 		{"gamedig_req_quake4_getInfo.hex", GetInfo{Challenge: 0x474e6950, Trailer: []byte("PoNg\x00")}},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
-			b := loadHex(t, tt.file)
+			b := xxd.ReadFile(t, "testdata/"+tt.file)
 			got, err := ParseGetInfo(b)
 			if err != nil {
 				t.Fatal(err)
@@ -37,7 +39,7 @@ func TestVector_GetInfo(t *testing.T) {
 }
 
 func TestVector_OursInfoResponseAcceptedByQstatAndGamedig(t *testing.T) {
-	b := loadHex(t, "ours_q4_infoResponse_accepted_by_qstat_and_gamedig.hex")
+	b := xxd.ReadFile(t, "testdata/ours_q4_infoResponse_accepted_by_qstat_and_gamedig.hex")
 	if len(b) != 159 {
 		t.Fatalf("vector is %d bytes, INDEX.md says 159", len(b))
 	}
@@ -75,8 +77,8 @@ func TestVector_OursInfoResponseAcceptedByQstatAndGamedig(t *testing.T) {
 }
 
 func TestVector_Seed000Fig8InfoResponse(t *testing.T) {
-	head := loadHex(t, "seed000_fig8_q4_infoResponse_head.hex")
-	tail := loadHex(t, "seed000_fig8_q4_infoResponse_tail.hex")
+	head := xxd.ReadFile(t, "testdata/seed000_fig8_q4_infoResponse_head.hex")
+	tail := xxd.ReadFile(t, "testdata/seed000_fig8_q4_infoResponse_tail.hex")
 	if len(head) != 134 || len(tail) != 55 {
 		t.Fatalf("pieces are %d and %d bytes, want 134 and 55", len(head), len(tail))
 	}
@@ -125,7 +127,7 @@ func TestVector_Seed000Fig8InfoResponse(t *testing.T) {
 }
 
 func TestVector_Seed000Fig6GetServers(t *testing.T) {
-	b := loadHex(t, "seed000_fig6_q4_getServers.hex")
+	b := xxd.ReadFile(t, "testdata/seed000_fig6_q4_getServers.hex")
 	if len(b) != 63-42 {
 		t.Fatalf("payload %d bytes, want 21 (63-byte frame)", len(b))
 	}
@@ -154,7 +156,7 @@ func TestVector_QstatGetServers(t *testing.T) {
 		{"qstat_req_dm3m_getServers.hex", 19, GetServers{Dialect: DialectDoom3}},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
-			b := loadHex(t, tt.file)
+			b := xxd.ReadFile(t, "testdata/"+tt.file)
 			if len(b) != tt.n {
 				t.Fatalf("%d bytes, want %d", len(b), tt.n)
 			}
@@ -173,7 +175,7 @@ func TestVector_QstatGetServers(t *testing.T) {
 }
 
 func TestVector_OursServersAcceptedByQstat(t *testing.T) {
-	b := loadHex(t, "ours_q4_master_servers_accepted_by_qstat.hex")
+	b := xxd.ReadFile(t, "testdata/ours_q4_master_servers_accepted_by_qstat.hex")
 	got, err := ParseServers(b)
 	if err != nil {
 		t.Fatal(err)
@@ -188,8 +190,8 @@ func TestVector_OursServersAcceptedByQstat(t *testing.T) {
 }
 
 func TestVector_Seed000Fig7Servers(t *testing.T) {
-	head := loadHex(t, "seed000_fig7_q4_servers_head.hex")
-	tail := loadHex(t, "seed000_fig7_q4_servers_tail.hex")
+	head := xxd.ReadFile(t, "testdata/seed000_fig7_q4_servers_head.hex")
+	tail := xxd.ReadFile(t, "testdata/seed000_fig7_q4_servers_tail.hex")
 	const payload = 1438 - 42 // frame minus Ethernet, IP and UDP headers
 	if payload != 10+231*6 || MaxServersPacketLen != payload {
 		t.Fatalf("payload %d is not 10 + 231*6", payload)

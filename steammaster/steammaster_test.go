@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"net/netip"
+	"os"
 	"reflect"
 	"testing"
+
+	"github.com/scout-discovery/scout/internal/xxd"
 )
 
 func TestParse_QstatQuery(t *testing.T) {
-	b := readHex(t, "qstat_req_stm_query.hex")
+	b := xxd.ReadFile(t, "testdata/qstat_req_stm_query.hex")
 	m, err := Parse(b)
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +39,7 @@ func TestGoldens(t *testing.T) {
 	for name, m := range goldenMessages() {
 		t.Run(name, func(t *testing.T) {
 			b := mustEncode(t, m)
-			golden(t, name, b)
+			xxd.Golden(t, "testdata/"+name, b, os.Getenv("STM_UPDATE") != "")
 			got, err := Parse(b)
 			if err != nil || !reflect.DeepEqual(got, m) {
 				t.Fatalf("parsed back %#v, %v; want %#v", got, err, m)
@@ -46,7 +49,7 @@ func TestGoldens(t *testing.T) {
 }
 
 func TestTruncatedPrefixes(t *testing.T) {
-	inputs := map[string][]byte{"qstat_req_stm_query.hex": readHex(t, "qstat_req_stm_query.hex")}
+	inputs := map[string][]byte{"qstat_req_stm_query.hex": xxd.ReadFile(t, "testdata/qstat_req_stm_query.hex")}
 	for name, m := range goldenMessages() {
 		inputs[name] = mustEncode(t, m)
 	}
@@ -192,7 +195,7 @@ func TestHostile(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	f.Add(readHex(f, "qstat_req_stm_query.hex"))
+	f.Add(xxd.ReadFile(f, "testdata/qstat_req_stm_query.hex"))
 	for _, m := range goldenMessages() {
 		b, err := m.AppendBinary(nil)
 		if err != nil {
