@@ -2,7 +2,9 @@
 // interoperability tests: an OpenArena dedicated server on loopback,
 // qstat's quakestat and gamedig.
 //
-// A test asks for a program with [Need]. When the program is missing the
+// A test asks for a program with [Need], runs it with [Run],
+// [RunQuakestat], [RunGamedig] or [QueryGamedig], and scripts the server
+// it talks to with [ServeUDP]. When the program is missing the
 // test is skipped with a message naming the package that provides it,
 // except when the environment variable CI is non-empty: CI installs every
 // peer, so there a missing program fails the test.
@@ -23,6 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +37,8 @@ const (
 	OpenArenaServer = "/usr/games/openarena-server"
 	// Quakestat is qstat, from Debian's qstat package.
 	Quakestat = "quakestat"
+	// Node runs gamedig, from Debian's nodejs package.
+	Node = "node"
 	// GamedigRel is gamedig's CLI, relative to the module root, installed
 	// by npm ci in interop/.
 	GamedigRel = "interop/node_modules/.bin/gamedig"
@@ -92,9 +97,9 @@ func FreeUDPPort(t testing.TB) uint16 {
 	return c.LocalAddr().(*net.UDPAddr).AddrPort().Port()
 }
 
-// run runs a program with a bounded lifetime and returns its standard
-// output.
-func run(t testing.TB, path string, args ...string) []byte {
+// Run runs a program with a bounded lifetime (RunTimeout) and returns its
+// standard output; a failed run fails the test with the program's stderr.
+func Run(t testing.TB, path string, args ...string) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), RunTimeout)
 	defer cancel()
@@ -103,7 +108,7 @@ func run(t testing.TB, path string, args ...string) []byte {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("%s %s: %v\nstderr: %s", path, strings.Join(args, " "), err, stderr.Bytes())
+		t.Fatalf("%s %s: %v\nstdout: %s\nstderr: %s", path, strings.Join(args, " "), err, out, stderr.Bytes())
 	}
 	return out
 }
@@ -140,7 +145,7 @@ type QstatPlayer struct {
 func RunQuakestat(t testing.TB, args ...string) []QstatServer {
 	t.Helper()
 	path := Need(t, Quakestat, "apt-get install qstat")
-	out := run(t, path, append([]string{"-json"}, args...)...)
+	out := Run(t, path, append([]string{"-json"}, args...)...)
 	var servers []QstatServer
 	if err := json.Unmarshal(out, &servers); err != nil {
 		t.Fatalf("quakestat -json output: %v\n%s", err, out)
@@ -149,14 +154,55 @@ func RunQuakestat(t testing.TB, args ...string) []QstatServer {
 }
 
 // RunGamedig runs the gamedig CLI with args and decodes its JSON output
-// into v.
+// into v. gamedig is a node program: both must be there.
 func RunGamedig(t testing.TB, v any, args ...string) {
 	t.Helper()
+	Need(t, Node, "apt-get install nodejs")
 	path := Need(t, filepath.Join(ModuleRoot(t), GamedigRel), "cd interop && npm ci")
-	out := run(t, path, args...)
+	out := Run(t, path, args...)
 	if err := json.Unmarshal(out, v); err != nil {
 		t.Fatalf("gamedig output: %v\n%s", err, out)
 	}
+}
+
+// QueryGamedig asks gamedig for the server at addr as game type typ
+// ("quake4", "unrealtournament3", "css", ...), on that port only and with
+// one retry, and decodes its JSON output into v.
+func QueryGamedig(t testing.TB, v any, typ string, addr netip.AddrPort) {
+	t.Helper()
+	RunGamedig(t, v, "--type", typ, "--host", addr.Addr().String(), "--port", strconv.Itoa(int(addr.Port())),
+		"--givenPortOnly", "--maxRetries", "1")
+}
+
+// ServeUDP is a scripted server for a test: it answers every datagram that
+// reaches its socket on 127.0.0.1 with the packets reply returns for it
+// (none is silence), until the test ends. The socket is bound when ServeUDP
+// returns, so a program started afterwards finds it ready. reply runs on
+// one goroutine, one datagram at a time.
+func ServeUDP(t testing.TB, reply func(req []byte) [][]byte) netip.AddrPort {
+	t.Helper()
+	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 64<<10)
+		for {
+			n, from, err := conn.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return // closed
+			}
+			for _, b := range reply(buf[:n]) {
+				if _, err := conn.WriteToUDPAddrPort(b, from); err != nil && !errors.Is(err, net.ErrClosed) {
+					t.Errorf("peer.ServeUDP: %v", err)
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { conn.Close(); <-done })
+	return conn.LocalAddr().(*net.UDPAddr).AddrPort()
 }
 
 // errNotLoopback refuses any address off 127.0.0.0/8.

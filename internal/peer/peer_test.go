@@ -1,7 +1,12 @@
 package peer
 
 import (
+	"fmt"
+	"net"
+	"runtime"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestStartOpenArena_AnswersQstat(t *testing.T) {
@@ -26,6 +31,75 @@ func TestLoopbackOnly(t *testing.T) {
 	for _, a := range []string{"192.0.2.1:27950", "[::1]:27950", "master.ioquake3.org:27950"} {
 		if err := loopback(a); err == nil {
 			t.Errorf("%s accepted", a)
+		}
+	}
+}
+
+// recorder is a testing.TB that records how a helper ended the test.
+// Fatalf and Skipf end the goroutine, as the real ones do.
+type recorder struct {
+	testing.TB
+	failed, skipped bool
+	msg             string
+}
+
+func (r *recorder) Helper() {}
+func (r *recorder) Fatalf(format string, args ...any) {
+	r.failed, r.msg = true, fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+func (r *recorder) Skipf(format string, args ...any) {
+	r.skipped, r.msg = true, fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+func needMissing(t *testing.T) *recorder {
+	r := &recorder{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Need(r, "/nonexistent/scout-peer-test", "apt-get install nothing")
+	}()
+	<-done
+	return r
+}
+
+// A missing program skips the test, except under CI, which installs every
+// peer: there it fails.
+func TestNeed_MissingSkipsOrFailsUnderCI(t *testing.T) {
+	t.Setenv("CI", "")
+	if r := needMissing(t); !r.skipped || r.failed || !strings.Contains(r.msg, "apt-get install nothing") {
+		t.Errorf("without CI: skipped %v failed %v %q; want a skip naming the package", r.skipped, r.failed, r.msg)
+	}
+	t.Setenv("CI", "1")
+	if r := needMissing(t); !r.failed || r.skipped {
+		t.Errorf("under CI: skipped %v failed %v %q; want a failure", r.skipped, r.failed, r.msg)
+	}
+}
+
+func TestServeUDP_AnswersWithTheScript(t *testing.T) {
+	addr := ServeUDP(t, func(req []byte) [][]byte {
+		if string(req) == "ping" {
+			return [][]byte{[]byte("pong 1"), []byte("pong 2")}
+		}
+		return nil // silence for anything else
+	})
+	c, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, req := range []string{"garbage", "ping"} {
+		if _, err := c.Write([]byte(req)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 64)
+	for _, want := range []string{"pong 1", "pong 2"} {
+		n, err := c.Read(buf)
+		if err != nil || string(buf[:n]) != want {
+			t.Fatalf("read %q, %v; want %q", buf[:n], err, want)
 		}
 	}
 }
