@@ -1,0 +1,302 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/scout-discovery/scout/adaptive"
+	"github.com/scout-discovery/scout/population"
+	"github.com/scout-discovery/scout/sim"
+)
+
+func init() {
+	register(command{name: "sim", summary: "simulate conventional and adaptive discovery at Internet scale (Table 2)", run: runSim})
+}
+
+const simAbout = `Simulates, in virtual time, a client discovering a world of game servers
+built from real data (package population): conventional discovery in the
+master's order, Armitage's adaptive search (NETWORKING 2008) with the
+paper's constants and with each option beyond the paper, and the oracle
+that probes exactly the playable servers, nearest first. Probes are paced
+like the real clients (a full ET probe takes 70 s with at most 16
+outstanding, a CS:S one 200 s).
+
+--table2 runs the paper's six rows (AU-ET, JP-ET, CH-ET: one ET world of
+2,800 servers; AU-CSS, JP-CSS, DE-CSS: one CS:S world of 22,000) and prints
+them next to the paper's Table 2. Without it, one row: --client and --game,
+and --servers (0: the paper's size for the game).
+
+Columns: countries, /8 clusters (step 2(c)), initial probes (steps 4(c) and
+4(e)iii), auto-stop time and its share of the conventional full probe,
+playable servers (RTT < 200 ms) found by the auto-stop, time to the last
+playable server found (adaptive, conventional, oracle), and probes sent
+(each creates one flow: one server, one NAT entry).
+
+--json prints one JSON object per row; --trace FILE writes every probe of
+the paper's adaptive run and of conventional discovery as CSV (client,
+strategy, seq, sent_s, done_s, rtt_ms, answered, phase, bottom_ms, index) for
+plotting. The output is the same for the same seed.`
+
+func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("sim", "[flags]", simAbout, stderr)
+	table2 := fs.Bool("table2", false, "run the six rows of the paper's Table 2")
+	asJSON := fs.Bool("json", false, "print one JSON object per row")
+	client := fs.String("client", "AU", "where the client sits: AU (Melbourne), JP (Tokyo), CH (Zurich), DE (Frankfurt)")
+	game := fs.String("game", "et", "the world's game: et or css")
+	servers := fs.Int("servers", 0, "servers in the world, 1 to 50000 (0: 2800 for et, 22000 for css)")
+	seed := fs.Uint64("seed", 1, "seed of the world and the run")
+	loss := fs.Float64("loss", sim.DefaultLoss, "probability that a probe or its reply is lost")
+	tracePath := fs.String("trace", "", "write the per-probe trace as CSV to `FILE`")
+	seeds := fs.Int("seeds", 1, "with --table2: run seeds --seed to --seed+N-1 and print each row's spread (min, mean, max)")
+	if code, done := parseFlags(fs, args); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "scout sim: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if !(*loss >= 0 && *loss <= 1) {
+		fmt.Fprintf(stderr, "scout sim: --loss %v: want 0 to 1\n", *loss)
+		return 2
+	}
+	if *seeds < 1 || *seeds > 1000 || *seeds > 1 && (!*table2 || *asJSON || *tracePath != "") {
+		fmt.Fprintln(stderr, "scout sim: --seeds N (1 to 1000) goes with --table2, without --json and --trace")
+		return 2
+	}
+	if *seeds > 1 {
+		return simSeeds(ctx, stdout, stderr, *seed, *seeds)
+	}
+	var specs []sim.Spec
+	if *table2 {
+		var err error
+		if specs, err = sim.Table2Specs(*seed); err != nil {
+			fmt.Fprintf(stderr, "scout sim: %v\n", err)
+			return 1
+		}
+	} else {
+		g := population.Game(strings.ToLower(*game))
+		n := *servers
+		switch g {
+		case population.ET:
+			if n == 0 {
+				n = population.SizeET
+			}
+		case population.CSS:
+			if n == 0 {
+				n = population.SizeCSS
+			}
+		default:
+			fmt.Fprintf(stderr, "scout sim: unknown game %q (et, css)\n", *game)
+			return 2
+		}
+		if n < 1 || n > population.MaxServers {
+			fmt.Fprintf(stderr, "scout sim: --servers %d: want 1 to %d\n", n, population.MaxServers)
+			return 2
+		}
+		p := strings.ToUpper(*client)
+		if _, ok := population.Places()[p]; !ok {
+			fmt.Fprintf(stderr, "scout sim: unknown client %q (AU, JP, CH, DE)\n", *client)
+			return 2
+		}
+		specs = []sim.Spec{{Place: p, Game: g, Servers: n, Seed: *seed}}
+	}
+	var trace *csv.Writer
+	if *tracePath != "" {
+		f, err := os.Create(*tracePath)
+		if err != nil {
+			fmt.Fprintf(stderr, "scout sim: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		trace = csv.NewWriter(f)
+		trace.Write([]string{"client", "strategy", "seq", "sent_s", "done_s", "rtt_ms", "answered", "phase", "bottom_ms", "index"})
+	}
+	var rows []*sim.Row
+	for _, sp := range specs {
+		if err := ctx.Err(); err != nil {
+			fmt.Fprintf(stderr, "scout sim: %v\n", err)
+			return 1
+		}
+		if *loss != sim.DefaultLoss {
+			p := sim.PacingFor(sp.Game, sp.Servers)
+			p.Loss = *loss
+			sp.Pacing = &p
+		}
+		sp.Trace = trace != nil
+		r, err := sim.Simulate(sp)
+		if err != nil {
+			fmt.Fprintf(stderr, "scout sim: %v\n", err)
+			return 1
+		}
+		rows = append(rows, r)
+		if trace != nil {
+			writeTrace(trace, r.Client, "adaptive", r.AdaptiveTrace)
+			writeTrace(trace, r.Client, "conventional", r.ConventionalTrace)
+		}
+	}
+	if trace != nil {
+		trace.Flush()
+		if err := trace.Error(); err != nil {
+			fmt.Fprintf(stderr, "scout sim: trace: %v\n", err)
+			return 1
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		for _, r := range rows {
+			if err := enc.Encode(r); err != nil {
+				fmt.Fprintf(stderr, "scout sim: %v\n", err)
+				return 1
+			}
+		}
+		return 0
+	}
+	printSimTable(stdout, rows)
+	return 0
+}
+
+func writeTrace(w *csv.Writer, client, strategy string, tr []sim.Probe) {
+	ms := func(d time.Duration) string {
+		if d == adaptive.NoAnswer {
+			return "inf"
+		}
+		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 3, 64)
+	}
+	for i, p := range tr {
+		rtt, bottom := "", ""
+		if p.Answered {
+			rtt = ms(p.RTT)
+		}
+		if p.Bottom != 0 {
+			bottom = ms(p.Bottom)
+		}
+		w.Write([]string{client, strategy, strconv.Itoa(i), strconv.FormatFloat(p.Sent.Seconds(), 'f', 6, 64),
+			strconv.FormatFloat(p.Done.Seconds(), 'f', 6, 64), rtt, strconv.FormatBool(p.Answered), p.Phase.String(), bottom, strconv.Itoa(p.Index)})
+	}
+}
+
+func printSimTable(w io.Writer, rows []*sim.Row) {
+	paper := func(r *sim.Row, f func(*sim.PaperRow) string) string {
+		if r.Paper == nil {
+			return "-"
+		}
+		return f(r.Paper)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "client\tservers\tcountries\t/8 clusters\tinitial probes\tauto-stop s\tauto-stop %\tfound %\tlast playable s (adaptive/conv/oracle)\tprobes (adaptive/conv/oracle)\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%d (%s)\t%d (%s)\t%d (%s)\t%.1f (%s)\t%.0f (%s)\t%.1f\t%.1f / %.1f / %.1f\t%d / %d / %d\t\n",
+			r.Client, r.Servers,
+			r.Countries, paper(r, func(p *sim.PaperRow) string { return strconv.Itoa(p.Countries) }),
+			r.Slash8, paper(r, func(p *sim.PaperRow) string { return strconv.Itoa(p.Slash8) }),
+			r.InitialProbes, paper(r, func(p *sim.PaperRow) string { return strconv.Itoa(p.InitialProbes) }),
+			r.AutoStop, paper(r, func(p *sim.PaperRow) string { return strconv.FormatFloat(p.AutoStop, 'f', 0, 64) }),
+			r.AutoStopPct, paper(r, func(p *sim.PaperRow) string { return strconv.FormatFloat(p.AutoStopPct, 'f', 0, 64) }),
+			r.Adaptive.FoundPct, r.Adaptive.LastPlayable, r.Conventional.LastPlayable, r.Oracle.LastPlayable,
+			r.Adaptive.Probes, r.Conventional.Probes, r.Oracle.Probes)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "(the paper's Table 2 in brackets; playable: RTT < 200 ms)")
+	fmt.Fprintln(w)
+	if len(rows) == 0 || len(rows[0].Variants) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "Auto-stop % of the full probe / playable servers found %, per variant:")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "client\t")
+	for _, v := range rows[0].Variants {
+		fmt.Fprintf(tw, "%s\t", v.Name)
+	}
+	fmt.Fprintln(tw, "oracle\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t", r.Client)
+		for _, v := range r.Variants {
+			fmt.Fprintf(tw, "%.0f / %.1f\t", v.StopPct, v.FoundPct)
+		}
+		fmt.Fprintf(tw, "%.0f / %.1f\t\n", r.Oracle.StopPct, r.Oracle.FoundPct)
+	}
+	tw.Flush()
+}
+
+// simSeeds runs Table 2 for n seeds from first and prints, per row and
+// strategy, the spread of the auto-stop share and of the playable servers
+// found.
+func simSeeds(ctx context.Context, stdout, stderr io.Writer, first uint64, n int) int {
+	type acc struct{ stop, found []float64 }
+	var clients []string
+	var names []string
+	accs := map[string]map[string]*acc{}
+	for s := first; s < first+uint64(n); s++ {
+		specs, err := sim.Table2Specs(s)
+		if err != nil {
+			fmt.Fprintf(stderr, "scout sim: %v\n", err)
+			return 1
+		}
+		for _, sp := range specs {
+			if err := ctx.Err(); err != nil {
+				fmt.Fprintf(stderr, "scout sim: %v\n", err)
+				return 1
+			}
+			r, err := sim.Simulate(sp)
+			if err != nil {
+				fmt.Fprintf(stderr, "scout sim: %v\n", err)
+				return 1
+			}
+			if accs[r.Client] == nil {
+				clients = append(clients, r.Client)
+				accs[r.Client] = map[string]*acc{}
+			}
+			for _, o := range append(append([]sim.Outcome(nil), r.Variants...), r.Oracle) {
+				a := accs[r.Client][o.Name]
+				if a == nil {
+					a = &acc{}
+					accs[r.Client][o.Name] = a
+					if len(clients) == 1 {
+						names = append(names, o.Name)
+					}
+				}
+				a.stop = append(a.stop, o.StopPct)
+				a.found = append(a.found, o.FoundPct)
+			}
+		}
+	}
+	spread := func(v []float64) string {
+		lo, hi, sum := v[0], v[0], 0.0
+		for _, x := range v {
+			lo, hi, sum = min(lo, x), max(hi, x), sum+x
+		}
+		return fmt.Sprintf("%.0f %.0f %.0f", lo, sum/float64(len(v)), hi)
+	}
+	lowest := func(v []float64) string {
+		lo := v[0]
+		for _, x := range v {
+			lo = min(lo, x)
+		}
+		return fmt.Sprintf("%.1f", lo)
+	}
+	fmt.Fprintf(stdout, "Seeds %d to %d: auto-stop %% of the full probe (min mean max) | lowest %% of playable servers found\n", first, first+uint64(n)-1)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "client\t")
+	for _, nm := range names {
+		fmt.Fprintf(tw, "%s\t", nm)
+	}
+	fmt.Fprintln(tw)
+	for _, c := range clients {
+		fmt.Fprintf(tw, "%s\t", c)
+		for _, nm := range names {
+			a := accs[c][nm]
+			fmt.Fprintf(tw, "%s | %s\t", spread(a.stop), lowest(a.found))
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+	return 0
+}
