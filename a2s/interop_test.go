@@ -1,60 +1,23 @@
 package a2s
 
 import (
-	"context"
-	"encoding/json"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"net/netip"
 	"reflect"
 	"slices"
 	"strconv"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/scout-discovery/scout/internal/peer"
 )
 
 const interopChallenge = 0x22D5A14B
-
-// needTool returns a third-party program's path, skipping the test when
-// it is missing, or failing it when CI is set.
-func needTool(t *testing.T, path string) string {
-	t.Helper()
-	p, err := exec.LookPath(path)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("interop peer %s missing in CI: %v", path, err)
-		}
-		t.Skipf("interop peer %s not installed (%v); CI installs it with .ci/run", path, err)
-	}
-	return p
-}
-
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the package directory")
-		}
-		dir = parent
-	}
-}
 
 // fakeSource is a scripted Source server on 127.0.0.1: it demands a
 // challenge for A2S_INFO and A2S_PLAYER, then answers with sampleInfo and
 // samplePlayers, the latter split into two packets.
 type fakeSource struct {
-	conn *net.UDPConn
-	wg   sync.WaitGroup
+	addr netip.AddrPort
 
 	mu                  sync.Mutex // guards the fields below
 	infoOK, playersOK   bool
@@ -63,75 +26,58 @@ type fakeSource struct {
 
 func startFakeSource(t *testing.T) *fakeSource {
 	t.Helper()
-	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &fakeSource{conn: conn}
-	s.wg.Add(1)
-	go s.serve(t)
-	t.Cleanup(func() { conn.Close(); s.wg.Wait() })
+	s := &fakeSource{}
+	s.addr = peer.ServeUDP(t, func(req []byte) [][]byte { return s.reply(t, req) })
 	return s
 }
 
-func (s *fakeSource) port() int { return s.conn.LocalAddr().(*net.UDPAddr).Port }
-
-func (s *fakeSource) serve(t *testing.T) {
-	defer s.wg.Done()
-	buf := make([]byte, 2048)
-	for {
-		n, from, err := s.conn.ReadFromUDPAddrPort(buf)
-		if err != nil {
-			return
+func (s *fakeSource) reply(t *testing.T, req []byte) [][]byte {
+	m, _ := Parse(req)
+	var replies []Message
+	s.mu.Lock()
+	switch m := m.(type) {
+	case InfoRequest:
+		if m.HasChallenge && m.Challenge == interopChallenge {
+			s.infoOK = true
+			replies = append(replies, sampleInfo())
+		} else {
+			s.challenges++
+			replies = append(replies, Challenge{Challenge: interopChallenge})
 		}
-		m, err := Parse(buf[:n])
-		var replies []Message
-		s.mu.Lock()
-		switch m := m.(type) {
-		case InfoRequest:
-			if m.HasChallenge && m.Challenge == interopChallenge {
-				s.infoOK = true
-				replies = append(replies, sampleInfo())
-			} else {
-				s.challenges++
-				replies = append(replies, Challenge{Challenge: interopChallenge})
-			}
-		case PlayerRequest:
-			if m.Challenge == interopChallenge {
-				s.playersOK = true
-				whole, err := samplePlayers().AppendBinary(nil)
-				if err != nil {
-					t.Error(err)
-					break
-				}
-				parts, err := Split(whole, 0x1234, (len(whole)+1)/2)
-				if err != nil || len(parts) != 2 {
-					t.Errorf("split: %d parts, %v", len(parts), err)
-					break
-				}
-				for _, p := range parts {
-					replies = append(replies, p)
-				}
-			} else {
-				s.challenges++
-				replies = append(replies, Challenge{Challenge: interopChallenge})
-			}
-		default:
-			s.garbage++ // a2s_rules etc.: never answered
-			_ = err
-		}
-		s.mu.Unlock()
-		for _, r := range replies {
-			b, err := r.AppendBinary(nil)
+	case PlayerRequest:
+		if m.Challenge == interopChallenge {
+			s.playersOK = true
+			whole, err := samplePlayers().AppendBinary(nil)
 			if err != nil {
 				t.Error(err)
-				continue
+				break
 			}
-			if _, err := s.conn.WriteToUDPAddrPort(b, from); err != nil {
-				t.Error(err)
+			parts, err := Split(whole, 0x1234, (len(whole)+1)/2)
+			if err != nil || len(parts) != 2 {
+				t.Errorf("split: %d parts, %v", len(parts), err)
+				break
 			}
+			for _, p := range parts {
+				replies = append(replies, p)
+			}
+		} else {
+			s.challenges++
+			replies = append(replies, Challenge{Challenge: interopChallenge})
 		}
+	default:
+		s.garbage++ // a2s_rules etc.: never answered
 	}
+	s.mu.Unlock()
+	var out [][]byte
+	for _, r := range replies {
+		b, err := r.AppendBinary(nil)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		out = append(out, b)
+	}
+	return out
 }
 
 func (s *fakeSource) check(t *testing.T) {
@@ -144,17 +90,6 @@ func (s *fakeSource) check(t *testing.T) {
 	}
 }
 
-func runPeer(t *testing.T, bin string, args ...string) []byte {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, args...).Output()
-	if err != nil {
-		t.Fatalf("%s %v: %v\n%s", bin, args, err, out)
-	}
-	return out
-}
-
 func wantNames() []string {
 	var names []string
 	for _, p := range samplePlayers().Players {
@@ -165,10 +100,7 @@ func wantNames() []string {
 }
 
 func TestInterop_Gamedig(t *testing.T) {
-	bin := needTool(t, filepath.Join(moduleRoot(t), "interop", "node_modules", ".bin", "gamedig"))
 	srv := startFakeSource(t)
-	out := runPeer(t, bin, "--type", "css", "--host", "127.0.0.1", "--port", strconv.Itoa(srv.port()),
-		"--givenPortOnly", "--maxRetries", "1")
 	var got struct {
 		Name       string `json:"name"`
 		Map        string `json:"map"`
@@ -200,8 +132,9 @@ func TestInterop_Gamedig(t *testing.T) {
 		} `json:"raw"`
 		Error string `json:"error"`
 	}
-	if err := json.Unmarshal(out, &got); err != nil || got.Error != "" {
-		t.Fatalf("gamedig output %s: %v", out, err)
+	peer.QueryGamedig(t, &got, "css", srv.addr)
+	if got.Error != "" {
+		t.Fatalf("gamedig: %s", got.Error)
 	}
 	want := sampleInfo()
 	var names []string
@@ -226,22 +159,10 @@ func TestInterop_Gamedig(t *testing.T) {
 }
 
 func TestInterop_Qstat(t *testing.T) {
-	bin := needTool(t, "quakestat")
 	srv := startFakeSource(t)
-	out := runPeer(t, bin, "-json", "-a2s", "127.0.0.1:"+strconv.Itoa(srv.port()), "-P")
-	var got []struct {
-		Status     string `json:"status"`
-		Name       string `json:"name"`
-		Map        string `json:"map"`
-		NumPlayers int    `json:"numplayers"`
-		MaxPlayers int    `json:"maxplayers"`
-		Players    []struct {
-			Name  string `json:"name"`
-			Score int    `json:"score"`
-		} `json:"players"`
-	}
-	if err := json.Unmarshal(out, &got); err != nil || len(got) != 1 {
-		t.Fatalf("qstat output %s: %v", out, err)
+	got := peer.RunQuakestat(t, "-a2s", srv.addr.String(), "-P")
+	if len(got) != 1 {
+		t.Fatalf("qstat reported %d servers: %+v", len(got), got)
 	}
 	g, want := got[0], sampleInfo()
 	var names []string
@@ -254,7 +175,7 @@ func TestInterop_Qstat(t *testing.T) {
 	if g.Status != "online" || g.Name != want.Name || g.Map != want.Map || g.NumPlayers != int(want.Players) ||
 		g.MaxPlayers != int(want.MaxPlayers) || !reflect.DeepEqual(names, wantNames()) ||
 		scores["Bob"] != -1 || scores["Alice"] != 12 {
-		t.Fatalf("qstat decoded %+v\nwe encoded %+v\n%s", g, want, out)
+		t.Fatalf("qstat decoded %+v\nwe encoded %+v", g, want)
 	}
 	srv.check(t)
 }

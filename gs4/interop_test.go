@@ -1,19 +1,15 @@
 package gs4
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"net/netip"
 	"reflect"
 	"slices"
 	"strconv"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/scout-discovery/scout/internal/peer"
 )
 
 // interopPacketSize makes sampleInfo split into two packets: the server
@@ -23,45 +19,11 @@ const interopPacketSize = 256
 // interopChallenge is negative as text, to exercise the wrap.
 const interopChallenge = 0xB3412B5A // "-1287574694"
 
-// needTool returns the path of a third-party program, skipping the test
-// when it is missing, or failing it when CI is set.
-func needTool(t *testing.T, path string) string {
-	t.Helper()
-	p, err := exec.LookPath(path)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("interop peer %s missing in CI: %v", path, err)
-		}
-		t.Skipf("interop peer %s not installed (%v); CI installs it with .ci/run", path, err)
-	}
-	return p
-}
-
-// moduleRoot walks up from the package directory to the directory with go.mod.
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the package directory")
-		}
-		dir = parent
-	}
-}
-
 // fakeUT3 is a scripted UT3 server on 127.0.0.1: it answers a challenge
 // request with interopChallenge and an info request carrying it with
 // sampleInfo split into two packets. It records what it saw.
 type fakeUT3 struct {
-	conn *net.UDPConn
-	wg   sync.WaitGroup
+	addr netip.AddrPort
 
 	mu       sync.Mutex // guards the fields below
 	requests []Message
@@ -70,68 +32,52 @@ type fakeUT3 struct {
 
 func startFakeUT3(t *testing.T) *fakeUT3 {
 	t.Helper()
-	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &fakeUT3{conn: conn}
-	s.wg.Add(1)
-	go s.serve(t)
-	t.Cleanup(func() { conn.Close(); s.wg.Wait() })
+	s := &fakeUT3{}
+	s.addr = peer.ServeUDP(t, func(req []byte) [][]byte { return s.reply(t, req) })
 	return s
 }
 
-func (s *fakeUT3) port() int { return s.conn.LocalAddr().(*net.UDPAddr).Port }
-
-func (s *fakeUT3) serve(t *testing.T) {
-	defer s.wg.Done()
-	buf := make([]byte, 2048)
-	for {
-		n, from, err := s.conn.ReadFromUDPAddrPort(buf)
+func (s *fakeUT3) reply(t *testing.T, req []byte) [][]byte {
+	m, err := Parse(req)
+	if err != nil {
+		t.Errorf("fake UT3: undecodable request % x: %v", req, err)
+		return nil
+	}
+	s.mu.Lock()
+	s.requests = append(s.requests, m)
+	s.mu.Unlock()
+	var replies []Message
+	switch m := m.(type) {
+	case ChallengeRequest:
+		replies = append(replies, ChallengeReply{SessionID: m.SessionID, Challenge: interopChallenge})
+	case InfoRequest:
+		if !m.HasChallenge || m.Challenge != interopChallenge {
+			s.mu.Lock()
+			s.badChal++
+			s.mu.Unlock()
+			return nil
+		}
+		info := sampleInfo()
+		info.SessionID = m.SessionID
+		ps, err := info.Split(interopPacketSize)
 		if err != nil {
-			return // closed
+			t.Errorf("fake UT3: %v", err)
+			return nil
 		}
-		m, err := Parse(buf[:n])
-		if err != nil {
-			t.Errorf("fake UT3: undecodable request % x: %v", buf[:n], err)
-			continue
-		}
-		s.mu.Lock()
-		s.requests = append(s.requests, m)
-		s.mu.Unlock()
-		var replies []Message
-		switch m := m.(type) {
-		case ChallengeRequest:
-			replies = append(replies, ChallengeReply{SessionID: m.SessionID, Challenge: interopChallenge})
-		case InfoRequest:
-			if !m.HasChallenge || m.Challenge != interopChallenge {
-				s.mu.Lock()
-				s.badChal++
-				s.mu.Unlock()
-				continue
-			}
-			info := sampleInfo()
-			info.SessionID = m.SessionID
-			ps, err := info.Split(interopPacketSize)
-			if err != nil {
-				t.Errorf("fake UT3: %v", err)
-				continue
-			}
-			for _, p := range ps {
-				replies = append(replies, p)
-			}
-		}
-		for _, r := range replies {
-			b, err := r.AppendBinary(nil)
-			if err != nil {
-				t.Errorf("fake UT3: %v", err)
-				continue
-			}
-			if _, err := s.conn.WriteToUDPAddrPort(b, from); err != nil {
-				t.Errorf("fake UT3: %v", err)
-			}
+		for _, p := range ps {
+			replies = append(replies, p)
 		}
 	}
+	var out [][]byte
+	for _, r := range replies {
+		b, err := r.AppendBinary(nil)
+		if err != nil {
+			t.Errorf("fake UT3: %v", err)
+			continue
+		}
+		out = append(out, b)
+	}
+	return out
 }
 
 // expected is what every decoder must report for sampleInfo.
@@ -155,22 +101,8 @@ func sampleExpected(t *testing.T) expected {
 	return expected{name, mapName, np, mp, info.PlayerNames()}
 }
 
-func runPeer(t *testing.T, bin string, args ...string) []byte {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, args...).Output()
-	if err != nil {
-		t.Fatalf("%s %v: %v\n%s", bin, args, err, out)
-	}
-	return out
-}
-
 func TestInterop_Gamedig(t *testing.T) {
-	bin := needTool(t, filepath.Join(moduleRoot(t), "interop", "node_modules", ".bin", "gamedig"))
 	srv := startFakeUT3(t)
-	out := runPeer(t, bin, "--type", "unrealtournament3", "--host", "127.0.0.1",
-		"--port", strconv.Itoa(srv.port()), "--givenPortOnly", "--maxRetries", "1")
 	var got struct {
 		Name       string `json:"name"`
 		Map        string `json:"map"`
@@ -181,8 +113,9 @@ func TestInterop_Gamedig(t *testing.T) {
 		} `json:"players"`
 		Error string `json:"error"`
 	}
-	if err := json.Unmarshal(out, &got); err != nil || got.Error != "" {
-		t.Fatalf("gamedig output %s: %v %s", out, err, got.Error)
+	peer.QueryGamedig(t, &got, "unrealtournament3", srv.addr)
+	if got.Error != "" {
+		t.Fatalf("gamedig: %s", got.Error)
 	}
 	var names []string
 	for _, p := range got.Players {
@@ -191,27 +124,16 @@ func TestInterop_Gamedig(t *testing.T) {
 	want := sampleExpected(t)
 	if got.Name != want.name || got.Map != want.mapName || got.NumPlayers != want.players ||
 		got.MaxPlayers != want.maxPlayer || !reflect.DeepEqual(names, want.playerNames) {
-		t.Fatalf("gamedig decoded %+v (names %q), we encoded %+v\n%s", got, names, want, out)
+		t.Fatalf("gamedig decoded %+v (names %q), we encoded %+v", got, names, want)
 	}
 	srv.checkRequests(t)
 }
 
 func TestInterop_Qstat(t *testing.T) {
-	bin := needTool(t, "quakestat")
 	srv := startFakeUT3(t)
-	out := runPeer(t, bin, "-json", "-ut3s", "127.0.0.1:"+strconv.Itoa(srv.port()), "-R", "-P")
-	var got []struct {
-		Status     string `json:"status"`
-		Name       string `json:"name"`
-		Map        string `json:"map"`
-		NumPlayers int    `json:"numplayers"`
-		MaxPlayers int    `json:"maxplayers"`
-		Players    []struct {
-			Name string `json:"name"`
-		} `json:"players"`
-	}
-	if err := json.Unmarshal(out, &got); err != nil || len(got) != 1 {
-		t.Fatalf("qstat output %s: %v", out, err)
+	got := peer.RunQuakestat(t, "-ut3s", srv.addr.String(), "-R", "-P")
+	if len(got) != 1 {
+		t.Fatalf("qstat reported %d servers: %+v", len(got), got)
 	}
 	g := got[0]
 	var names []string
@@ -224,7 +146,7 @@ func TestInterop_Qstat(t *testing.T) {
 	slices.Sort(want.playerNames)
 	if g.Status != "online" || g.Name != want.name || g.Map != want.mapName || g.NumPlayers != want.players ||
 		g.MaxPlayers != want.maxPlayer || !reflect.DeepEqual(names, want.playerNames) {
-		t.Fatalf("qstat decoded %+v (names %q), we encoded %+v\n%s", g, names, want, out)
+		t.Fatalf("qstat decoded %+v (names %q), we encoded %+v", g, names, want)
 	}
 	srv.checkRequests(t)
 }
