@@ -475,8 +475,8 @@ func (pl *Planner) Observe(addr netip.AddrPort, rtt time.Duration, answered bool
 		pl.stats.Refused++
 		return fmt.Errorf("%w: %v", ErrNotSent, addr)
 	}
-	if answered && rtt < 0 {
-		rtt = 0
+	if !answered || rtt < 0 {
+		rtt = 0 // an unanswered probe has no RTT; a negative one is a clock glitch
 	}
 	sl.status, sl.rtt, sl.answered = observed, rtt, answered
 	pl.stats.Observed++
