@@ -269,6 +269,14 @@ const (
 	fitJitterPerMs    = 0.00494
 )
 
+// Cross-check, model without residual against WonderProxy's median RTT from
+// each vantage to each country (derived_wonderproxy_country_rtt_from_vantage),
+// median over the country's cities: |relative error| median and 90th percentile:
+//	Melbourne: 89 countries, 11%, 60%
+//	Tokyo: 89 countries, 15%, 77%
+//	Zurich: 89 countries, 17%, 58%
+//	Frankfurt: 89 countries, 21%, 105%
+
 // regionFactor is the median ratio of measured to fitted distance delay per
 // pair of regions (AF, AS, EU, NA, OC, SA), 1 where WonderProxy has no pair.
 func regionFactor(a, b string) float64 {

@@ -597,6 +597,47 @@ func fitLatency(w *strings.Builder, p func(string) string, cities []city, byID m
 	log.Printf("latency: a=%.2f ms, b=%.5f ms/km, sigma=%.3f, jitter %.2f+%.4f*rtt, %d pairs", a, b, sigma, j0, j1, len(ps))
 	fmt.Fprintf(w, "// The latency model, fitted to %d ordered city pairs of the WonderProxy\n// full mesh of 19-20 July 2020 (mean of hourly 30-ping averages):\n// RTT = (fitBaseMs + fitMsPerKm*km*regionFactor) * exp(e), e ~ N(%.3f, fitSigma)\n// with fitSigma from the residuals' median absolute deviation; the spread of\n// single pings is mdev = fitJitterMs + fitJitterPerMs*RTT.\n", len(ps), med)
 	fmt.Fprintf(w, "const (\n\tfitBaseMs = %.3f\n\tfitMsPerKm = %.6f\n\tfitResidualMedian = %.4f\n\tfitSigma = %.4f\n\tfitJitterMs = %.3f\n\tfitJitterPerMs = %.5f\n)\n\n", a, b, med, sigma, j0, j1)
+	// Cross-check against the derived per-country medians from the four
+	// vantage points (not used in the fit).
+	vrows, err := readCSV(p("derived_wonderproxy_country_rtt_from_vantage.csv"))
+	if err != nil {
+		return err
+	}
+	w.WriteString("// Cross-check, model without residual against WonderProxy's median RTT from\n// each vantage to each country (derived_wonderproxy_country_rtt_from_vantage),\n// median over the country's cities: |relative error| median and 90th percentile:\n")
+	for k, v := range []struct {
+		name string
+		id   int
+	}{{"Melbourne", 1}, {"Tokyo", 6}, {"Zurich", 35}, {"Frankfurt", 29}} {
+		src := cities[byID[v.id]]
+		var errs []float64
+		for _, r := range vrows {
+			meas, err := strconv.ParseFloat(r[2+k], 64)
+			if err != nil || meas <= 0 {
+				continue
+			}
+			var ms []float64
+			for _, c := range cities {
+				if c.cc == r[0] {
+					ra, rb := region(src.cc), region(c.cc)
+					if ra > rb {
+						ra, rb = rb, ra
+					}
+					fk, ok := f[ra+rb]
+					if !ok {
+						fk = 1
+					}
+					ms = append(ms, a+b*haversineKm(src.lat, src.lon, c.lat, c.lon)*fk)
+				}
+			}
+			if len(ms) == 0 {
+				continue
+			}
+			errs = append(errs, math.Abs(median(ms)-meas)/meas)
+		}
+		slices.Sort(errs)
+		fmt.Fprintf(w, "//\t%s: %d countries, %.0f%%, %.0f%%\n", v.name, len(errs), 100*median(errs), 100*errs[len(errs)*9/10])
+	}
+	w.WriteString("\n")
 	w.WriteString("// regionFactor is the median ratio of measured to fitted distance delay per\n// pair of regions (AF, AS, EU, NA, OC, SA), 1 where WonderProxy has no pair.\nfunc regionFactor(a, b string) float64 {\n\tif a > b {\n\t\ta, b = b, a\n\t}\n\tswitch a + b {\n")
 	for _, k := range keys {
 		fmt.Fprintf(w, "\tcase %q:\n\t\treturn %.3f // %d pairs\n", k, f[k], len(fs[k]))
