@@ -7,115 +7,66 @@ package dissect
 // tests are about the dissector's output.
 
 import (
-	"context"
 	"encoding/binary"
-	"encoding/json"
-	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/scout-discovery/scout/gs4"
+	"github.com/scout-discovery/scout/internal/peer"
 	"github.com/scout-discovery/scout/q4"
 )
 
-// peerTimeout bounds one run of a third-party program.
-const peerTimeout = 20 * time.Second
-
-// needPeer returns the path of a third-party program, skipping the test
-// when it is missing, or failing it when CI is set.
-func needPeer(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("interop peer %s missing in CI: %v", name, err)
-		}
-		t.Skipf("interop peer %s not installed: %v", name, err)
-	}
-	return p
-}
-
-// gamedigPath returns <module root>/interop/node_modules/.bin/gamedig.
-func gamedigPath(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return needPeer(t, filepath.Join(dir, "interop", "node_modules", ".bin", "gamedig"))
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-}
-
-// serve answers every datagram on 127.0.0.1 with what reply returns for
-// it, until the test ends. It returns the port.
-func serve(t *testing.T, reply func(req []byte) [][]byte) int {
-	t.Helper()
-	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := conn.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return // closed
-			}
-			for _, b := range reply(buf[:n]) {
-				conn.WriteToUDPAddrPort(b, from)
-			}
-		}
-	}()
-	t.Cleanup(func() { conn.Close(); wg.Wait() })
-	return conn.LocalAddr().(*net.UDPAddr).Port
-}
-
-func runPeer(t *testing.T, bin string, args ...string) []byte {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), peerTimeout)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, args...).Output()
-	if err != nil {
-		t.Fatalf("%s %v: %v\n%s", bin, args, err, out)
-	}
-	return out
-}
-
 // peerView is what qstat and gamedig say about a server, in their JSON.
 type peerView struct {
-	Name       string `json:"name"`
-	Map        string `json:"map"`
-	MaxPlayers int    `json:"maxplayers"`
-	Players    []struct {
-		Name string `json:"name"`
-		Ping int    `json:"ping"` // qstat
-		Raw  struct {
-			Ping any `json:"ping"` // gamedig: a number (quake4) or a string (UT3)
-		} `json:"raw"`
-	} `json:"players"`
-	Ping    int    `json:"ping"`
-	Address string `json:"address"`
-	Error   string `json:"error"`
-	Status  string `json:"status"`
+	Name       string       `json:"name"`
+	Map        string       `json:"map"`
+	MaxPlayers int          `json:"maxplayers"`
+	Players    []peerPlayer `json:"players"`
+	Ping       int          `json:"ping"`
+	Address    string       `json:"address"`
+	Error      string       `json:"error"`
+	Status     string       `json:"status"`
+}
+
+type peerPlayer struct {
+	Name string `json:"name"`
+	Ping int    `json:"ping"` // qstat
+	Raw  struct {
+		Ping any `json:"ping"` // gamedig: a number (quake4) or a string (UT3)
+	} `json:"raw"`
+}
+
+// askQstat runs quakestat -json -P with the type option typ ("-q4s") on
+// addr, which must be its only server.
+func askQstat(t *testing.T, typ string, addr netip.AddrPort) peerView {
+	t.Helper()
+	list := peer.RunQuakestat(t, "-P", typ, addr.String())
+	if len(list) != 1 {
+		t.Fatalf("qstat reported %d servers: %+v", len(list), list)
+	}
+	s := list[0]
+	v := peerView{Name: s.Name, Map: s.Map, MaxPlayers: s.MaxPlayers, Ping: s.Ping, Address: s.Address, Status: s.Status}
+	for _, p := range s.Players {
+		v.Players = append(v.Players, peerPlayer{Name: p.Name, Ping: p.Ping})
+	}
+	return v
+}
+
+// askGamedig runs gamedig for game type typ on addr.
+func askGamedig(t *testing.T, typ string, addr netip.AddrPort) peerView {
+	t.Helper()
+	var v peerView
+	peer.QueryGamedig(t, &v, typ, addr)
+	if v.Error != "" {
+		t.Fatalf("gamedig: %s", v.Error)
+	}
+	return v
 }
 
 // player is a name and ping, as both sides report them.
@@ -163,7 +114,7 @@ func q4View(t *testing.T, r Result) serverView {
 	return v
 }
 
-func (v serverView) check(t *testing.T, peer string, got peerView) {
+func (v serverView) check(t *testing.T, program string, got peerView) {
 	t.Helper()
 	// qstat reports map names as sent; gamedig too. Compare the facts.
 	// qstat lists players in reverse order: compare them as sets.
@@ -173,7 +124,7 @@ func (v serverView) check(t *testing.T, peer string, got peerView) {
 	slices.SortFunc(vp, byName)
 	if got.Name != v.name || got.Map != v.mapName || got.MaxPlayers != v.maxPlayers || !slices.Equal(gp, vp) {
 		t.Errorf("%s reports name %q map %q max %d players %v;\nscout decode reports name %q map %q max %d players %v",
-			peer, got.Name, got.Map, got.MaxPlayers, got.players(), v.name, v.mapName, v.maxPlayers, v.players)
+			program, got.Name, got.Map, got.MaxPlayers, got.players(), v.name, v.mapName, v.maxPlayers, v.players)
 	}
 }
 
@@ -185,9 +136,9 @@ func readVector(t *testing.T, name string) []byte {
 // q4Server answers every getInfo with the infoResponse vector, its
 // challenge replaced by the request's (gamedig checks it), and records the
 // bytes it sent.
-func q4Server(t *testing.T, resp []byte, mu *sync.Mutex, sent *[]byte) int {
+func q4Server(t *testing.T, resp []byte, mu *sync.Mutex, sent *[]byte) netip.AddrPort {
 	const challengeAt = len("\xff\xffinfoResponse\x00")
-	return serve(t, func(req []byte) [][]byte {
+	return peer.ServeUDP(t, func(req []byte) [][]byte {
 		r := Decode(req, Hint{})
 		if r.Family != Q4 || r.Message != "getInfo" {
 			return nil
@@ -203,48 +154,40 @@ func q4Server(t *testing.T, resp []byte, mu *sync.Mutex, sent *[]byte) int {
 
 func TestInterop_Q4InfoResponse(t *testing.T) {
 	resp := readVector(t, "ours_q4_infoResponse_accepted_by_qstat_and_gamedig.hex")
-	for _, peer := range []string{"qstat", "gamedig"} {
-		t.Run(peer, func(t *testing.T) {
+	for _, program := range []string{"qstat", "gamedig"} {
+		t.Run(program, func(t *testing.T) {
 			var (
 				mu   sync.Mutex
 				sent []byte
 				got  peerView
 			)
-			port := q4Server(t, resp, &mu, &sent)
-			switch peer {
+			addr := q4Server(t, resp, &mu, &sent)
+			switch program {
 			case "qstat":
-				out := runPeer(t, needPeer(t, "quakestat"), "-json", "-P", "-q4s", "127.0.0.1:"+strconv.Itoa(port))
-				var list []peerView
-				if err := json.Unmarshal(out, &list); err != nil || len(list) != 1 {
-					t.Fatalf("qstat output %s: %v", out, err)
-				}
-				got = list[0]
+				got = askQstat(t, "-q4s", addr)
 			case "gamedig":
-				out := runPeer(t, gamedigPath(t), "--type", "quake4", "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--givenPortOnly", "--maxRetries", "1")
-				if err := json.Unmarshal(out, &got); err != nil || got.Error != "" {
-					t.Fatalf("gamedig output %s: %v", out, err)
-				}
+				got = askGamedig(t, "quake4", addr)
 			}
 			mu.Lock()
 			b := sent
 			mu.Unlock()
 			if b == nil {
-				t.Fatalf("%s never sent a getInfo", peer)
+				t.Fatalf("%s never sent a getInfo", program)
 			}
-			q4View(t, Decode(b, Hint{})).check(t, peer, got)
+			q4View(t, Decode(b, Hint{})).check(t, program, got)
 		})
 	}
 }
 
 func TestInterop_Q4Servers_Qstat(t *testing.T) {
-	bin := needPeer(t, "quakestat")
+	bin := peer.NeedQuakestat(t)
 	resp := readVector(t, "ours_q4_master_servers_accepted_by_qstat.hex")
 	r := Decode(resp, Hint{})
 	m, ok := r.Msg.(*q4.Servers)
 	if !ok || r.Err != nil {
 		t.Fatalf("Decode = %s %q, %v", r.Family, r.Message, r.Err)
 	}
-	port := serve(t, func(req []byte) [][]byte {
+	addr := peer.ServeUDP(t, func(req []byte) [][]byte {
 		if r := Decode(req, Hint{}); r.Family == Q4 && r.Message == "getServers" {
 			return [][]byte{resp}
 		}
@@ -253,7 +196,7 @@ func TestInterop_Q4Servers_Qstat(t *testing.T) {
 	// qstat's outfile option writes the master's list, "q4s ADDR" a line,
 	// without probing the servers.
 	list := filepath.Join(t.TempDir(), "list")
-	runPeer(t, bin, "-q4m,outfile", "127.0.0.1:"+strconv.Itoa(port)+","+list)
+	peer.Run(t, bin, "-q4m,outfile", addr.String()+","+list)
 	out, err := os.ReadFile(list)
 	if err != nil {
 		t.Fatal(err)
@@ -296,9 +239,9 @@ func ut3Info() gs4.Info {
 
 // ut3Server answers the challenge round trip and then the info request with
 // ut3Info in one packet, which it stores in *sent.
-func ut3Server(t *testing.T, mu *sync.Mutex, sent *[]byte) int {
+func ut3Server(t *testing.T, mu *sync.Mutex, sent *[]byte) netip.AddrPort {
 	const challenge = 0x0BADF00D
-	return serve(t, func(req []byte) [][]byte {
+	return peer.ServeUDP(t, func(req []byte) [][]byte {
 		var m gs4.Message
 		switch r := Decode(req, Hint{}); r.Msg.(type) {
 		case gs4.ChallengeRequest:
@@ -355,39 +298,26 @@ func ut3View(t *testing.T, b []byte) serverView {
 }
 
 func TestInterop_UT3_QstatAndGamedig(t *testing.T) {
-	for _, peer := range []string{"qstat", "gamedig"} {
-		t.Run(peer, func(t *testing.T) {
+	for _, program := range []string{"qstat", "gamedig"} {
+		t.Run(program, func(t *testing.T) {
 			var (
 				mu   sync.Mutex
 				sent []byte
 			)
-			var out []byte
 			var got peerView
-			switch peer {
+			switch program {
 			case "qstat":
-				bin := needPeer(t, "quakestat")
-				port := ut3Server(t, &mu, &sent)
-				out = runPeer(t, bin, "-json", "-P", "-ut3s", "127.0.0.1:"+strconv.Itoa(port))
-				var list []peerView
-				if err := json.Unmarshal(out, &list); err != nil || len(list) != 1 {
-					t.Fatalf("qstat output %s: %v", out, err)
-				}
-				got = list[0]
+				got = askQstat(t, "-ut3s", ut3Server(t, &mu, &sent))
 			case "gamedig":
-				bin := gamedigPath(t)
-				port := ut3Server(t, &mu, &sent)
-				out = runPeer(t, bin, "--type", "unrealtournament3", "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--givenPortOnly", "--maxRetries", "1")
-				if err := json.Unmarshal(out, &got); err != nil || got.Error != "" {
-					t.Fatalf("gamedig output %s: %v", out, err)
-				}
+				got = askGamedig(t, "unrealtournament3", ut3Server(t, &mu, &sent))
 			}
 			mu.Lock()
 			b := sent
 			mu.Unlock()
 			if b == nil {
-				t.Fatalf("%s never asked for the info reply; it printed %s", peer, out)
+				t.Fatalf("%s never asked for the info reply; it reported %+v", program, got)
 			}
-			ut3View(t, b).check(t, peer, got)
+			ut3View(t, b).check(t, program, got)
 		})
 	}
 }

@@ -140,12 +140,17 @@ type QstatPlayer struct {
 	Ping  int    `json:"ping"`
 }
 
+// NeedQuakestat returns quakestat's path, as [Need] does.
+func NeedQuakestat(t testing.TB) string {
+	t.Helper()
+	return Need(t, Quakestat, "apt-get install qstat")
+}
+
 // RunQuakestat runs quakestat with args (it adds -json) and returns the
 // servers it reports.
 func RunQuakestat(t testing.TB, args ...string) []QstatServer {
 	t.Helper()
-	path := Need(t, Quakestat, "apt-get install qstat")
-	out := Run(t, path, append([]string{"-json"}, args...)...)
+	out := Run(t, NeedQuakestat(t), append([]string{"-json"}, args...)...)
 	var servers []QstatServer
 	if err := json.Unmarshal(out, &servers); err != nil {
 		t.Fatalf("quakestat -json output: %v\n%s", err, out)
