@@ -43,6 +43,10 @@ type Config struct {
 	// uniformly from [0, 2*Dynamics) on a schedule seeded by the world's
 	// seed; 0 keeps every server as the world file says.
 	Dynamics time.Duration
+	// RealTime runs the releaser on a SCHED_FIFO thread (Linux, needs
+	// root or CAP_SYS_NICE; silently ordinary otherwise), so that replies
+	// leave on time on a loaded machine.
+	RealTime bool
 }
 
 // Stats counts what the emulator did. Lateness is how long after its due
@@ -179,7 +183,7 @@ func (e *Emulator) Run(ctx context.Context) error {
 	}
 	defer e.closeOnce.Do(e.socks.close)
 
-	rel := &releaser{q: e.q, mode: e.cfg.Wait, send: e.sendPacket, late: &e.late}
+	rel := &releaser{q: e.q, mode: e.cfg.Wait, send: e.sendPacket, late: &e.late, realTime: e.cfg.RealTime}
 	relDone := make(chan struct{})
 	go func() { rel.run(context.Background()); close(relDone) }()
 

@@ -3,6 +3,7 @@
 package world
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -100,6 +101,11 @@ func openSockets(addrs []netip.AddrPort) (*sockets, []netip.AddrPort, error) {
 			return fail(fmt.Errorf("socket: %w", err))
 		}
 		s.fds = append(s.fds, fd)
+		// Kernel receive timestamps: a reply's delay counts from when the
+		// query reached the socket, not from when the reader got to it.
+		if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1); err != nil {
+			return fail(fmt.Errorf("SO_TIMESTAMPNS: %w", err))
+		}
 		sa := &syscall.SockaddrInet4{Port: int(a.Port()), Addr: a.Addr().As4()}
 		err = syscall.Bind(fd, sa)
 		if errors.Is(err, syscall.EADDRINUSE) && a.Port() != 0 {
@@ -128,6 +134,7 @@ func openSockets(addrs []netip.AddrPort) (*sockets, []netip.AddrPort, error) {
 func (s *sockets) readLoop(handle func(sock int, from netip.AddrPort, b []byte, at time.Time)) error {
 	events := make([]syscall.EpollEvent, EpollBatch)
 	buf := make([]byte, MaxDatagram)
+	oob := make([]byte, syscall.CmsgSpace(16))
 	for {
 		n, err := syscall.EpollWait(s.epfd, events, -1)
 		if err != nil {
@@ -142,11 +149,11 @@ func (s *sockets) readLoop(handle func(sock int, from netip.AddrPort, b []byte, 
 			}
 			fd := s.fds[ev.Fd]
 			for { // drain the socket: epoll is level-triggered, but this saves wake-ups
-				m, from, err := syscall.Recvfrom(fd, buf, 0)
+				m, oobn, _, from, err := syscall.Recvmsg(fd, buf, oob, 0)
 				if err != nil {
 					break // EAGAIN: empty; other errors (ICMP-induced) are per datagram
 				}
-				at := time.Now()
+				at := arrival(time.Now(), oob[:oobn])
 				in4, ok := from.(*syscall.SockaddrInet4)
 				if !ok {
 					continue
@@ -184,4 +191,31 @@ func (s *sockets) close() {
 		}
 	}
 	s.epfd, s.stop = -1, [2]int{-1, -1}
+}
+
+// MaxTimestampLag bounds how far back a kernel receive timestamp may move a
+// datagram's arrival time; a larger gap means the wall clock stepped, and
+// the read time is used instead.
+const MaxTimestampLag = time.Second
+
+// arrival returns when the datagram reached the socket: now moved back by
+// the age of the kernel's SCM_TIMESTAMPNS (a wall-clock time), keeping now's
+// monotonic reading. Without a usable timestamp it returns now.
+func arrival(now time.Time, oob []byte) time.Time {
+	msgs, err := syscall.ParseSocketControlMessage(oob)
+	if err != nil {
+		return now
+	}
+	for _, m := range msgs {
+		if m.Header.Level != syscall.SOL_SOCKET || m.Header.Type != syscall.SCM_TIMESTAMPNS || len(m.Data) < 16 {
+			continue
+		}
+		sec := int64(binary.NativeEndian.Uint64(m.Data[0:8]))
+		nsec := int64(binary.NativeEndian.Uint64(m.Data[8:16]))
+		lag := now.Sub(time.Unix(sec, nsec)) // wall clock: time.Unix has no monotonic reading
+		if lag >= 0 && lag <= MaxTimestampLag {
+			return now.Add(-lag)
+		}
+	}
+	return now
 }

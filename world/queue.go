@@ -145,6 +145,8 @@ type releaser struct {
 	mode WaitMode
 	send func(p outPacket) // does the I/O
 	late *histogram
+	// realTime asks for a SCHED_FIFO thread (see lockRealTime).
+	realTime bool
 	// draining: once set, the releaser returns when the queue is empty.
 	draining atomic.Bool
 }
@@ -152,6 +154,11 @@ type releaser struct {
 // run releases packets until ctx ends, or until the queue is empty once
 // draining is set.
 func (r *releaser) run(ctx context.Context) {
+	if r.realTime {
+		// Never unlocked: the thread exits with this goroutine rather than
+		// going back to the runtime's pool with a real-time priority.
+		lockRealTime()
+	}
 	var batch []outPacket
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
