@@ -2,104 +2,22 @@ package q4
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
-	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/scout-discovery/scout/infostring"
+	"github.com/scout-discovery/scout/internal/peer"
 )
 
 // Interop tests run real third-party programs against packets this package
-// encodes. They skip when a program is missing, unless CI is set (CI
-// installs them), where they fail.
-
-func needProgram(t *testing.T, find func() (string, error)) string {
-	t.Helper()
-	path, err := find()
-	if err == nil {
-		return path
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("interop program missing under CI: %v", err)
-	}
-	t.Skipf("interop program missing, skipping: %v", err)
-	return ""
-}
-
-// gamedigPath finds interop/node_modules/.bin/gamedig by walking up from
-// the working directory to the module root (the directory with go.mod).
-func gamedigPath() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			p := filepath.Join(dir, "interop", "node_modules", ".bin", "gamedig")
-			if _, err := os.Stat(p); err != nil {
-				return "", err
-			}
-			return p, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
-}
-
-// serveUDP answers every packet on a 127.0.0.1 socket with reply(pkt) until
-// the test ends. The socket is bound before it returns, so a program
-// started afterwards finds it ready.
-func serveUDP(t *testing.T, reply func(pkt []byte) []byte) netip.AddrPort {
-	t.Helper()
-	conn, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { conn.Close(); <-done })
-	go func() {
-		defer close(done)
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := conn.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			if r := reply(buf[:n]); r != nil {
-				conn.WriteToUDPAddrPort(r, from)
-			}
-		}
-	}()
-	return conn.LocalAddr().(*net.UDPAddr).AddrPort()
-}
-
-func run(t *testing.T, name string, args ...string) []byte {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s %v: %v\nstdout: %s\nstderr: %s", name, args, err, out, stderr.String())
-	}
-	return out
-}
+// encodes, through internal/peer: they skip when a program is missing,
+// unless CI is set (CI installs them), where they fail.
 
 // interopInfo is the infoResponse served to qstat and gamedig.
 func interopInfo() InfoResponse {
@@ -126,7 +44,7 @@ func interopInfo() InfoResponse {
 // ignores anything else (a server never answers garbage).
 func serveInfo(t *testing.T) (netip.AddrPort, InfoResponse) {
 	want := interopInfo()
-	addr := serveUDP(t, func(pkt []byte) []byte {
+	addr := peer.ServeUDP(t, func(pkt []byte) [][]byte {
 		req, err := ParseGetInfo(pkt)
 		if err != nil {
 			return nil
@@ -138,7 +56,7 @@ func serveInfo(t *testing.T) (netip.AddrPort, InfoResponse) {
 			t.Error(err)
 			return nil
 		}
-		return b
+		return [][]byte{b}
 	})
 	// Our own decoder's view is what the peers must agree with.
 	b, err := want.AppendBinary(nil)
@@ -175,26 +93,10 @@ func ourView(t *testing.T, m InfoResponse) peerView {
 }
 
 func TestInterop_QstatReadsOurInfoResponse(t *testing.T) {
-	qstat := needProgram(t, func() (string, error) { return exec.LookPath("quakestat") })
 	addr, decoded := serveInfo(t)
-	out := run(t, qstat, "-json", "-q4s", addr.String(), "-R", "-P")
-	var got []struct {
-		Status     string `json:"status"`
-		Name       string `json:"name"`
-		Map        string `json:"map"`
-		MaxPlayers int    `json:"maxplayers"`
-		NumPlayers int    `json:"numplayers"`
-		Players    []struct {
-			Name string `json:"name"`
-			Ping int    `json:"ping"`
-		} `json:"players"`
-		Rules map[string]string `json:"rules"`
-	}
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("qstat JSON: %v\n%s", err, out)
-	}
+	got := peer.RunQuakestat(t, "-q4s", addr.String(), "-R", "-P")
 	if len(got) != 1 || got[0].Status != "online" {
-		t.Fatalf("qstat: %s", out)
+		t.Fatalf("qstat: %+v", got)
 	}
 	v := peerView{Name: got[0].Name, Map: got[0].Map, MaxPlayers: got[0].MaxPlayers}
 	for _, p := range got[0].Players {
@@ -203,7 +105,7 @@ func TestInterop_QstatReadsOurInfoResponse(t *testing.T) {
 	sort.Strings(v.Players)
 	want := ourView(t, decoded)
 	if !equalView(v, want) || got[0].NumPlayers != len(decoded.Players) {
-		t.Fatalf("qstat sees %+v (%d players), we decode %+v\n%s", v, got[0].NumPlayers, want, out)
+		t.Fatalf("qstat sees %+v (%d players), we decode %+v", v, got[0].NumPlayers, want)
 	}
 	if got[0].Rules["osmask"] != "0x7" || got[0].Rules["protocol"] != "2.85" {
 		t.Fatalf("qstat rules osmask %q protocol %q", got[0].Rules["osmask"], got[0].Rules["protocol"])
@@ -211,10 +113,7 @@ func TestInterop_QstatReadsOurInfoResponse(t *testing.T) {
 }
 
 func TestInterop_GamedigReadsOurInfoResponse(t *testing.T) {
-	gamedig := needProgram(t, gamedigPath)
-	needProgram(t, func() (string, error) { return exec.LookPath("node") })
 	addr, decoded := serveInfo(t)
-	out := run(t, gamedig, "--type", "quake4", "--host", addr.Addr().String(), "--port", strconv.Itoa(int(addr.Port())))
 	var got struct {
 		Name       string `json:"name"`
 		Map        string `json:"map"`
@@ -226,9 +125,7 @@ func TestInterop_GamedigReadsOurInfoResponse(t *testing.T) {
 		} `json:"players"`
 		Bots []json.RawMessage `json:"bots"`
 	}
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("gamedig JSON: %v\n%s", err, out)
-	}
+	peer.QueryGamedig(t, &got, "quake4", addr)
 	v := peerView{Name: got.Name, Map: got.Map, MaxPlayers: got.MaxPlayers}
 	for _, p := range got.Players {
 		ping := p.Ping
@@ -241,12 +138,12 @@ func TestInterop_GamedigReadsOurInfoResponse(t *testing.T) {
 	want := ourView(t, decoded)
 	// gamedig strips "maps/" from si_map; ours has no such prefix.
 	if !equalView(v, want) || len(got.Bots) != 0 {
-		t.Fatalf("gamedig sees %+v (%d bots), we decode %+v\n%s", v, len(got.Bots), want, out)
+		t.Fatalf("gamedig sees %+v (%d bots), we decode %+v", v, len(got.Bots), want)
 	}
 }
 
 func TestInterop_QstatReadsOurServers(t *testing.T) {
-	qstat := needProgram(t, func() (string, error) { return exec.LookPath("quakestat") })
+	qstat := peer.NeedQuakestat(t)
 	list := []netip.AddrPort{
 		netip.MustParseAddrPort("127.0.0.2:28004"),
 		netip.MustParseAddrPort("10.1.2.3:28014"), // port > 255 in both bytes: catches byte order
@@ -259,14 +156,14 @@ func TestInterop_QstatReadsOurServers(t *testing.T) {
 	if len(pkts) != 1 {
 		t.Fatalf("%d packets", len(pkts))
 	}
-	addr := serveUDP(t, func(pkt []byte) []byte {
+	addr := peer.ServeUDP(t, func(pkt []byte) [][]byte {
 		if _, err := ParseGetServers(pkt); err != nil {
 			return nil
 		}
-		return pkts[0]
+		return pkts[:1]
 	})
 	outfile := filepath.Join(t.TempDir(), "list")
-	run(t, qstat, "-q4m,outfile", addr.String()+","+outfile)
+	peer.Run(t, qstat, "-q4m,outfile", addr.String()+","+outfile)
 	f, err := os.Open(outfile)
 	if err != nil {
 		t.Fatal(err)
