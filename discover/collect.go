@@ -79,6 +79,7 @@ type collecting struct {
 	seed     netip.AddrPort
 	last     time.Time // latest packet
 	lastErr  error     // latest parse error
+	ends     int       // end markers received (one per form of a Q3 request)
 	done     bool
 }
 
@@ -114,10 +115,10 @@ func (c *collector) poll(now time.Time) []outgoing {
 		switch {
 		case m.sentAt.IsZero():
 			m.start = now
-			out = append(out, c.ask(now, m))
+			out = append(out, c.ask(now, m)...)
 		case m.Protocol == ProtocolSteam && m.waitingPage() && !now.Before(m.sentAt.Add(c.cfg.timeout())):
 			if m.attempts < c.cfg.attempts() {
-				out = append(out, c.ask(now, m))
+				out = append(out, c.ask(now, m)...)
 			} else if m.rep.Packets == 0 {
 				c.finish(now, m, EndNoReply, nil)
 			} else {
@@ -125,7 +126,7 @@ func (c *collector) poll(now time.Time) []outgoing {
 			}
 		case m.Protocol != ProtocolSteam && m.rep.Packets == 0 && !now.Before(m.sentAt.Add(c.cfg.timeout())):
 			if m.attempts < c.cfg.attempts() && m.rep.Garbled == 0 {
-				out = append(out, c.ask(now, m))
+				out = append(out, c.ask(now, m)...)
 			} else {
 				c.finish(now, m, EndNoReply, nil) // EndGarbage when garbage came
 			}
@@ -139,20 +140,26 @@ func (c *collector) poll(now time.Time) []outgoing {
 // waitingPage: a Steam master owes an answer to the latest query.
 func (m *collecting) waitingPage() bool { return !m.done }
 
-func (c *collector) ask(now time.Time, m *collecting) outgoing {
+// ask returns the query datagrams of m: one per form of its request (see
+// Request.Q3Also), or the next Steam page's.
+func (c *collector) ask(now time.Time, m *collecting) []outgoing {
 	seed := m.seed
 	if !seed.IsValid() {
 		seed = m.Steam.Seed
 	}
-	b, err := m.query(seed)
+	bs, err := m.queries(seed)
 	if err != nil {
 		c.finish(now, m, EndNoReply, fmt.Errorf("encoding the query: %w", err))
-		return outgoing{}
+		return nil
 	}
 	m.sentAt = now
 	m.attempts++
-	m.rep.Queries++
-	return outgoing{b: b, to: m.Addr, m: m}
+	out := make([]outgoing, len(bs))
+	for i, b := range bs {
+		m.rep.Queries++
+		out[i] = outgoing{b: b, to: m.Addr, m: m}
+	}
+	return out
 }
 
 // wake returns when poll next has work; zero when every master is done.
@@ -221,9 +228,14 @@ func (c *collector) receive(now time.Time, from netip.AddrPort, b []byte) []outg
 	if m.done {
 		return nil
 	}
+	if p.end {
+		m.ends++
+	}
 	switch {
-	case p.end:
+	case p.end && m.ends >= m.forms():
 		c.finish(now, m, EndMarker, nil)
+	case p.end:
+		// One form's list is complete; the others' are still coming.
 	case m.Protocol == ProtocolSteam:
 		m.pages++
 		if m.pages >= MaxPages || !p.next.IsValid() {
@@ -232,7 +244,7 @@ func (c *collector) receive(now time.Time, from netip.AddrPort, b []byte) []outg
 		}
 		m.seed = p.next
 		m.attempts = 0
-		return []outgoing{c.ask(now, m)}
+		return c.ask(now, m)
 	}
 	return nil
 }

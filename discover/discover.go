@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -134,7 +135,9 @@ func Discover(ctx context.Context, masterConn, probeConn probe.Conn, cfg Config,
 			m.rep.New++
 			sum.Listed++
 		}
-		l.masters = append(l.masters, m.Name)
+		if !slices.Contains(l.masters, m.Name) { // a master may list it under two forms
+			l.masters = append(l.masters, m.Name)
+		}
 		each(Listed{Addr: ap, Master: m.Name, Again: again})
 		mu.Unlock()
 		if !again {

@@ -71,9 +71,10 @@ func q3Master(gap time.Duration, eot bool, lists ...[]netip.AddrPort) handler {
 	}
 }
 
+// q3Request asks for Quake III 1.32 servers alone: one list per master.
 func q3Request(t *testing.T) Request {
 	g := game.Builtin()[0] // Quake3Arena
-	r, err := RequestFor(g, 0, false)
+	r, err := RequestFor(g, ProtocolQ3A132, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,21 @@ type Request struct {
 	Q4       q4.GetServers     // ProtocolQ4
 	Steam    steammaster.Query // ProtocolSteam: the first page's query (its Seed is replaced)
 	Dialect  probe.Dialect     // how to probe the servers listed
+	// Q3Also are more getservers forms sent to the same master with Q3,
+	// each answered by a list of its own; the lists are merged into the
+	// master's one. They have Q3's Ext. A game can be listed under two
+	// names (see [RequestFor]); a getserversResponse does not say which
+	// query it answers, so the master's list ends when every form's end
+	// marker has come, or at the quiet window.
+	Q3Also []q3.GetServers
+}
+
+// forms returns how many lists one query of r asks for.
+func (r *Request) forms() int {
+	if r.Protocol == ProtocolQ3 {
+		return 1 + len(r.Q3Also)
+	}
+	return 1
 }
 
 // Master is one master server to ask.
@@ -55,30 +70,85 @@ type Master struct {
 // ErrNoMaster reports a game that has no master protocol scout speaks.
 var ErrNoMaster = errors.New("discover: game has no master query")
 
+// Protocols of the Quake III releases still played, asked by default.
+const (
+	ProtocolQ3A132   = 68 // id's Quake III Arena 1.32
+	ProtocolIOQuake3 = 71 // ioquake3 1.36 and the games on it (OpenArena 0.8.8)
+)
+
+// listedAs returns the names a master may list a server of g under, each
+// with whether a client asks for it anonymously (by protocol alone), and
+// the protocols to ask for when the user gives none. Masters key their
+// lists by game: a dpmaster-style master lists an "anonymous" server
+// (heartbeat QuakeArena-1, Wolfenstein-1, EnemyTerritory-1) under the game
+// of its heartbeat tag and a DarkPlaces-style one ("heartbeat DarkPlaces")
+// under the gamename of its infoResponse, and answers a query only with
+// the servers of the game it names (or, for an anonymous query, of the
+// first anonymous game with that protocol).
+//
+//   - Quake3Arena: anonymous, "getservers 68" (Quake III 1.32's client)
+//     and "getservers 71" (ioquake3's client while com_gamename is
+//     Quake3Arena, its LEGACY_MASTER_GAMENAME): both populations are
+//     alive, and a master keeps them apart by protocol.
+//   - OpenArena: ioquake3 heartbeats QuakeArena-1 and its client asks
+//     anonymously when com_gamename is Quake3Arena (Debian's OpenArena
+//     0.8.8 does: vector openarena_infoResponse.hex), and heartbeats
+//     DarkPlaces and asks "getservers OpenArena 71" otherwise (cl_main.c,
+//     CL_GlobalServers_f; sv_main.c, SV_MasterHeartbeat). Servers are
+//     listed under either name, so both are asked. The anonymous list also
+//     holds other ioquake3 games that keep the default com_gamename, as
+//     it does for "quakestat -q3m,71".
+//   - wolfmp (RtCW), et: anonymous, their client's protocol (RtCW's
+//     wolfmaster only understands the anonymous form).
+//   - DarkPlaces games (Xonotic, Nexuiz, ...): by name, "getservers
+//     Xonotic 3", as the DarkPlaces client asks.
+//
+// The catalogue's newest protocol is the default elsewhere.
+func listedAs(g *game.Game) (names []string, anonymous []bool, protocols []int) {
+	if len(g.Protocols) > 0 {
+		protocols = []int{slices.Max(g.Protocols)}
+	}
+	switch g.Name {
+	case "Quake3Arena":
+		return []string{g.Name}, []bool{true}, []int{ProtocolQ3A132, ProtocolIOQuake3}
+	case "OpenArena":
+		return []string{g.Name, "Quake3Arena"}, []bool{false, true}, []int{ProtocolIOQuake3}
+	}
+	return []string{g.Name}, []bool{g.Anonymous}, protocols
+}
+
 // RequestFor returns the request a client of g sends to its masters.
 // Quake III family games ask for empty and full servers too, anonymous
 // games by protocol alone ("getservers 71 empty full") and DarkPlaces
 // games by name ("getservers Xonotic 3 empty full"); ext asks with
 // getserversExt for IPv6 servers as well, naming the game as dpmaster
-// requires. protocol overrides the game's newest protocol when not 0.
+// requires. Where a game is listed under more than one name or protocol
+// (see listedAs: OpenArena, Quake3Arena), the request asks for each
+// (Request.Q3Also). protocol, when not 0, replaces the default
+// protocols.
 func RequestFor(g *game.Game, protocol int, ext bool) (Request, error) {
-	newest := 0
-	if len(g.Protocols) > 0 {
-		newest = slices.Max(g.Protocols)
-	}
+	names, anon, protocols := listedAs(g)
 	if protocol != 0 {
-		newest = protocol
+		protocols = []int{protocol}
+	}
+	if len(protocols) == 0 {
+		protocols = []int{0}
 	}
 	switch g.Family {
 	case game.FamilyQ3:
-		gs := q3.GetServers{Protocol: newest, Empty: true, Full: true}
-		if !g.Anonymous || ext {
-			gs.GameName = g.Name
+		var forms []q3.GetServers
+		for i, name := range names {
+			for _, p := range protocols {
+				gs := q3.GetServers{Protocol: p, Empty: true, Full: true, Ext: ext}
+				if !anon[i] || ext {
+					gs.GameName = name
+				}
+				forms = append(forms, gs)
+			}
 		}
-		gs.Ext = ext
-		return Request{Protocol: ProtocolQ3, Q3: gs, Dialect: probe.Q3Info}, nil
+		return Request{Protocol: ProtocolQ3, Q3: forms[0], Q3Also: forms[1:], Dialect: probe.Q3Info}, nil
 	case game.FamilyDoom3:
-		v := q4.VersionOf(uint32(newest))
+		v := q4.VersionOf(uint32(protocols[0]))
 		gs := q4.GetServers{Protocol: v, Dialect: v.Dialect()}
 		gs.ThirdParty = gs.Dialect == q4.DialectQuake4 // as the Quake 4 client and qstat send it
 		return Request{Protocol: ProtocolQ4, Q4: gs, Dialect: probe.Q4}, nil
@@ -101,19 +171,35 @@ type page struct {
 	err     error          // why parsing stopped early (servers still count)
 }
 
-// query returns the request packet; for Steam, the page starting at seed.
-func (r *Request) query(seed netip.AddrPort) ([]byte, error) {
+// queries returns the request packets, one per form; for Steam, the page
+// starting at seed.
+func (r *Request) queries(seed netip.AddrPort) ([][]byte, error) {
+	var b []byte
+	var err error
 	switch r.Protocol {
 	case ProtocolQ3:
-		return r.Q3.AppendBinary(nil)
+		out := make([][]byte, 0, r.forms())
+		for _, gs := range append([]q3.GetServers{r.Q3}, r.Q3Also...) {
+			gs.Ext = r.Q3.Ext
+			if b, err = gs.AppendBinary(nil); err != nil {
+				return nil, err
+			}
+			out = append(out, b)
+		}
+		return out, nil
 	case ProtocolQ4:
-		return r.Q4.AppendBinary(nil)
+		b, err = r.Q4.AppendBinary(nil)
 	case ProtocolSteam:
 		q := r.Steam
 		q.Seed = seed
-		return q.AppendBinary(nil)
+		b, err = q.AppendBinary(nil)
+	default:
+		err = fmt.Errorf("discover: unknown protocol %v", r.Protocol)
 	}
-	return nil, fmt.Errorf("discover: unknown protocol %v", r.Protocol)
+	if err != nil {
+		return nil, err
+	}
+	return [][]byte{b}, nil
 }
 
 // parse reads one reply packet. Lenient as the codecs are: a list that
