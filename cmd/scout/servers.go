@@ -42,10 +42,17 @@ Send patterns (--strategy): et (16 in flight, the default), q4 (bursts of
 send: for comparison only). --rate or --bandwidth pace the probes instead
 and size the window to the rate.
 
+--status also fetches each server's full status (getstatus: every rule
+and the player list, as qstat's -R -P) for the Quake III family, whose
+getinfo carries neither; Quake 4, UT3 and Source queries always include
+the players. It doubles the probes sent to Quake III servers.
+
 Output: on a terminal, a live table with a progress bar; otherwise one line
 per server as it answers (sorted at the end with --sort); with --json one
 JSON object per server as its probe ends ({"type":"server",...}, servers
-that never answered included, with "error"), then {"type":"summary",...}.
+that never answered included, with "error"; "players" when the server sent
+its list), then {"type":"summary",...}. With --status, plain output lists
+each server's players under it.
 
 Exit status: 0 when at least one server answered, 1 when none did, 2 for
 bad usage.`
@@ -88,6 +95,7 @@ type serversOptions struct {
 	filter     browser.Filter
 	order      string
 	lan        bool
+	status     bool
 	lanAddr    netip.Addr
 	lanPorts   []uint16
 	lanWindow  time.Duration
@@ -141,6 +149,7 @@ func parseServersFlags(args []string, stderr io.Writer) (serversOptions, int, bo
 	bandwidth := fs.String("bandwidth", "", "upstream to use for probes, bits/s with k or M (e.g. 512k); sets --rate")
 	timeout := fs.Duration("timeout", probe.DefaultTimeout, "how long each probe waits for its reply")
 	retries := fs.Int("retries", probe.DefaultAttempts-1, "how many times an unanswered probe is sent again")
+	fs.BoolVar(&opt.status, "status", false, "also fetch each server's full status: rules and players (Quake III family: getstatus)")
 	fs.BoolVar(&opt.json, "json", false, "one JSON object per server as it arrives, then a summary")
 	fs.StringVar(&opt.live, "live", "auto", "live table: auto (when stdout is a terminal), on, off")
 	fs.BoolVar(&opt.filter.HideEmpty, "hide-empty", false, "hide servers without players")
@@ -186,7 +195,7 @@ func parseServersFlags(args []string, stderr io.Writer) (serversOptions, int, bo
 			return bad("%v", err)
 		}
 		req, _ := discover.RequestFor(opt.game, opt.protocol, opt.ext)
-		d := req.Dialect
+		d := statusDialect(req.Dialect, opt.status)
 		if d == nil {
 			d = probe.Q3Info
 		}
@@ -207,6 +216,9 @@ func parseServersFlags(args []string, stderr io.Writer) (serversOptions, int, bo
 	case "auto", "on", "off":
 	default:
 		return bad("--live is auto, on or off")
+	}
+	if opt.status && opt.lan {
+		return bad("--status does not apply to --lan (query a server found there with 'scout query')")
 	}
 	if opt.lanAddr, err = netip.ParseAddr(*lanAddr); err != nil {
 		return bad("--lan-addr: %v", err)
@@ -284,6 +296,7 @@ func serversDiscover(ctx context.Context, opt serversOptions, out *serversOutput
 	if err != nil {
 		return err
 	}
+	req.Dialect = statusDialect(req.Dialect, opt.status)
 	names := opt.masters
 	if len(names) == 0 {
 		names = opt.game.Masters
@@ -325,6 +338,16 @@ func serversDiscover(ctx context.Context, opt serversOptions, out *serversOutput
 	sum.Masters = append(unresolved, sum.Masters...)
 	out.finish(sum)
 	return err
+}
+
+// statusDialect returns the dialect that also fetches the full status
+// when status is set: Q3 (getinfo and getstatus) for Q3Info. The other
+// dialects already fetch what there is.
+func statusDialect(d probe.Dialect, status bool) probe.Dialect {
+	if status && d == probe.Q3Info {
+		return probe.Q3
+	}
+	return d
 }
 
 // resolveMaster reads HOST:PORT (or HOST, with the game's master port).
@@ -450,7 +473,19 @@ func (o *serversOutput) server(s discover.Server) {
 			o.headed = true
 			fmt.Fprintln(o.w, browser.Header())
 		}
-		fmt.Fprintln(o.w, browser.Line(s.Result))
+		o.line(s.Result)
+	}
+}
+
+// line prints a server in plain output, its players under it with
+// --status.
+func (o *serversOutput) line(r probe.Result) {
+	fmt.Fprintln(o.w, browser.Line(r))
+	if !o.opt.status {
+		return
+	}
+	for _, p := range r.Players {
+		fmt.Fprintf(o.w, "    %-32s  score %4d  ping %3d\n", browser.Name(p.Name), p.Score, p.Ping)
 	}
 }
 
@@ -468,7 +503,7 @@ func (o *serversOutput) finish(sum discover.Summary) {
 				fmt.Fprintln(o.w, browser.Header())
 			}
 			for _, r := range o.plain {
-				fmt.Fprintln(o.w, browser.Line(r))
+				o.line(r)
 			}
 		}
 		o.masterLines(sum)
@@ -502,10 +537,21 @@ type serverOut struct {
 	NumPlayers int             `json:"numplayers"`
 	MaxPlayers int             `json:"maxplayers"`
 	Info       infostring.Info `json:"info"`
+	Players    *[]playerOut    `json:"players,omitempty"` // absent: no player list was asked for or sent
 	RTTms      float64         `json:"rtt_ms"`
 	Attempts   int             `json:"attempts"`
 	Masters    []string        `json:"masters"`
 	Error      string          `json:"error,omitempty"`
+}
+
+// playerOut is one player of a server's "players".
+type playerOut struct {
+	Name      string  `json:"name"`
+	NamePlain string  `json:"name_plain"`
+	Score     int     `json:"score"`
+	Ping      int     `json:"ping"`
+	Team      string  `json:"team,omitempty"`
+	TimeS     float64 `json:"time_s,omitempty"`
 }
 
 func serverJSON(s discover.Server) serverOut {
@@ -518,6 +564,14 @@ func serverJSON(s discover.Server) serverOut {
 	}
 	if j.Masters == nil {
 		j.Masters = []string{}
+	}
+	if s.Players != nil {
+		ps := make([]playerOut, len(s.Players))
+		for i, p := range s.Players {
+			ps[i] = playerOut{Name: p.Name, NamePlain: probe.StripColours(p.Name), Score: p.Score, Ping: p.Ping,
+				Team: p.Team, TimeS: p.Time.Seconds()}
+		}
+		j.Players = &ps
 	}
 	if s.Err != nil {
 		j.Error = s.Err.Error()

@@ -168,6 +168,7 @@ func TestServers_BadUsage(t *testing.T) {
 		{"servers", "--lan-ports", "27963-27960"},
 		{"servers", "--lan-addr", "broadcast"},
 		{"servers", "extra"},
+		{"servers", "--lan", "--status"},
 	} {
 		var out, errb bytes.Buffer
 		if code := run(context.Background(), args, &out, &errb); code != 2 {
@@ -181,5 +182,78 @@ func TestServers_NoMasterForGame(t *testing.T) {
 	if code := run(t.Context(), []string{"servers", "--game", "ut3"}, &out, &errb); code != 1 ||
 		!strings.Contains(errb.String(), "no master") {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// TestServers_StatusFetchesPlayers: --status asks getstatus too, and the
+// players reach the JSON stream and the plain lines; without it, no
+// player list is asked for or shown.
+func TestServers_StatusFetchesPlayers(t *testing.T) {
+	s := q3Server(t)
+	m := q3Master(t, s)
+	var out, errb bytes.Buffer
+	if code := run(t.Context(), []string{"servers", "--json", "--status", "--master", m.String()}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d; stderr %q", code, errb.String())
+	}
+	lines := jsonLines(t, out.Bytes())
+	if len(lines) != 2 {
+		t.Fatalf("output %s", out.String())
+	}
+	ps, _ := lines[0]["players"].([]any)
+	if len(ps) != 2 || lines[0]["numplayers"].(float64) != 2 {
+		t.Fatalf("server %v; want its two players", lines[0])
+	}
+	if p := ps[0].(map[string]any); p["name"] != "^2Alice" || p["name_plain"] != "Alice" || p["score"].(float64) != 7 || p["ping"].(float64) != 33 {
+		t.Errorf("player 0: %v", p)
+	}
+	if sum := lines[1]; sum["probes"].(float64) != 2 {
+		t.Errorf("summary %v; want getinfo and getstatus", sum)
+	}
+
+	out.Reset()
+	if code := run(t.Context(), []string{"servers", "--status", "--master", m.String()}, &out, &errb); code != 0 ||
+		!strings.Contains(out.String(), "    Alice") || !strings.Contains(out.String(), "score   -1  ping   0") {
+		t.Fatalf("exit %d, plain output:\n%s", code, out.String())
+	}
+
+	out.Reset()
+	if code := run(t.Context(), []string{"servers", "--json", "--master", m.String()}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d; stderr %q", code, errb.String())
+	}
+	if l := jsonLines(t, out.Bytes())[0]; l["players"] != nil {
+		t.Errorf("without --status: %v", l)
+	}
+}
+
+// TestServers_OpenArenaAsksBothNames: --game openarena asks a master for
+// the servers listed under OpenArena and under Quake3Arena protocol 71.
+func TestServers_OpenArenaAsksBothNames(t *testing.T) {
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	got := make(chan string, 8)
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, _, err := c.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				close(got)
+				return
+			}
+			got <- string(buf[4:n])
+		}
+	}()
+	var out, errb bytes.Buffer
+	run(t.Context(), []string{"servers", "--game", "openarena", "--json", "--master-timeout", "50ms", "--master", c.LocalAddr().String()}, &out, &errb)
+	c.Close()
+	var asked []string
+	for q := range got {
+		asked = append(asked, q)
+	}
+	want := []string{"getservers OpenArena 71 empty full", "getservers 71 empty full"}
+	if len(asked) < 2 || asked[0] != want[0] || asked[1] != want[1] {
+		t.Fatalf("asked %q, want %q first", asked, want)
 	}
 }
