@@ -1,0 +1,341 @@
+package rttplot
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"strconv"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// rttStop is the paper's name for the threshold. The zero-width space keeps
+// Liberation Sans from kerning the "s" into the "T" (it does at these sizes;
+// "RTTbottom" has no such pair).
+const rttStop = "RTT\u200bstop"
+
+// legendWidthPx is the width of the legend column in a default-sized
+// SideBySide chart.
+const legendWidthPx = 240
+
+// face is the typeface of every text: Liberation Sans, which ships with
+// gonum/plot and is metric-compatible with Arial, so an SVG viewer that lacks
+// it lays the text out the same way.
+var face = font.Font{Typeface: "Liberation", Variant: "Sans"}
+
+func textStyle(size vg.Length, c color.Color) text.Style {
+	return text.Style{Color: c, Font: font.From(face, size), Handler: plot.DefaultTextHandler}
+}
+
+// hue is a series' colour and its darker shade, for lines and labels.
+type hue struct{ light, dark color.NRGBA }
+
+// hues are picked to stay apart for colour-blind readers (Okabe-Ito).
+var hues = [...]hue{
+	{color.NRGBA{R: 0x00, G: 0x72, B: 0xb2, A: 0xff}, color.NRGBA{R: 0x00, G: 0x3f, B: 0x66, A: 0xff}}, // blue
+	{color.NRGBA{R: 0xe6, G: 0x9f, B: 0x00, A: 0xff}, color.NRGBA{R: 0xa3, G: 0x4a, B: 0x00, A: 0xff}}, // orange
+	{color.NRGBA{R: 0x00, G: 0x9e, B: 0x73, A: 0xff}, color.NRGBA{R: 0x00, G: 0x5c, B: 0x43, A: 0xff}}, // green
+	{color.NRGBA{R: 0xcc, G: 0x79, B: 0xa7, A: 0xff}, color.NRGBA{R: 0x7d, G: 0x2e, B: 0x5c, A: 0xff}}, // purple
+}
+
+func hueOf(i int) hue { return hues[i%len(hues)] }
+
+// alpha returns c with opacity a.
+func alpha(c color.NRGBA, a uint8) color.NRGBA { c.A = a; return c }
+
+// axes are the ranges every panel shares: seconds and milliseconds.
+type axes struct {
+	xmax    float64 // seconds
+	ymax    float64 // milliseconds
+	clipped bool    // some answered RTT is above ymax
+}
+
+func (c *Chart) axes() axes {
+	var last, top time.Duration
+	for _, s := range c.Series {
+		last = max(last, s.StopAt)
+		for _, p := range s.Probes {
+			last = max(last, p.At)
+			if p.Answered {
+				top = max(top, p.RTT)
+			}
+		}
+		for _, b := range s.Bottom {
+			last = max(last, b.At)
+		}
+	}
+	a := axes{xmax: last.Seconds() * 1.04}
+	if a.xmax <= 0 {
+		a.xmax = 1
+	}
+	maxRTT := c.MaxRTT
+	if maxRTT == 0 {
+		maxRTT = max(top, c.StopRTT*3/2, 100*time.Millisecond)
+		const step = 100 * time.Millisecond
+		maxRTT = (maxRTT + step - 1) / step * step
+	}
+	a.ymax = ms(maxRTT)
+	a.clipped = top > maxRTT
+	return a
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// fmtMs formats an RTT threshold: "200 ms", "12.5 ms".
+func fmtMs(d time.Duration) string {
+	return strconv.FormatFloat(ms(d), 'f', -1, 64) + " ms"
+}
+
+// fmtSec formats a time on the x axis: "14.2 s".
+func fmtSec(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s"
+}
+
+// ticks returns a Ticker with labelled ticks at a round step (1, 2, 2.5
+// or 5 times a power of ten) that gives at most max of them in the range, and
+// an unlabelled one half way between. When clipped, the tick at the top
+// of the range is labelled "≥" its value: values above it were pinned there.
+func ticks(maxTicks int, clipped bool) plot.Ticker {
+	return plot.TickerFunc(func(lo, hi float64) []plot.Tick {
+		step := 1.0
+		if span := hi - lo; span > 0 {
+			mag := math.Pow(10, math.Floor(math.Log10(span/float64(maxTicks))))
+			for _, m := range []float64{1, 2, 2.5, 5, 10} {
+				step = m * mag
+				if span/step <= float64(maxTicks) {
+					break
+				}
+			}
+		}
+		var ts []plot.Tick
+		first := math.Ceil(lo/step-1e-9) * step
+		for i := 0; ; i++ {
+			v := first + float64(i)*step
+			if v > hi+step*1e-9 {
+				break
+			}
+			ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
+			if m := v + step/2; m < hi {
+				ts = append(ts, plot.Tick{Value: m})
+			}
+		}
+		if clipped {
+			label := "≥" + strconv.FormatFloat(hi, 'f', -1, 64)
+			if n := len(ts); n > 0 && math.Abs(ts[n-1].Value-hi) < step*1e-9 {
+				ts[n-1].Label = label
+			} else {
+				ts = append(ts, plot.Tick{Value: hi, Label: label})
+			}
+		}
+		return ts
+	})
+}
+
+// panel makes an empty plot with the chart's axes and style.
+func (a axes) panel(title string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.Title.TextStyle = textStyle(12, color.Black)
+	p.Title.TextStyle.XAlign, p.Title.TextStyle.YAlign = draw.XCenter, draw.YTop
+	p.Title.Padding = vg.Points(4)
+	for _, ax := range []*plot.Axis{&p.X, &p.Y} {
+		ax.Label.TextStyle = textStyle(11, color.Black)
+		ax.Label.TextStyle.XAlign = draw.XCenter
+		ax.Tick.Label = textStyle(9.5, color.Black)
+		ax.Padding = 0
+		ax.Tick.Length = vg.Points(4)
+	}
+	p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XCenter, draw.YTop
+	p.Y.Tick.Label.XAlign, p.Y.Tick.Label.YAlign = draw.XRight, draw.YCenter
+	p.X.Label.Text = "time since discovery started (s)"
+	p.Y.Label.Text = "RTT (ms)"
+	p.X.Min, p.X.Max = 0, a.xmax
+	p.Y.Min, p.Y.Max = 0, a.ymax
+	p.X.Tick.Marker = ticks(10, false)
+	p.Y.Tick.Marker = ticks(8, a.clipped)
+	grid := plotter.NewGrid()
+	grid.Vertical = draw.LineStyle{Color: color.Gray{Y: 0xe4}, Width: vg.Points(0.5)}
+	grid.Horizontal = grid.Vertical
+	p.Add(grid)
+	return p
+}
+
+// layers collects the plotters of a panel in drawing order: probes under
+// lines, lines under labels.
+type layers struct{ dots, lines, notes []plot.Plotter }
+
+func (l *layers) addTo(p *plot.Plot) {
+	p.Add(l.dots...)
+	p.Add(l.lines...)
+	p.Add(l.notes...)
+}
+
+// radius picks a marker size that keeps a dense run readable.
+func radius(n int) vg.Length {
+	switch {
+	case n <= 2000:
+		return vg.Points(1.5)
+	case n <= 10000:
+		return vg.Points(1.1)
+	}
+	return vg.Points(0.8)
+}
+
+// series adds series s, the i-th of the chart, to l and its legend entries
+// to leg. stops counts the auto-stop labels already in the panel, so that
+// they do not overlap.
+func (a axes) series(l *layers, leg *plot.Legend, s Series, i int, stops *int) {
+	h := hueOf(i)
+	var byPhase [4][]xy
+	var lost, over []xy
+	for _, p := range s.Probes {
+		x := p.At.Seconds()
+		switch {
+		case !p.Answered:
+			lost = append(lost, xy{x, a.ymax})
+		case ms(p.RTT) > a.ymax:
+			over = append(over, xy{x, a.ymax})
+		case int(p.Phase) < len(byPhase):
+			byPhase[p.Phase] = append(byPhase[p.Phase], xy{x, ms(p.RTT)})
+		}
+	}
+	r := radius(len(s.Probes))
+	name := s.Name
+	if name == "" {
+		name = fmt.Sprintf("series %d", i+1)
+	}
+	add := func(pts []xy, sh shape, r vg.Length, c color.Color, what string) {
+		if len(pts) == 0 {
+			return
+		}
+		m := &marks{pts: pts, shape: sh, r: r, color: c}
+		l.dots = append(l.dots, m)
+		leg.Add(fmt.Sprintf("%s: %s (%d)", name, what, len(pts)), m)
+	}
+	add(byPhase[Conventional], disc, r, alpha(h.light, 0xb0), "probes")
+	add(byPhase[Reordered], disc, r, alpha(h.light, 0xb0), "re-ordered probes")
+	add(byPhase[Calibrate], triangle, max(r, vg.Points(2.2)), h.dark, "calibration probes")
+	add(byPhase[Split], diamond, max(r, vg.Points(2.2)), h.dark, "split probes")
+	add(over, caret, max(r, vg.Points(2)), h.dark, "RTT above axis, at top")
+	add(lost, cross, max(r, vg.Points(1.6)), alpha(h.dark, 0x90), "no reply, at top")
+
+	if len(s.Bottom) > 0 {
+		pts := make([]xy, len(s.Bottom))
+		for j, b := range s.Bottom {
+			pts[j] = xy{b.At.Seconds(), min(ms(b.RTT), a.ymax)}
+		}
+		line := &polyline{pts: pts, style: draw.LineStyle{Color: h.dark, Width: vg.Points(1.6)}}
+		l.lines = append(l.lines, line)
+		leg.Add(name+": RTTbottom", line)
+	}
+	if s.StopAt > 0 {
+		x := s.StopAt.Seconds()
+		line := &polyline{
+			pts:   []xy{{x, 0}, {x, a.ymax}},
+			style: draw.LineStyle{Color: h.dark, Width: vg.Points(1.6), Dashes: []vg.Length{vg.Points(6), vg.Points(2)}},
+		}
+		l.lines = append(l.lines, line)
+		leg.Add(name+": auto-stop at "+fmtSec(s.StopAt), line)
+		sty := textStyle(10, h.dark)
+		sty.YAlign = draw.YTop
+		dx := vg.Points(4)
+		if x > 0.75*a.xmax {
+			sty.XAlign, dx = draw.XRight, -dx
+		}
+		dy := -vg.Points(4) - vg.Length(*stops)*vg.Points(14)
+		*stops++
+		l.notes = append(l.notes, &note{x: x, y: a.ymax, dx: dx, dy: dy, text: "auto-stop " + fmtSec(s.StopAt), style: sty})
+	}
+}
+
+// stopRTT adds the RTTstop line to l, and to leg when it is not nil.
+func (a axes) stopRTT(l *layers, leg *plot.Legend, rtt time.Duration) {
+	if rtt == 0 || ms(rtt) > a.ymax {
+		return
+	}
+	y := ms(rtt)
+	line := &polyline{
+		pts:   []xy{{0, y}, {a.xmax, y}},
+		style: draw.LineStyle{Color: color.Gray{Y: 0x20}, Width: vg.Points(1.1), Dashes: []vg.Length{vg.Points(4), vg.Points(3)}},
+	}
+	l.lines = append(l.lines, line)
+	label := rttStop + " " + fmtMs(rtt)
+	if leg != nil {
+		leg.Add(label, line)
+	}
+	sty := textStyle(10, color.Gray{Y: 0x20})
+	sty.XAlign, sty.YAlign = draw.XRight, draw.YBottom
+	l.notes = append(l.notes, &note{x: a.xmax, y: y, dx: -vg.Points(4), dy: vg.Points(4), text: label, style: sty})
+}
+
+// draw renders the chart on dc.
+func (c *Chart) draw(dc draw.Canvas) {
+	dc.SetColor(color.White)
+	dc.Fill(dc.Rectangle.Path())
+	margin := vg.Points(8)
+	dc = draw.Crop(dc, margin, -margin, margin, -margin)
+
+	if c.Title != "" {
+		sty := textStyle(14, color.Black)
+		sty.XAlign, sty.YAlign = draw.XCenter, draw.YTop
+		dc.FillText(sty, vg.Point{X: (dc.Min.X + dc.Max.X) / 2, Y: dc.Max.Y}, c.Title)
+		dc = draw.Crop(dc, 0, 0, 0, -sty.Rectangle(c.Title).Size().Y-vg.Points(6))
+	}
+
+	a := c.axes()
+	leg := plot.NewLegend()
+	leg.TextStyle = textStyle(10, color.Black)
+	leg.Top, leg.Left = true, true
+	leg.Padding = vg.Points(3)
+	leg.ThumbnailWidth = vg.Points(18)
+
+	var panels []*plot.Plot
+	switch {
+	case c.Layout == SideBySide && len(c.Series) > 1:
+		for i, s := range c.Series {
+			p := a.panel(s.Name)
+			var l layers
+			stops := 0
+			a.series(&l, &leg, s, i, &stops)
+			if i == 0 {
+				a.stopRTT(&l, &leg, c.StopRTT)
+			} else {
+				a.stopRTT(&l, nil, c.StopRTT)
+			}
+			l.addTo(p)
+			panels = append(panels, p)
+		}
+	default:
+		p := a.panel("")
+		var l layers
+		stops := 0
+		for i, s := range c.Series {
+			a.series(&l, &leg, s, i, &stops)
+		}
+		a.stopRTT(&l, &leg, c.StopRTT)
+		l.addTo(p)
+		panels = append(panels, p)
+	}
+
+	// The legend takes a column on the right, as wide as its longest entry.
+	legW := leg.Rectangle(dc).Size().X + vg.Points(10)
+	legW = min(legW, (dc.Max.X-dc.Min.X)/2)
+	area := draw.Crop(dc, 0, -legW, 0, 0)
+	legArea := draw.Crop(dc, dc.Max.X-dc.Min.X-legW+vg.Points(10), 0, 0, -vg.Points(22))
+	leg.Draw(legArea)
+
+	if len(panels) == 1 {
+		panels[0].Draw(area)
+		return
+	}
+	tiles := draw.Tiles{Rows: 1, Cols: len(panels), PadX: vg.Points(14)}
+	for i, cv := range plot.Align([][]*plot.Plot{panels}, tiles, area)[0] {
+		panels[i].Draw(cv)
+	}
+}
