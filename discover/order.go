@@ -1,0 +1,271 @@
+package discover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/scout-discovery/scout/adaptive"
+	"github.com/scout-discovery/scout/probe"
+)
+
+// Ordered discovery
+//
+// [Discover] probes servers in the order the masters list them, starting
+// while the lists still arrive: conventional discovery, the Enemy
+// Territory client's way. [Ordered] lets an [adaptive.Strategy] choose the
+// order instead (Armitage's Algorithms 1 and 2, or the oracle). Adaptive
+// ordering clusters the whole list before its first probe (step 2 needs
+// every server's country, and step 4 a sample of every cluster), so
+// Ordered first collects every master's list to its end, then probes: it
+// gives up the overlap of listing and probing that conventional discovery
+// has, and wins it back, on a far client, by stopping early.
+//
+// The prober's window is kept full from the strategy: a target is handed
+// to the probe engine only when fewer than Window targets are open, so
+// the strategy decides each probe as late as the window allows, with every
+// outcome known so far. Each outcome, answered with its RTT or unanswered
+// after the prober's last timeout, is reported to the strategy's Observe
+// (the planner never times a probe out itself). When the strategy says
+// Done (auto-stop fired, or every server was handed out) no more targets
+// are handed out; the probes in flight still end.
+
+// A Locator geolocates an address for clustering: its country code ("" when
+// unknown) and origin AS (0 when unknown). geo.DB's Lookup, adapted, is one.
+type Locator func(netip.Addr) (country string, asn uint32)
+
+// A Planner builds the strategy that orders a run, given the complete list
+// in master order (each Target's Country and ASN filled by the Locator).
+type Planner func(targets []adaptive.Target) (adaptive.Strategy, error)
+
+// Ordering is what an ordered run did, beyond [Summary].
+type Ordering struct {
+	// Probes are every probe's outcome, in the order they were observed.
+	Probes []Outcome
+	// ProbeStart is when the first probe was handed out, since the start
+	// of the run (the lists took that long).
+	ProbeStart time.Duration
+	// Stopped reports that auto-stop fired; Stop says when and why, and
+	// StopAt is the time since the start of the run at which it fired.
+	Stopped bool
+	Stop    adaptive.StopInfo
+	StopAt  time.Duration
+	// Clusters are the strategy's clusters at the end (none for the
+	// conventional and oracle strategies).
+	Clusters []adaptive.ClusterInfo
+	// Located counts the targets the Locator placed in a country.
+	Located int
+	// Refused counts outcomes the strategy refused (a bug if not 0).
+	Refused int
+}
+
+// Outcome is one probe of a run, for plots and reports.
+type Outcome struct {
+	Addr  netip.AddrPort
+	Phase adaptive.Phase
+	// At is when the answered send left (the result's time minus its
+	// RTT), or when the target was handed out for one that never
+	// answered; since the start of the run.
+	At       time.Duration
+	RTT      time.Duration // 0 when not answered
+	Answered bool
+}
+
+// ErrNoPlanner is returned by Ordered without a Planner.
+var ErrNoPlanner = errors.New("discover: ordered run without a planner")
+
+// Ordered asks cfg.Masters for their lists on masterConn, waits until
+// every list has ended, geolocates every server listed with locate, and
+// probes them from probeConn in the order the strategy plan builds
+// chooses, reporting each event to each (never concurrently). cfg.Extra
+// are appended to the list after the masters' servers. It returns when
+// the strategy has nothing more to send and every probe handed out has
+// ended, or when ctx ends. It must be the only reader of both conns.
+func Ordered(ctx context.Context, masterConn, probeConn probe.Conn, cfg Config, locate Locator, plan Planner, each func(Event)) (Summary, Ordering, error) {
+	start := time.Now()
+	var sum Summary
+	var ord Ordering
+	if plan == nil {
+		return sum, ord, ErrNoPlanner
+	}
+	var mu sync.Mutex // serialises each: the master collector calls it from this goroutine only, but be safe
+	emit := func(e Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		each(e)
+	}
+
+	type listing struct {
+		masters []string
+		dialect probe.Dialect
+	}
+	seen := map[netip.AddrPort]*listing{}
+	var order []netip.AddrPort
+	c := newCollector(cfg)
+	c.list = func(m *collecting, ap netip.AddrPort) {
+		l := seen[ap]
+		again := l != nil
+		if !again {
+			l = &listing{dialect: m.Dialect}
+			seen[ap] = l
+			order = append(order, ap)
+			m.rep.New++
+			sum.Listed++
+		}
+		l.masters = append(l.masters, m.Name)
+		emit(Listed{Addr: ap, Master: m.Name, Again: again})
+	}
+	c.done = func(m *collecting) { emit(MasterDone{m.rep}) }
+	var cerr error
+	if len(c.masters) > 0 {
+		cerr = collect(ctx, masterConn, c)
+	}
+	for _, t := range cfg.Extra {
+		ap := netip.AddrPortFrom(t.Addr.Addr().Unmap(), t.Addr.Port())
+		if seen[ap] == nil {
+			seen[ap] = &listing{dialect: t.Dialect}
+			order = append(order, ap)
+		}
+	}
+	sum.ListsTook = time.Since(start)
+	for _, m := range c.masters {
+		sum.Masters = append(sum.Masters, m.rep)
+	}
+	sum.MasterQueries, sum.MasterBytesOut, sum.MasterBytesIn, sum.Stray = c.sent, c.out, c.in, c.stray
+	finish := func(err error) (Summary, Ordering, error) {
+		sum.Took = time.Since(start)
+		if err != nil {
+			return sum, ord, fmt.Errorf("discover: %w", err)
+		}
+		return sum, ord, nil
+	}
+	if ctx.Err() != nil {
+		return finish(errors.Join(cerr, ctx.Err()))
+	}
+
+	targets := make([]adaptive.Target, len(order))
+	for i, ap := range order {
+		targets[i] = adaptive.Target{Addr: ap}
+		if locate != nil {
+			targets[i].Country, targets[i].ASN = locate(ap.Addr())
+			if targets[i].Country != "" {
+				ord.Located++
+			}
+		}
+	}
+	st, err := plan(targets)
+	if err != nil {
+		return finish(errors.Join(cerr, err))
+	}
+	ord.ProbeStart = time.Since(start)
+
+	firstResult := time.Duration(0)
+	dialect := func(ap netip.AddrPort) probe.Dialect { return seen[ap].dialect }
+	counts, perr := drive(ctx, probeConn, cfg.Prober, st, dialect, func(t adaptive.Target, ph adaptive.Phase, sent time.Time, r probe.Result) {
+		now := time.Now()
+		o := Outcome{Addr: t.Addr, Phase: ph, At: sent.Sub(start), Answered: r.Answered()}
+		if o.Answered {
+			o.RTT = r.RTT
+			o.At = now.Sub(start) - r.RTT
+			if firstResult == 0 {
+				firstResult = now.Sub(start)
+			}
+		}
+		ord.Probes = append(ord.Probes, o)
+		if err := st.Observe(t.Addr, r.RTT, o.Answered); err != nil {
+			ord.Refused++
+		}
+		if !ord.Stopped {
+			if stopped, info := st.Stopped(); stopped {
+				ord.Stopped, ord.Stop, ord.StopAt = true, info, now.Sub(start)
+			}
+		}
+		s := Server{Result: r}
+		if l := seen[t.Addr]; l != nil {
+			s.Masters = append([]string(nil), l.masters...)
+		}
+		emit(Probed{s})
+	})
+	ord.Clusters = st.Clusters()
+	sum.Probe = counts
+	sum.FirstResult = firstResult
+	return finish(errors.Join(cerr, perr))
+}
+
+// newCollector returns a collector of cfg's masters, duplicates dropped;
+// the caller sets list and done.
+func newCollector(cfg Config) *collector {
+	c := &collector{cfg: cfg, byAddr: map[netip.AddrPort]*collecting{}}
+	for _, m := range cfg.Masters {
+		m.Addr = netip.AddrPortFrom(m.Addr.Addr().Unmap(), m.Addr.Port())
+		if c.byAddr[m.Addr] != nil {
+			continue
+		}
+		cm := &collecting{Master: m, index: len(c.masters)}
+		cm.rep = MasterReport{Name: m.Name, Addr: m.Addr, Protocol: m.Protocol.String()}
+		c.masters = append(c.masters, cm)
+		c.byAddr[m.Addr] = cm
+	}
+	return c
+}
+
+// drive probes what st hands out, keeping at most the prober's window of
+// targets open, and calls done (from the prober's goroutine) with each
+// target, its phase, when it was handed out and its result. It returns
+// when st has nothing more to hand out and nothing is open, or ctx ends.
+func drive(ctx context.Context, conn probe.Conn, p probe.Prober, st adaptive.Strategy, dialect func(netip.AddrPort) probe.Dialect,
+	done func(t adaptive.Target, ph adaptive.Phase, sent time.Time, r probe.Result)) (probe.Counts, error) {
+	window := p.Window
+	if window <= 0 {
+		window = probe.DefaultWindow
+	}
+	type handed struct {
+		t    adaptive.Target
+		ph   adaptive.Phase
+		sent time.Time
+	}
+	var out []handed // by the prober's target index: the order handed out
+	open := 0
+	closed := false
+	// in never blocks a send: at most window targets are open, and a target
+	// leaves the channel before its result comes.
+	in := make(chan probe.Target, window)
+	fill := func() {
+		for !closed && open < window {
+			t, ph, ok := st.Next()
+			if !ok {
+				// Waiting with probes open: calibration outcomes are
+				// outstanding, Next is asked again after the next one.
+				// Waiting with nothing open would wait forever: a
+				// strategy that says so is over.
+				if open == 0 {
+					closed = true
+					close(in)
+				}
+				return
+			}
+			out = append(out, handed{t: t, ph: ph, sent: time.Now()})
+			open++
+			in <- probe.Target{Addr: t.Addr, Dialect: dialect(t.Addr)}
+		}
+	}
+	fill()
+	counts, err := p.Stream(ctx, conn, in, func(i int, r probe.Result) {
+		open--
+		if i < len(out) {
+			h := out[i]
+			done(h.t, h.ph, h.sent, r)
+		}
+		if ctx.Err() == nil {
+			fill()
+		}
+	})
+	if !closed {
+		closed = true
+		close(in)
+	}
+	return counts, err
+}

@@ -1,0 +1,130 @@
+package discover
+
+import (
+	"math/rand/v2"
+	"net/netip"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/scout-discovery/scout/adaptive"
+)
+
+// orderedWorld lists near servers (country AU, first octet 60, 30 ms)
+// among far ones (DE and US, 80 and 90, 300 ms), shuffled as a master
+// lists them; silent servers (first octet 100, country NZ) never answer.
+// It returns the addresses in master order and a Locator by first octet.
+func orderedWorld(n *fakeNet, near, far, silent int) ([]netip.AddrPort, Locator) {
+	var all []netip.AddrPort
+	add := func(octet byte, i int, delay time.Duration, answers bool) {
+		ap := netip.AddrPortFrom(netip.AddrFrom4([4]byte{octet, byte(i / 200), byte(i % 200), 1}), 27960)
+		all = append(all, ap)
+		if answers {
+			n.node(ap, q3Server("x", delay))
+		}
+	}
+	for i := range near {
+		add(60, i, 30*time.Millisecond, true)
+	}
+	for i := range far {
+		add(80+10*byte(i%2), i, 300*time.Millisecond, true)
+	}
+	for i := range silent {
+		add(100, i, 0, false)
+	}
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	countries := map[byte]string{60: "AU", 80: "DE", 90: "US", 100: "NZ"}
+	return all, func(a netip.Addr) (string, uint32) { return countries[a.As4()[0]], uint32(a.As4()[0]) }
+}
+
+func paperPlanner(targets []adaptive.Target) (adaptive.Strategy, error) {
+	return adaptive.New(targets, adaptive.Paper(), rand.New(rand.NewPCG(7, 7)))
+}
+
+func TestOrdered_AdaptiveFindsNearServersFirstAndStops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := newNet()
+		all, locate := orderedWorld(n, 40, 400, 5)
+		n.node(masterA, q3Master(100*time.Millisecond, true, all[:200], all[200:]))
+		rec := &recorder{masters: map[string]MasterReport{}, probed: map[netip.AddrPort]Server{}}
+		cfg := Config{Masters: []Master{{Name: "A", Addr: masterA, Request: q3Request(t)}}}
+		cfg.Prober.Timeout, cfg.Prober.Attempts = 500*time.Millisecond, 1
+		sum, ord, err := Ordered(t.Context(), n.conn(), n.conn(), cfg, locate, paperPlanner, rec.each)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Listed != len(all) || ord.Located != len(all) {
+			t.Fatalf("listed %d, located %d, want %d", sum.Listed, ord.Located, len(all))
+		}
+		// Nothing is probed before the list is complete.
+		if ord.ProbeStart < 200*time.Millisecond || sum.ListsTook > ord.ProbeStart {
+			t.Errorf("probing began at %v, lists took %v: want after the list", ord.ProbeStart, sum.ListsTook)
+		}
+		if !ord.Stopped {
+			t.Fatalf("auto-stop did not fire: %d probes", len(ord.Probes))
+		}
+		if ord.Refused != 0 {
+			t.Errorf("%d outcomes refused by the planner", ord.Refused)
+		}
+		if len(ord.Probes) >= len(all) || sum.Probe.Sent != len(ord.Probes) || len(rec.probed) != len(ord.Probes) {
+			t.Errorf("%d probes recorded, %d sent, %d events, of %d servers: want fewer than all", len(ord.Probes), sum.Probe.Sent, len(rec.probed), len(all))
+		}
+		nearFound := 0
+		for _, o := range ord.Probes {
+			if o.Answered && o.RTT < 200*time.Millisecond {
+				nearFound++
+				if o.At > ord.StopAt {
+					t.Errorf("near server %v probed at %v, after auto-stop at %v", o.Addr, o.At, ord.StopAt)
+				}
+			}
+		}
+		t.Logf("%d probes of %d servers, auto-stop at %v (%+v), %d clusters", len(ord.Probes), len(all), ord.StopAt, ord.Stop, len(ord.Clusters))
+		if nearFound != 40 {
+			t.Errorf("found %d near servers, want 40", nearFound)
+		}
+		if sum.Probe.PeakInFlight > 16 {
+			t.Errorf("peak in flight %d, want at most the window (16)", sum.Probe.PeakInFlight)
+		}
+		if len(ord.Clusters) < 3 {
+			t.Errorf("%d clusters, want one per country at least", len(ord.Clusters))
+		}
+	})
+}
+
+func TestOrdered_ConventionalProbesEveryServerInMasterOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := newNet()
+		all, locate := orderedWorld(n, 5, 30, 3)
+		n.node(masterA, q3Master(10*time.Millisecond, true, all))
+		rec := &recorder{masters: map[string]MasterReport{}, probed: map[netip.AddrPort]Server{}}
+		cfg := Config{Masters: []Master{{Name: "A", Addr: masterA, Request: q3Request(t)}}}
+		cfg.Prober.Timeout, cfg.Prober.Attempts, cfg.Prober.Window = 500*time.Millisecond, 2, 1
+		conventional := func(ts []adaptive.Target) (adaptive.Strategy, error) { return adaptive.NewConventional(ts) }
+		_, ord, err := Ordered(t.Context(), n.conn(), n.conn(), cfg, locate, conventional, rec.each)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ord.Probes) != len(all) || ord.Stopped || ord.Refused != 0 {
+			t.Fatalf("%d probes (want %d), stopped %v, refused %d", len(ord.Probes), len(all), ord.Stopped, ord.Refused)
+		}
+		silent := 0
+		for i, o := range ord.Probes {
+			if o.Addr != all[i] {
+				t.Fatalf("probe %d to %v, want %v (window 1: master order)", i, o.Addr, all[i])
+			}
+			if !o.Answered {
+				silent++
+			}
+		}
+		if silent != 3 {
+			t.Errorf("%d unanswered, want the 3 silent servers", silent)
+		}
+	})
+}
+
+func TestOrdered_WithoutPlannerFails(t *testing.T) {
+	n := newNet()
+	if _, _, err := Ordered(t.Context(), n.conn(), n.conn(), Config{}, nil, nil, func(Event) {}); err != ErrNoPlanner {
+		t.Fatalf("err %v, want ErrNoPlanner", err)
+	}
+}
