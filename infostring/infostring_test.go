@@ -163,6 +163,8 @@ func TestParse_Hostile(t *testing.T) {
 		{"newline in key", "\\a\\1\\b\ny\\2", 1, ErrMalformed},
 		{"only a separator", `\`, 0, nil},
 		{"two separators", `\\`, 0, ErrMalformed},
+		{"wrong separator slash", `/a/1/b/2`, 0, ErrMalformed},
+		{"wrong separator semicolon", `\a\1;b\2`, 1, ErrMalformed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -172,6 +174,26 @@ func TestParse_Hostile(t *testing.T) {
 			}
 			if len(info) != tt.keep {
 				t.Errorf("kept %d pairs (%v), want %d", len(info), info, tt.keep)
+			}
+		})
+	}
+}
+
+// Overlong keys and values: Parse keeps them exactly (lenient in), and
+// Validate refuses them against the engine's limits (strict out).
+func TestParse_OverlongKeptValidateRefuses(t *testing.T) {
+	long := strings.Repeat("k", MaxBigInfoString+1)
+	for _, tt := range []struct{ name, in, key, value string }{
+		{"overlong key", `\` + long + `\v`, long, "v"},
+		{"overlong value", `\k\` + long, "k", long},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			info, err := Parse(tt.in)
+			if err != nil || len(info) != 1 || info[0].Key != tt.key || info[0].Value != tt.value {
+				t.Fatalf("Parse kept %d pairs, %v; want the one pair as sent", len(info), err)
+			}
+			if err := info.Validate(MaxBigInfoString); !errors.Is(err, ErrTooLong) {
+				t.Fatalf("Validate(MaxBigInfoString) = %v, want ErrTooLong", err)
 			}
 		})
 	}
@@ -193,6 +215,7 @@ func TestValidate(t *testing.T) {
 		{"DEL", Info{{"a", "x\x7f"}}, 0, ErrInvalid},
 		{"empty key", Info{{"", "x"}}, 0, ErrInvalid},
 		{"overlong value", Info{{"k", long}}, MaxInfoString, ErrTooLong},
+		{"overlong key", Info{{long, "v"}}, MaxInfoString, ErrTooLong},
 		{"overlong fits big", Info{{"k", long}}, MaxBigInfoString, nil},
 		{"no limit", Info{{"k", long + long}}, 0, nil},
 	}
