@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -132,8 +133,12 @@ func TestTruncatedPrefixes(t *testing.T) {
 	for name, m := range msgs {
 		inputs[name] = mustEncode(t, m)
 	}
-	for _, f := range []string{"qstat_req_gs4_challenge.hex", "gamedig_req_ut3_challenge.hex"} {
-		inputs[f] = xxd.ReadFile(t, "testdata/"+f)
+	files, err := filepath.Glob("testdata/*.hex") // every vector and golden
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no vectors in testdata: %v", err)
+	}
+	for _, f := range files {
+		inputs[filepath.Base(f)] = xxd.ReadFile(t, f)
 	}
 	for name, b := range inputs {
 		full, err := Parse(b)
