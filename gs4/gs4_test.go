@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/scout-discovery/scout/internal/xxd"
@@ -197,6 +198,9 @@ func TestHostile(t *testing.T) {
 		{"unknown first byte", "\xff\xff\xff\xffgetinfo", ErrNotGS4},
 		{"bad section id", hdr + "\x03abc\x00", ErrBadSection},
 		{"key without value", hdr + "\x00hostname\x00", ErrTruncated},
+		{"overlong key to the end of the packet", hdr + "\x00" + strings.Repeat("k", 1400), ErrTruncated},
+		{"overlong value to the end of the packet", hdr + "\x00hostname\x00" + strings.Repeat("v", 1400), ErrTruncated},
+		{"wrong separator between key and value", hdr + "\x00hostname\\x\x00\x00", ErrTruncated},
 		{"key/values without terminator", hdr + "\x00hostname\x00x\x00", ErrTruncated},
 		{"field without offset", hdr + "\x01player_\x00", ErrTruncated},
 		{"column without terminator", hdr + "\x01player_\x00\x00Alice\x00", ErrTruncated},

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/scout-discovery/scout/internal/xxd"
@@ -172,6 +173,9 @@ func TestHostile(t *testing.T) {
 		{"seed IPv6", "1\xff[::1]:0\x00\x00", ErrMalformed},
 		{"bytes after filter", "1\xff0.0.0.0:0\x00\x00junk", ErrMalformed},
 		{"filter unterminated", "1\xff0.0.0.0:0\x00\\appid\\240", ErrTruncated},
+		{"filter overlong", "1\xff0.0.0.0:0\x00" + strings.Repeat("\\appid\\240", MaxFilterLen/10+1) + "\x00", ErrMalformed},
+		{"seed overlong", "1\xff" + strings.Repeat("9", 4096) + "\x00\x00", ErrMalformed},
+		{"seed with wrong separator", "1\xff0.0.0.0;0\x00\x00", ErrMalformed},
 		{"a2s header", "\xff\xff\xff\xffI\x11", ErrNotSteamMaster},
 		{"reply wrong second byte", "\xff\xff\xff\xfff\x0b", ErrNotSteamMaster},
 		{"reply half entry", "\xff\xff\xff\xfff\n\x7f\x00\x00", ErrTruncated},
@@ -185,6 +189,7 @@ func TestHostile(t *testing.T) {
 	for _, m := range []Message{
 		Query{Seed: netip.MustParseAddrPort("[::1]:1")},
 		Query{Seed: FirstSeed(), Filter: "a\x00b"},
+		Query{Seed: FirstSeed(), Filter: strings.Repeat("f", MaxFilterLen+1)},
 		Reply{Servers: []netip.AddrPort{FirstSeed()}},
 		Reply{Servers: []netip.AddrPort{netip.MustParseAddrPort("[2001:db8::1]:1")}},
 	} {
