@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -206,7 +207,7 @@ func TestRun_LostPacketsCounted(t *testing.T) {
 	}
 }
 
-func TestRun_LostEndMarkerIsUnanswered(t *testing.T) {
+func TestRun_NoReplyIsSilent(t *testing.T) {
 	silent := startFakeMaster(t, func(int, int) bool { return true })
 	q, _ := q3.GetServers{Protocol: 68, Empty: true, Full: true}.AppendBinary(nil)
 	r, err := Run(context.Background(), Config{
@@ -216,7 +217,28 @@ func TestRun_LostEndMarkerIsUnanswered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Requests != 4 || r.Unanswered != 4 || r.Complete != 0 {
+	if r.Requests != 4 || r.Unanswered != 4 || r.Silent != 4 || r.Complete != 0 || r.LostPackets != 0 {
+		t.Errorf("result %+v", r)
+	}
+}
+
+func TestRun_LostEndMarkerIsUnansweredWithLostPackets(t *testing.T) {
+	// Once the fleet is listed, the last packet (the one with EOT) of every
+	// answer is lost.
+	var armed atomic.Bool
+	_, master := populated(t, 400, "127.97.0.1", func(packet, of int) bool { return armed.Load() && packet == of-1 })
+	armed.Store(true)
+	q, _ := q3.GetServers{Protocol: 68, Empty: true, Full: true}.AppendBinary(nil)
+	r, err := Run(context.Background(), Config{
+		Master: master, Query: q, Expect: 400, Sources: 2, SourceBase: netip.MustParseAddr("127.97.100.1"),
+		Outstanding: 2, MaxRequests: 4, Duration: time.Minute, Timeout: 20 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No answer completes, so there is no packet count of a complete
+	// answer to count lost packets against; the missing servers are exact.
+	if r.Unanswered != 4 || r.Silent != 0 || r.MissingEntries != 4*10 || r.Packets != 8 {
 		t.Errorf("result %+v", r)
 	}
 }

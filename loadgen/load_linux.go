@@ -91,6 +91,7 @@ type Result struct {
 	Complete   int           `json:"complete"`    // answers with EOT and every server
 	Incomplete int           `json:"incomplete"`  // answers with EOT but servers missing
 	Unanswered int           `json:"unanswered"`  // no EOT within Timeout
+	Silent     int           `json:"silent"`      // of those, no reply packet at all (refused, or lost whole)
 	Packets    uint64        `json:"packets"`     // reply datagrams received
 	Bytes      uint64        `json:"bytes"`       // their UDP payload bytes
 	Stray      uint64        `json:"stray"`       // datagrams that were not a list from the master, or after the last request's answer
@@ -98,8 +99,9 @@ type Result struct {
 	// PacketsPerAnswer and BytesPerAnswer are those of a complete answer.
 	PacketsPerAnswer int `json:"packets_per_answer"`
 	BytesPerAnswer   int `json:"bytes_per_answer"`
-	// LostPackets is, over every answer that was not complete, the packets
-	// of a complete answer it lacked; MissingEntries the servers it lacked.
+	// LostPackets is, over every answer that began arriving but was not
+	// complete, the packets of a complete answer it lacked; MissingEntries
+	// the servers it lacked. Silent requests are not in them.
 	LostPackets    int `json:"lost_packets"`
 	MissingEntries int `json:"missing_entries"`
 	// Checked answers were decoded in full and compared with Want;
@@ -237,10 +239,16 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			res.Incomplete++
 			res.MissingEntries += max(0, cfg.Expect-s.entries)
 			shortfalls = append(shortfalls, s.packets)
-		default:
+		case s.packets > 0:
+			// Began arriving, never ended: the EOT packet or more was lost.
 			res.Unanswered++
 			res.MissingEntries += max(0, cfg.Expect-s.entries)
 			shortfalls = append(shortfalls, s.packets)
+		default:
+			// Nothing came back: refused (flood protection, byte budget)
+			// or lost whole; counted apart from lost packets.
+			res.Unanswered++
+			res.Silent++
 		}
 		if s.check {
 			res.Checked++
@@ -276,7 +284,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			lastExpiry = now
 			for i := range srcs {
 				s := &srcs[i]
-				for len(s.sent) > 0 && now.Sub(s.sent[0]) > cfg.Timeout {
+				// An answer already arriving gets twice the time, so a
+				// give-up does not cut it in two.
+				for len(s.sent) > 0 && (s.packets == 0 && now.Sub(s.sent[0]) > cfg.Timeout || now.Sub(s.sent[0]) > 2*cfg.Timeout) {
 					finish(s, now, false)
 				}
 			}

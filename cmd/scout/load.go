@@ -32,6 +32,9 @@ the list request for --duration from --sources sockets on distinct
 127.x.y.z addresses: closed-loop with --outstanding requests in flight, or
 open-loop at --rate requests per second. Every answer is checked (EOT and
 all servers; every 1000th decoded in full and compared with the fleet).
+"unansw" counts requests without an EOT within --timeout, "silent" those
+of them that got no packet at all (refused by flood protection or a byte
+budget); "lost" counts the packets missing from answers that did arrive.
 
 Targets: --target NAME=ADDR:PORT[@PID], several allowed. With
 --exec NAME=COMMAND the command (split on spaces; prefix "taskset -c 0" to
@@ -222,10 +225,10 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	results := make(map[string][]loadgen.Result)
 	// Runs are printed as they end, so the columns have fixed widths.
-	const runFormat = "%3v %-10.10s %9v %9v %7v %7v %7v %7v %8v %6v %6v %6v %7v %7v\n"
+	const runFormat = "%3v %-10.10s %9v %9v %7v %7v %7v %7v %8v %6v %6v %6v %6v %7v %7v\n"
 	if !*asJSON {
 		fmt.Fprintf(stdout, runFormat, "run", "target", "answers/s", "cpu ms/a", "mstr %", "load %", "pkts/a", "bytes/a",
-			"complete", "incmpl", "unansw", "lost", "p50 ms", "p99 ms")
+			"complete", "incmpl", "unansw", "silent", "lost", "p50 ms", "p99 ms")
 	}
 	enc := json.NewEncoder(stdout)
 	for run := 1; run <= *runs; run++ {
@@ -256,7 +259,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			fmt.Fprintf(stdout, runFormat, run, t.name, fmt.Sprintf("%.0f", r.AnswersPerSecond()), cpuMS(r, t.pid),
 				cpuPct(r.MasterCPU, r.Elapsed, t.pid), fmt.Sprintf("%.0f", 100*r.LoadCPU.Seconds()/r.Elapsed.Seconds()),
-				r.PacketsPerAnswer, r.BytesPerAnswer, r.Complete, r.Incomplete, r.Unanswered, r.LostPackets,
+				r.PacketsPerAnswer, r.BytesPerAnswer, r.Complete, r.Incomplete, r.Unanswered, r.Silent, r.LostPackets,
 				fmt.Sprintf("%.2f", ms(r.LatencyP50)), fmt.Sprintf("%.2f", ms(r.LatencyP99)))
 		}
 		if ctx.Err() != nil {
@@ -339,6 +342,7 @@ type summary struct {
 	LostPackets      int     `json:"lost_packets_total"`
 	Incomplete       int     `json:"incomplete_total"`
 	Unanswered       int     `json:"unanswered_total"`
+	Silent           int     `json:"silent_total"`
 	CheckFailed      int     `json:"check_failed_total"`
 	RSSPerServer     float64 `json:"rss_bytes_per_server,omitempty"`
 	RSSBefore        int64   `json:"rss_bytes_before,omitempty"`
@@ -371,6 +375,7 @@ func summarize(t *loadTarget, rs []loadgen.Result, servers int) summary {
 		s.LostPackets += r.LostPackets
 		s.Incomplete += r.Incomplete
 		s.Unanswered += r.Unanswered
+		s.Silent += r.Silent
 		s.CheckFailed += r.CheckFailed
 	}
 	s.AnswersPerSecond, s.CPUPerAnswerMS = median(aps), median(cpu)
@@ -397,7 +402,7 @@ func printSummary(w io.Writer, targets []*loadTarget, results map[string][]loadg
 	} else {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "target\truns\tanswers/s median\t(min-max)\tcpu ms/answer median\tpackets/answer\tbytes/answer\tlost pkts\tincomplete\tunanswered\tcheck failed\tRSS bytes/server\t")
+		fmt.Fprintln(tw, "target\truns\tanswers/s median\t(min-max)\tcpu ms/answer median\tpackets/answer\tbytes/answer\tlost pkts\tincomplete\tunanswered\tsilent\tcheck failed\tRSS bytes/server\t")
 		for _, s := range sums {
 			cpu, rss := "-", "-"
 			if s.CPUPerAnswerMS > 0 {
@@ -406,9 +411,9 @@ func printSummary(w io.Writer, targets []*loadTarget, results map[string][]loadg
 			if s.RSSPerServer != 0 {
 				rss = fmt.Sprintf("%.0f", s.RSSPerServer)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%.0f\t(%.0f-%.0f)\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", s.Target, s.Runs,
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t(%.0f-%.0f)\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", s.Target, s.Runs,
 				s.AnswersPerSecond, s.AnswersMin, s.AnswersMax, cpu, s.PacketsPerAnswer, s.BytesPerAnswer,
-				s.LostPackets, s.Incomplete, s.Unanswered, s.CheckFailed, rss)
+				s.LostPackets, s.Incomplete, s.Unanswered, s.Silent, s.CheckFailed, rss)
 		}
 		tw.Flush()
 		if len(sums) > 1 && sums[0].AnswersPerSecond > 0 {
