@@ -308,6 +308,13 @@ func TestWrite_Samples(t *testing.T) {
 			t.Fatalf("%s: %v", file, err)
 		}
 	}
+	if *outDir != "" {
+		bc, ba := synthetic(1, 50000, 4*ms1)
+		c := Chart{Title: "Synthetic test data: 50,000 servers", Layout: SideBySide, StopRTT: 200 * ms1, Series: []Series{bc, ba}}
+		if err := Write(filepath.Join(dir, "50k.png"), c); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if adap.StopAt == 0 || adap.StopAt >= conv.Probes[len(conv.Probes)-1].At {
 		t.Errorf("the synthetic far client should auto-stop before the conventional run ends; stopped at %v", adap.StopAt)
 	}

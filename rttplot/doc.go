@@ -23,13 +23,15 @@
 //     playable one, and a run that loses many probes should look like it.
 //     Answered RTTs above [Chart].MaxRTT are pinned to the top edge with
 //     their own marker, and the top tick is then labelled "≥" its value.
-//   - [Series].Bottom as a line (see [Bottom]); where the percentile falls on
-//     an unanswered probe the line runs along the top edge.
+//   - [Series].Bottom as a step line (each value holds until the next probe;
+//     see [Bottom]); where the percentile falls on an unanswered probe the
+//     line runs along the top edge.
 //   - [Chart].StopRTT as a dashed horizontal line labelled "RTTstop".
 //   - [Series].StopAt as a vertical line labelled "auto-stop" and the time.
 //
 // Every series has its own colour. [Overlay] draws all series in one panel;
 // [SideBySide] draws one panel per series, left to right, on the same axes,
 // so a run that finishes sooner ends further left. The legend sits to the
-// right of the panels.
+// right of the panels, or under them, one column per series, when the chart
+// is too narrow for that; every entry gives its count of probes.
 package rttplot

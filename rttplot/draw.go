@@ -157,8 +157,6 @@ func (a axes) panel(title string) *plot.Plot {
 	p.Y.Label.Text = "RTT (ms)"
 	p.X.Min, p.X.Max = 0, a.xmax
 	p.Y.Min, p.Y.Max = 0, a.ymax
-	p.X.Tick.Marker = ticks(10, false)
-	p.Y.Tick.Marker = ticks(8, a.clipped)
 	grid := plotter.NewGrid()
 	grid.Vertical = draw.LineStyle{Color: color.Gray{Y: 0xe4}, Width: vg.Points(0.5)}
 	grid.Horizontal = grid.Vertical
@@ -187,10 +185,23 @@ func radius(n int) vg.Length {
 	return vg.Points(0.8)
 }
 
+// accent is the size of the markers that stand out (calibration and split
+// probes, RTTs above the axis): large while there are few of them, smaller
+// when there are so many that large ones would merge into a blot.
+func accent(n int) vg.Length {
+	switch {
+	case n <= 500:
+		return vg.Points(2.2)
+	case n <= 3000:
+		return vg.Points(1.6)
+	}
+	return vg.Points(1.2)
+}
+
 // series adds series s, the i-th of the chart, to l and its legend entries
 // to leg. stops counts the auto-stop labels already in the panel, so that
 // they do not overlap.
-func (a axes) series(l *layers, leg *plot.Legend, s Series, i int, stops *int) {
+func (a axes) series(l *layers, leg *legend, s Series, i int, stops *int) {
 	h := hueOf(i)
 	var byPhase [4][]xy
 	var lost, over []xy
@@ -216,13 +227,13 @@ func (a axes) series(l *layers, leg *plot.Legend, s Series, i int, stops *int) {
 		}
 		m := &marks{pts: pts, shape: sh, r: r, color: c}
 		l.dots = append(l.dots, m)
-		leg.Add(fmt.Sprintf("%s: %s (%d)", name, what, len(pts)), m)
+		leg.add(fmt.Sprintf("%s: %s (%d)", name, what, len(pts)), m)
 	}
 	add(byPhase[Conventional], disc, r, alpha(h.light, 0xb0), "probes")
 	add(byPhase[Reordered], disc, r, alpha(h.light, 0xb0), "re-ordered probes")
-	add(byPhase[Calibrate], triangle, max(r, vg.Points(2.2)), h.dark, "calibration probes")
-	add(byPhase[Split], diamond, max(r, vg.Points(2.2)), h.dark, "split probes")
-	add(over, caret, max(r, vg.Points(2)), h.dark, "RTT above axis, at top")
+	add(byPhase[Calibrate], triangle, accent(len(byPhase[Calibrate])), h.dark, "calibration probes")
+	add(byPhase[Split], diamond, accent(len(byPhase[Split])), h.dark, "split probes")
+	add(over, caret, accent(len(over)), h.dark, "RTT above axis, at top")
 	add(lost, cross, max(r, vg.Points(1.6)), alpha(h.dark, 0x90), "no reply, at top")
 
 	if len(s.Bottom) > 0 {
@@ -230,9 +241,9 @@ func (a axes) series(l *layers, leg *plot.Legend, s Series, i int, stops *int) {
 		for j, b := range s.Bottom {
 			pts[j] = xy{b.At.Seconds(), min(ms(b.RTT), a.ymax)}
 		}
-		line := &polyline{pts: pts, style: draw.LineStyle{Color: h.dark, Width: vg.Points(1.6)}}
+		line := &polyline{pts: pts, steps: true, style: draw.LineStyle{Color: h.dark, Width: vg.Points(1.6)}}
 		l.lines = append(l.lines, line)
-		leg.Add(name+": RTTbottom", line)
+		leg.add(name+": RTTbottom", line)
 	}
 	if s.StopAt > 0 {
 		x := s.StopAt.Seconds()
@@ -241,7 +252,7 @@ func (a axes) series(l *layers, leg *plot.Legend, s Series, i int, stops *int) {
 			style: draw.LineStyle{Color: h.dark, Width: vg.Points(1.6), Dashes: []vg.Length{vg.Points(6), vg.Points(2)}},
 		}
 		l.lines = append(l.lines, line)
-		leg.Add(name+": auto-stop at "+fmtSec(s.StopAt), line)
+		leg.add(name+": auto-stop at "+fmtSec(s.StopAt), line)
 		sty := textStyle(10, h.dark)
 		sty.YAlign = draw.YTop
 		dx := vg.Points(4)
@@ -255,7 +266,7 @@ func (a axes) series(l *layers, leg *plot.Legend, s Series, i int, stops *int) {
 }
 
 // stopRTT adds the RTTstop line to l, and to leg when it is not nil.
-func (a axes) stopRTT(l *layers, leg *plot.Legend, rtt time.Duration) {
+func (a axes) stopRTT(l *layers, leg *legend, rtt time.Duration) {
 	if rtt == 0 || ms(rtt) > a.ymax {
 		return
 	}
@@ -267,7 +278,7 @@ func (a axes) stopRTT(l *layers, leg *plot.Legend, rtt time.Duration) {
 	l.lines = append(l.lines, line)
 	label := rttStop + " " + fmtMs(rtt)
 	if leg != nil {
-		leg.Add(label, line)
+		leg.add(label, line)
 	}
 	sty := textStyle(10, color.Gray{Y: 0x20})
 	sty.XAlign, sty.YAlign = draw.XRight, draw.YBottom
@@ -289,12 +300,7 @@ func (c *Chart) draw(dc draw.Canvas) {
 	}
 
 	a := c.axes()
-	leg := plot.NewLegend()
-	leg.TextStyle = textStyle(10, color.Black)
-	leg.Top, leg.Left = true, true
-	leg.Padding = vg.Points(3)
-	leg.ThumbnailWidth = vg.Points(18)
-
+	var leg legend
 	var panels []*plot.Plot
 	switch {
 	case c.Layout == SideBySide && len(c.Series) > 1:
@@ -302,6 +308,7 @@ func (c *Chart) draw(dc draw.Canvas) {
 			p := a.panel(s.Name)
 			var l layers
 			stops := 0
+			leg.group = i
 			a.series(&l, &leg, s, i, &stops)
 			if i == 0 {
 				a.stopRTT(&l, &leg, c.StopRTT)
@@ -316,6 +323,7 @@ func (c *Chart) draw(dc draw.Canvas) {
 		var l layers
 		stops := 0
 		for i, s := range c.Series {
+			leg.group = i
 			a.series(&l, &leg, s, i, &stops)
 		}
 		a.stopRTT(&l, &leg, c.StopRTT)
@@ -323,12 +331,40 @@ func (c *Chart) draw(dc draw.Canvas) {
 		panels = append(panels, p)
 	}
 
-	// The legend takes a column on the right, as wide as its longest entry.
-	legW := leg.Rectangle(dc).Size().X + vg.Points(10)
-	legW = min(legW, (dc.Max.X-dc.Min.X)/2)
-	area := draw.Crop(dc, 0, -legW, 0, 0)
-	legArea := draw.Crop(dc, dc.Max.X-dc.Min.X-legW+vg.Points(10), 0, 0, -vg.Points(22))
-	leg.Draw(legArea)
+	// The legend takes a column on the right, as wide as its longest entry,
+	// when that leaves the panels most of the width; otherwise it goes
+	// under them, one column per series.
+	width := dc.Max.X - dc.Min.X
+	area := dc
+	all := leg.build(-1)
+	if w := all.Rectangle(dc).Size().X + vg.Points(12); w <= 0.34*width {
+		area = draw.Crop(dc, 0, -w, 0, 0)
+		all.Draw(draw.Crop(dc, width-w+vg.Points(12), 0, 0, -vg.Points(22)))
+	} else if len(leg.entries) > 0 {
+		var cols []plot.Legend
+		var h vg.Length
+		for g := 0; g <= leg.group; g++ {
+			col := leg.build(g)
+			cols = append(cols, col)
+			h = max(h, col.Rectangle(dc).Size().Y)
+		}
+		h += vg.Points(8)
+		area = draw.Crop(dc, 0, 0, h, 0)
+		x := vg.Points(24)
+		for _, col := range cols {
+			col.Draw(draw.Crop(dc, x, 0, 0, -(dc.Max.Y-dc.Min.Y)+h-vg.Points(4)))
+			x += col.Rectangle(dc).Size().X + vg.Points(24)
+		}
+	}
+
+	// As many ticks as fit.
+	panelW := (area.Max.X - area.Min.X) / vg.Length(len(panels))
+	xt := min(max(int(panelW/vg.Points(45)), 3), 10)
+	yt := min(max(int((area.Max.Y-area.Min.Y)/vg.Points(30)), 3), 8)
+	for _, p := range panels {
+		p.X.Tick.Marker = ticks(xt, false)
+		p.Y.Tick.Marker = ticks(yt, a.clipped)
+	}
 
 	if len(panels) == 1 {
 		panels[0].Draw(area)
@@ -338,4 +374,36 @@ func (c *Chart) draw(dc draw.Canvas) {
 	for i, cv := range plot.Align([][]*plot.Plot{panels}, tiles, area)[0] {
 		panels[i].Draw(cv)
 	}
+}
+
+// legend collects legend entries by group (series), so that they can be
+// laid out in one column or in one column per group.
+type legend struct {
+	entries []legendEntry
+	group   int // the group of the entries added next
+}
+
+type legendEntry struct {
+	text  string
+	thumb plot.Thumbnailer
+	group int
+}
+
+func (l *legend) add(text string, thumb plot.Thumbnailer) {
+	l.entries = append(l.entries, legendEntry{text: text, thumb: thumb, group: l.group})
+}
+
+// build makes a gonum legend of group g's entries, or of all for g < 0.
+func (l *legend) build(g int) plot.Legend {
+	leg := plot.NewLegend()
+	leg.TextStyle = textStyle(10, color.Black)
+	leg.Top, leg.Left = true, true
+	leg.Padding = vg.Points(3)
+	leg.ThumbnailWidth = vg.Points(18)
+	for _, e := range l.entries {
+		if g < 0 || e.group == g {
+			leg.Add(e.text, e.thumb)
+		}
+	}
+	return leg
 }
