@@ -84,13 +84,19 @@ func fuzzBody(f *testing.F, word string) {
 	})
 }
 
-func FuzzParseHeartbeat(f *testing.F)       { fuzzBody(f, cmdHeartbeat) }
-func FuzzParseGetServers(f *testing.F)      { fuzzBody(f, cmdGetServers) }
-func FuzzParseServersResponse(f *testing.F) { fuzzBody(f, cmdGetServersExtResponse) }
-func FuzzParseInfoResponse(f *testing.F)    { fuzzBody(f, cmdInfoResponse) }
-func FuzzParseStatusResponse(f *testing.F)  { fuzzBody(f, cmdStatusResponse) }
-func FuzzParseGetInfo(f *testing.F)         { fuzzBody(f, cmdGetInfo) }
-func FuzzParseChallenge(f *testing.F)       { fuzzBody(f, cmdChallengeResponse) }
-func FuzzParseDPChallenge(f *testing.F)     { fuzzBody(f, cmdChallenge) }
-func FuzzParseMOTD(f *testing.F)            { fuzzBody(f, cmdMOTD) }
-func FuzzParseRegister(f *testing.F)        { fuzzBody(f, cmdRegister) }
+func FuzzParseHeartbeat(f *testing.F)           { fuzzBody(f, cmdHeartbeat) }
+func FuzzParseGetServers(f *testing.F)          { fuzzBody(f, cmdGetServers) }
+func FuzzParseServersResponse(f *testing.F)     { fuzzBody(f, cmdGetServersExtResponse) }
+func FuzzParseInfoResponse(f *testing.F)        { fuzzBody(f, cmdInfoResponse) }
+func FuzzParseStatusResponse(f *testing.F)      { fuzzBody(f, cmdStatusResponse) }
+func FuzzParseGetInfo(f *testing.F)             { fuzzBody(f, cmdGetInfo) }
+func FuzzParseChallenge(f *testing.F)           { fuzzBody(f, cmdChallengeResponse) }
+func FuzzParseDPChallenge(f *testing.F)         { fuzzBody(f, cmdChallenge) }
+func FuzzParseMOTD(f *testing.F)                { fuzzBody(f, cmdMOTD) }
+func FuzzParseRegister(f *testing.F)            { fuzzBody(f, cmdRegister) }
+func FuzzParseGetServersExt(f *testing.F)       { fuzzBody(f, cmdGetServersExt) }
+func FuzzParseServersResponseIPv4(f *testing.F) { fuzzBody(f, cmdGetServersResponse) }
+func FuzzParseGetStatus(f *testing.F)           { fuzzBody(f, cmdGetStatus) }
+func FuzzParseGetChallenge(f *testing.F)        { fuzzBody(f, cmdGetChallenge) }
+func FuzzParsePrint(f *testing.F)               { fuzzBody(f, cmdPrint) }
+func FuzzParseGetMOTD(f *testing.F)             { fuzzBody(f, cmdGetMOTD) }
