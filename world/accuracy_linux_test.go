@@ -3,7 +3,6 @@ package world
 import (
 	"net"
 	"net/netip"
-	"runtime"
 	"slices"
 	"syscall"
 	"testing"
@@ -23,9 +22,7 @@ func TestEmulator_DelayAccuracy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// More Ps than cores: a goroutine that wakes finds a P even when the
-	// threads holding the others have been descheduled by a loaded kernel.
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8))
+	defer TuneRuntime()() // as scout world runs
 	e, stop := startWorld(t, w, Config{RealTime: true})
 	c := timestampingClient(t)
 	table := e.Table()
@@ -90,8 +87,14 @@ func TestEmulator_DelayAccuracy(t *testing.T) {
 	if errs[0] < 0 {
 		t.Errorf("a reply came %v before its injected RTT", -errs[0])
 	}
-	if p99 > 5*time.Millisecond {
-		t.Errorf("p99 RTT error %v, want under 5 ms even on a loaded machine (the target is 1 ms)", p99)
+	// The bounds are loose for a shared 2-core machine at load 5, where a
+	// run's p99 is 40-80 us most of the time and a few ms at worst; a Go
+	// timer alone would put the median near 0.5 ms.
+	if p50 > 300*time.Microsecond {
+		t.Errorf("median RTT error %v, want under 300 us", p50)
+	}
+	if p99 > 20*time.Millisecond {
+		t.Errorf("p99 RTT error %v, want under 20 ms even on a loaded machine (the target is 1 ms)", p99)
 	}
 }
 

@@ -188,7 +188,15 @@ func (e *Emulator) Run(ctx context.Context) error {
 	go func() { rel.run(context.Background()); close(relDone) }()
 
 	readDone := make(chan error, 1)
-	go func() { readDone <- e.socks.readLoop(e.handle) }()
+	go func() {
+		if e.cfg.RealTime {
+			// The reader shares the queue's lock with the releaser: an
+			// ordinary thread descheduled while holding it would hold a
+			// real-time releaser back (priority inversion).
+			lockRealTime()
+		}
+		readDone <- e.socks.readLoop(e.handle)
+	}()
 
 	clockCtx, stopClock := context.WithCancel(ctx)
 	clockDone := make(chan struct{})

@@ -28,6 +28,9 @@ type sockets struct {
 	// stop is a pipe whose read end is in the epoll set; a byte written to
 	// stop[1] ends readLoop.
 	stop [2]int
+	// sa is the destination of send, reused so that sending allocates
+	// nothing; only the releaser goroutine sends.
+	sa syscall.SockaddrInet4
 }
 
 // EpollBatch is how many ready sockets one epoll_wait returns at most.
@@ -175,7 +178,8 @@ func (s *sockets) send(sock int, to netip.AddrPort, b []byte) error {
 	if !to.Addr().Is4() || !to.Addr().IsLoopback() {
 		return errOffLoopback
 	}
-	return syscall.Sendto(s.fds[sock], b, 0, &syscall.SockaddrInet4{Port: int(to.Port()), Addr: to.Addr().As4()})
+	s.sa.Port, s.sa.Addr = int(to.Port()), to.Addr().As4()
+	return syscall.Sendto(s.fds[sock], b, 0, &s.sa)
 }
 
 // close closes every descriptor. Call it once, after readLoop has returned

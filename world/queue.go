@@ -1,7 +1,6 @@
 package world
 
 import (
-	"container/heap"
 	"context"
 	"math"
 	"math/rand/v2"
@@ -9,7 +8,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -22,23 +20,53 @@ type outPacket struct {
 	b    []byte
 }
 
+// packetHeap is a binary min-heap by (due, seq), written out rather than
+// through container/heap so that pushing does not box each packet.
 type packetHeap []outPacket
 
-func (h packetHeap) Len() int { return len(h) }
-func (h packetHeap) Less(i, j int) bool {
+func (h packetHeap) less(i, j int) bool {
 	if c := h[i].due.Compare(h[j].due); c != 0 {
 		return c < 0
 	}
 	return h[i].seq < h[j].seq
 }
-func (h packetHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *packetHeap) Push(x any)   { *h = append(*h, x.(outPacket)) }
-func (h *packetHeap) Pop() any {
-	old := *h
-	p := old[len(old)-1]
-	old[len(old)-1] = outPacket{}
-	*h = old[:len(old)-1]
-	return p
+
+func (h *packetHeap) push(p outPacket) {
+	*h = append(*h, p)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !a.less(i, parent) {
+			break
+		}
+		a[i], a[parent] = a[parent], a[i]
+		i = parent
+	}
+}
+
+func (h *packetHeap) pop() outPacket {
+	a := *h
+	top := a[0]
+	last := len(a) - 1
+	a[0] = a[last]
+	a[last] = outPacket{}
+	a = a[:last]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < len(a) && a.less(l, m) {
+			m = l
+		}
+		if r := l + 1; r < len(a) && a.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
+	return top
 }
 
 // MaxQueued bounds the datagrams waiting for their due time. At 10,000
@@ -67,7 +95,7 @@ func (q *queue) push(p outPacket) bool {
 	}
 	q.seq++
 	p.seq = q.seq
-	heap.Push(&q.h, p)
+	q.h.push(p)
 	head := q.h[0].seq == p.seq
 	q.mu.Unlock()
 	if head {
@@ -98,7 +126,7 @@ func (q *queue) popDue(now time.Time, buf []outPacket) []outPacket {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for len(q.h) > 0 && !q.h[0].due.After(now) {
-		buf = append(buf, heap.Pop(&q.h).(outPacket))
+		buf = append(buf, q.h.pop())
 	}
 	return buf
 }
@@ -112,31 +140,33 @@ func (q *queue) clear() int {
 	return n
 }
 
-// WaitMode is how the releaser waits for the last stretch before a
-// datagram's due time. Go's timers wake up to about a millisecond late
-// (measured on the 2-core CI machine: p50 0.55 ms, p99 1.1 ms), too coarse
-// for an RTT accurate to 1 ms, so by default the releaser sleeps on a timer
-// until SleepWindow before the due time and then in the kernel.
+// WaitMode is how the releaser waits for a datagram's due time. Go's
+// timers wake up to about a millisecond late (measured on the 2-core CI
+// machine: p50 0.55 ms, p99 1.1 ms, and far worse when the thread that runs
+// them is descheduled on a loaded machine), too coarse for an RTT accurate
+// to 1 ms, so by default the releaser sleeps in the kernel.
 type WaitMode uint8
 
 const (
-	// WaitSleep: timer until SleepWindow before, then nanosleep(2) for the
-	// rest (hrtimer precision: measured p50 80 us, p99 200 us late). Costs
-	// no CPU. New packets that fall due during that last sleep (only
-	// possible with delays under SleepWindow) wait for it to end.
+	// WaitSleep: nanosleep(2) in slices of at most SleepSlice, looking at
+	// the queue between slices (hrtimer precision: measured p50 80 us,
+	// p99 200 us late on an idle machine). Costs no CPU to speak of. A
+	// packet that becomes the earliest during a slice waits for the slice
+	// to end, so only delays under SleepSlice can be late by it.
 	WaitSleep WaitMode = iota
-	// WaitSpin: timer until SleepWindow before, then yield in a loop
-	// reading the clock: microseconds late, but up to one core busy at a
-	// thousand replies a second.
+	// WaitSpin: as WaitSleep until SleepSlice before the due time, then
+	// yield in a loop reading the clock: microseconds late, but up to one
+	// core busy at a thousand replies a second.
 	WaitSpin
 	// WaitTimer: a Go timer to the due time: up to ~1 ms late, no CPU.
 	// The only mode that runs under testing/synctest, where time is fake.
 	WaitTimer
 )
 
-// SleepWindow is how long before a due time the releaser stops waiting on
-// a Go timer (which wakes up to ~1 ms late) and switches to its WaitMode.
-const SleepWindow = 2 * time.Millisecond
+// SleepSlice bounds one kernel sleep of the releaser (WaitSleep,
+// WaitSpin): the releaser looks at its queue at least this often while
+// packets are pending.
+const SleepSlice = time.Millisecond
 
 // releaser sends each queued datagram at its due time. It is the only
 // goroutine that writes to the servers' sockets.
@@ -162,7 +192,7 @@ func (r *releaser) run(ctx context.Context) {
 	var batch []outPacket
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	for {
+	for ctx.Err() == nil {
 		due, ok := r.q.next()
 		if !ok {
 			if r.draining.Load() {
@@ -176,43 +206,33 @@ func (r *releaser) run(ctx context.Context) {
 			continue
 		}
 		if d := time.Until(due); d > 0 {
-			coarse := d
-			if r.mode != WaitTimer {
-				coarse = d - SleepWindow
-			}
-			if coarse > 0 {
-				timer.Reset(coarse)
+			switch {
+			case r.mode == WaitTimer:
+				timer.Reset(d)
 				select {
 				case <-timer.C:
 				case <-r.q.wake: // a new head may be earlier
 					timer.Stop()
 				case <-ctx.Done():
 					timer.Stop()
-					return
 				}
 				continue
+			case d > SleepSlice:
+				sleep(SleepSlice)
+				continue
+			case r.mode == WaitSpin:
+				for time.Now().Before(due) {
+					runtime.Gosched()
+				}
+			default:
+				sleep(d) // may wake early (EINTR): popDue below takes nothing then
 			}
-			r.waitUntil(due)
 		}
 		batch = r.q.popDue(time.Now(), batch[:0])
 		for _, p := range batch {
 			now := time.Now()
 			r.late.add(now.Sub(p.due))
 			r.send(p)
-		}
-	}
-}
-
-func (r *releaser) waitUntil(due time.Time) {
-	switch r.mode {
-	case WaitSpin:
-		for time.Now().Before(due) {
-			runtime.Gosched()
-		}
-	default:
-		if d := time.Until(due); d > 0 {
-			ts := syscall.NsecToTimespec(int64(d))
-			_ = syscall.Nanosleep(&ts, nil) // EINTR: wakes early, the loop sleeps again
 		}
 	}
 }

@@ -5,6 +5,7 @@ package world
 import (
 	"runtime"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -25,4 +26,11 @@ func lockRealTime() (ok bool) {
 	const schedFIFO = 1
 	_, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_SETSCHEDULER, 0, schedFIFO, uintptr(unsafe.Pointer(&param)))
 	return errno == 0
+}
+
+// sleep sleeps in the kernel (nanosleep(2), hrtimer precision) rather than
+// on a Go timer.
+func sleep(d time.Duration) {
+	ts := syscall.NsecToTimespec(int64(d))
+	_ = syscall.Nanosleep(&ts, nil)
 }

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/netip"
 	"os"
-	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -117,7 +116,6 @@ func runWorld(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	dynamics := fs.Duration("dynamics", 0, "mean time between changes (map, players) of one server; 0: static")
 	wait := fs.String("wait", "sleep", "how replies wait for their due time: sleep (nanosleep), spin, timer")
 	realTime := fs.Bool("realtime", true, "release replies from a SCHED_FIFO thread when permitted (root), for accurate delays on a loaded machine")
-	procs := fs.Int("procs", 8, "GOMAXPROCS unless the environment sets it: more Ps than cores keep a waking goroutine from waiting for a descheduled thread's P")
 	asJSON := fs.Bool("json", false, "print the summary and the final counters as JSON")
 	if code, done := parseFlags(fs, args); done {
 		return code
@@ -143,9 +141,7 @@ func runWorld(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "scout world: %v\n", err)
 		return 2
 	}
-	if os.Getenv("GOMAXPROCS") == "" && *procs > 0 {
-		runtime.GOMAXPROCS(*procs)
-	}
+	defer world.TuneRuntime()() // more Ps, rarer GC: see world.TunedProcs
 	em, err := world.Listen(w, world.Config{Masters: masters, HeartbeatInterval: *interval, Wait: mode, Dynamics: *dynamics, RealTime: *realTime})
 	if err != nil {
 		fmt.Fprintf(stderr, "scout world: %v\n", err)
