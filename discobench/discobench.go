@@ -1,0 +1,246 @@
+// Package discobench measures server discovery side by side: scout
+// servers and qstat's quakestat find the same emulated world through the
+// same master, and each run is judged by what the world knows about
+// itself (which servers exist, each one's injected round-trip time, how
+// many requests reached it).
+//
+// # The identity world
+//
+// quakestat knows nothing of package loopnat, so every address it is
+// given must be one it can reach directly on loopback. An [Env] therefore
+// runs an identity world: a scout master on 127.0.0.1 with
+// --allow-loopback and no address translation, and a world of emulated
+// servers (package world) heartbeating to it from their own loopback
+// sockets. The master lists each server by the source address of its
+// verified heartbeat, which is its loopback address: no public-looking
+// address (the world file's Public field) reaches the master, scout or
+// quakestat. [Env.CheckLoopback] refuses to go on if the master lists
+// anything off 127.0.0.0/8.
+//
+// # What is measured
+//
+// For each client run ([Env.Scout], [Env.Quakestat]):
+//
+//   - wall time, from starting the process to its exit (master query
+//     included, process start-up included for both);
+//   - servers found: those the client reports as answering, out of those
+//     the master lists;
+//   - probes: datagrams the world's servers received during the run
+//     (retries and rate-limited requests included), counted by the
+//     emulator, the same for both clients; bytes: scout's own count of
+//     request payload bytes, and for quakestat probes times its request
+//     size, captured from one quakestat run against a scripted socket
+//     ([QuakestatRequest]);
+//   - RTT error: reported RTT minus the server's injected RTT, at p50 and
+//     p99 over the servers found. scout reports microseconds; quakestat
+//     whole milliseconds (its -json "ping"), so its error carries up to
+//     1 ms of rounding.
+//
+// Nothing in this package leaves loopback: the master binds 127.0.0.1,
+// the world binds 127.0.0.0/8 and refuses non-loopback masters, and the
+// clients are only ever given the master's loopback address.
+package discobench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/scout-discovery/scout/master"
+	"github.com/scout-discovery/scout/world"
+)
+
+// Limits of one Env.
+const (
+	// MaxServers bounds the world an Env runs.
+	MaxServers = 20_000
+	// DefaultListTimeout bounds the wait for the master to list the whole
+	// world.
+	DefaultListTimeout = 60 * time.Second
+	// pollEvery is how often the master's registry is read while waiting.
+	pollEvery = 20 * time.Millisecond
+)
+
+// Config describes an identity world and its master.
+type Config struct {
+	// Servers is the number of emulated servers, 1 to MaxServers.
+	Servers int
+	// Games is the world's game mix; nil means OpenArena alone (Quake III
+	// protocol 71, heartbeat QuakeArena-1: what quakestat -q3m,71 lists).
+	Games world.Mix
+	// Full and Empty are the shares of full and empty servers.
+	Full, Empty float64
+	// RTTMin and RTTMax bound the injected round-trip times (each hosting
+	// network draws one, see world.Spec).
+	RTTMin, RTTMax time.Duration
+	// Loss is the probability that a reply datagram is lost.
+	Loss float64
+	// Seed seeds the world.
+	Seed uint64
+	// FloodProtection keeps the master's per-source query limit on
+	// (dpmaster's default); benchmarks that query many times turn it off.
+	FloodProtection bool
+	// ListTimeout bounds Start's wait; 0 means DefaultListTimeout.
+	ListTimeout time.Duration
+}
+
+// Env is a running master and identity world.
+type Env struct {
+	// Master is the master's address on 127.0.0.1.
+	Master netip.AddrPort
+	// World is the world as generated (Public addresses unused).
+	World world.World
+	// Emulator runs it; its Stats count what the servers received.
+	Emulator *world.Emulator
+
+	reg   *master.Registry
+	truth map[netip.AddrPort]*world.Server // by bound loopback address
+	stop  func()
+}
+
+// Start runs a master and the world, and waits until the master lists
+// every server of the world. Close stops both.
+func Start(ctx context.Context, cfg Config) (*Env, error) {
+	if cfg.Servers < 1 || cfg.Servers > MaxServers {
+		return nil, fmt.Errorf("discobench: %d servers, want 1..%d", cfg.Servers, MaxServers)
+	}
+	games := cfg.Games
+	if games == nil {
+		games = world.Mix{{Game: world.OA, Weight: 1}}
+	}
+	w, err := world.Generate(world.Spec{Servers: cfg.Servers, Games: games, Full: cfg.Full, Empty: cfg.Empty,
+		RTTMin: cfg.RTTMin, RTTMax: cfg.RTTMax, Loss: cfg.Loss, Seed: cfg.Seed})
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"-l", "127.0.0.1", "-p", "0", "--allow-loopback", "--motd-port", "0", "-v", "0"}
+	if !cfg.FloodProtection {
+		args = append(args, "--no-flood-protection")
+	}
+	opts, err := master.ParseArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	set, err := opts.Settings(runCtx)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	m, err := master.NewMaster(time.Now(), set, nil, nil)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if err := m.Listen(); err != nil {
+		cancel()
+		return nil, err
+	}
+	e := &Env{World: w, reg: m.Registry}
+	for _, a := range m.Addrs() {
+		if a.Addr().Is4() && a.Addr().IsLoopback() {
+			e.Master = a
+		}
+	}
+	if !e.Master.IsValid() {
+		m.Close()
+		cancel()
+		return nil, errors.New("discobench: the master has no socket on 127.0.0.1")
+	}
+	mdone := make(chan error, 1)
+	go func() { mdone <- m.Run(runCtx) }()
+
+	em, err := world.Listen(w, world.Config{Masters: []netip.AddrPort{e.Master}})
+	if err != nil {
+		cancel()
+		<-mdone
+		return nil, err
+	}
+	e.Emulator = em
+	wdone := make(chan error, 1)
+	go func() { wdone <- em.Run(runCtx) }()
+	e.stop = func() { cancel(); <-wdone; <-mdone }
+
+	e.truth = make(map[netip.AddrPort]*world.Server, len(w.Servers))
+	byPublic := make(map[netip.AddrPort]*world.Server, len(w.Servers))
+	for i := range w.Servers {
+		byPublic[w.Servers[i].Public] = &w.Servers[i]
+	}
+	for _, p := range em.Table().Pairs() {
+		e.truth[p.Loopback] = byPublic[p.Public]
+	}
+
+	timeout := cfg.ListTimeout
+	if timeout <= 0 {
+		timeout = DefaultListTimeout
+	}
+	wctx, wcancel := context.WithTimeout(ctx, timeout)
+	defer wcancel()
+	if err := e.WaitListed(wctx, cfg.Servers); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Close stops the world (its shutdown heartbeats included) and the
+// master, and waits for both.
+func (e *Env) Close() {
+	if e.stop != nil {
+		e.stop()
+		e.stop = nil
+	}
+}
+
+// Listed returns the addresses the master lists, sorted.
+func (e *Env) Listed() []netip.AddrPort {
+	var out []netip.AddrPort
+	for _, s := range e.reg.Servers(nil) {
+		out = append(out, s.Addr)
+	}
+	slices.SortFunc(out, func(a, b netip.AddrPort) int { return a.Compare(b) })
+	return out
+}
+
+// WaitListed waits until the master lists at least n servers, or ctx
+// ends.
+func (e *Env) WaitListed(ctx context.Context, n int) error {
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	for {
+		listed, pending := e.reg.Counts()
+		if listed >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("discobench: the master lists %d of %d servers (%d pending): %w", listed, n, pending, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// CheckLoopback returns an error naming the first address the master
+// lists that is not an IPv4 loopback address. Run it before handing the
+// master to a program without address translation.
+func (e *Env) CheckLoopback() error {
+	for _, a := range e.Listed() {
+		if !a.Addr().Is4() || !a.Addr().IsLoopback() {
+			return fmt.Errorf("discobench: the master lists %v, which is not on 127.0.0.0/8", a)
+		}
+	}
+	return nil
+}
+
+// Server returns the emulated server at the loopback address a, as the
+// world describes it.
+func (e *Env) Server(a netip.AddrPort) (*world.Server, bool) {
+	s, ok := e.truth[a]
+	return s, ok
+}
+
+// received returns the datagrams the world has received so far.
+func (e *Env) received() uint64 { return e.Emulator.Stats().Received }

@@ -1,0 +1,280 @@
+package discobench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net"
+	"net/netip"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+)
+
+// RunTimeout bounds one client run.
+const RunTimeout = 5 * time.Minute
+
+// Measurement is one client run against an Env.
+type Measurement struct {
+	Name string `json:"name"`
+	// Wall is the time from starting the client to its exit.
+	Wall time.Duration `json:"wall"`
+	// Listed is what the master listed; Found the servers the client
+	// reported as answering, of which Known are servers of the world
+	// (others: the real OpenArena server of an interop test).
+	Listed int `json:"listed"`
+	Found  int `json:"found"`
+	Known  int `json:"known"`
+	// Probes are the datagrams the world received during the run; Bytes
+	// the request payload bytes the client sent (see the package doc).
+	Probes uint64 `json:"probes"`
+	Bytes  int64  `json:"bytes"`
+	// ClientProbes is the client's own count of requests (scout only).
+	ClientProbes int `json:"client_probes,omitempty"`
+	// RTTErrP50 and RTTErrP99 are quantiles of reported minus injected
+	// RTT over the Known servers found; RTTErrMax the largest.
+	RTTErrP50 time.Duration `json:"rtt_err_p50"`
+	RTTErrP99 time.Duration `json:"rtt_err_p99"`
+	RTTErrMax time.Duration `json:"rtt_err_max"`
+}
+
+// Completeness is Found/Listed.
+func (m Measurement) Completeness() float64 {
+	if m.Listed == 0 {
+		return 0
+	}
+	return float64(m.Found) / float64(m.Listed)
+}
+
+// Player is one player as a client reported it.
+type Player struct {
+	Name  string `json:"name"`
+	Score int    `json:"score"`
+	Ping  int    `json:"ping"`
+}
+
+// Server is one server as a client reported it, in the fields scout and
+// quakestat both have. Names are without colour codes.
+type Server struct {
+	Address    netip.AddrPort
+	Name       string
+	Map        string
+	NumPlayers int
+	MaxPlayers int
+	GameType   string
+	Protocol   string
+	Players    []Player // nil when none were reported
+	RTT        time.Duration
+	Answered   bool
+}
+
+// scoutLine is the part of a `scout servers --json` line read here.
+type scoutLine struct {
+	Type       string          `json:"type"`
+	Address    string          `json:"address"`
+	NamePlain  string          `json:"name_plain"`
+	Map        string          `json:"map"`
+	GameType   string          `json:"gametype"`
+	Protocol   string          `json:"protocol"`
+	NumPlayers int             `json:"numplayers"`
+	MaxPlayers int             `json:"maxplayers"`
+	Players    *[]scoutPlayer  `json:"players"`
+	RTTms      float64         `json:"rtt_ms"`
+	Error      string          `json:"error"`
+	Probes     int             `json:"probes"`
+	BytesOut   int64           `json:"bytes_out"`
+	Masters    json.RawMessage `json:"masters"`
+}
+
+type scoutPlayer struct {
+	NamePlain string `json:"name_plain"`
+	Score     int    `json:"score"`
+	Ping      int    `json:"ping"`
+}
+
+// Scout runs `bin servers --json --master <master> args...` (bin is a
+// scout binary) and measures it.
+func (e *Env) Scout(ctx context.Context, name, bin string, args ...string) (Measurement, []Server, error) {
+	full := append([]string{"servers", "--json", "--live", "off", "--master", e.Master.String()}, args...)
+	out, m, err := e.run(ctx, name, bin, full...)
+	if err != nil {
+		return m, nil, err
+	}
+	var servers []Server
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var l scoutLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			return m, nil, fmt.Errorf("%s: line %q: %w", name, sc.Text(), err)
+		}
+		switch l.Type {
+		case "summary":
+			m.ClientProbes, m.Bytes = l.Probes, l.BytesOut
+		case "server":
+			a, err := netip.ParseAddrPort(l.Address)
+			if err != nil {
+				return m, nil, fmt.Errorf("%s: address %q: %w", name, l.Address, err)
+			}
+			s := Server{Address: a, Name: l.NamePlain, Map: l.Map, NumPlayers: l.NumPlayers, MaxPlayers: l.MaxPlayers,
+				GameType: l.GameType, Protocol: l.Protocol, RTT: time.Duration(math.Round(l.RTTms * 1e6)), Answered: l.RTTms > 0}
+			if l.Players != nil {
+				s.Players = []Player{}
+				for _, p := range *l.Players {
+					s.Players = append(s.Players, Player{Name: p.NamePlain, Score: p.Score, Ping: p.Ping})
+				}
+			}
+			servers = append(servers, s)
+		}
+	}
+	e.judge(&m, servers)
+	return m, servers, nil
+}
+
+// qstatServer is one server of `quakestat -json` output.
+type qstatServer struct {
+	Protocol   string            `json:"protocol"`
+	Address    string            `json:"address"`
+	Status     string            `json:"status"`
+	Name       string            `json:"name"`
+	Map        string            `json:"map"`
+	NumPlayers int               `json:"numplayers"`
+	MaxPlayers int               `json:"maxplayers"`
+	Ping       int               `json:"ping"`
+	Rules      map[string]string `json:"rules"`
+	Players    []Player          `json:"players"`
+}
+
+// Quakestat runs `quakestat -json flags... -q3m,71 <master>` and
+// measures it. flags are quakestat options only (-R, -P, -maxsim N, ...):
+// the master is the only address it is given, and Quakestat first checks
+// that the master lists loopback addresses alone. reqSize is the size of
+// one quakestat server request (see QuakestatRequest), for Bytes.
+func (e *Env) Quakestat(ctx context.Context, name string, reqSize int, flags ...string) (Measurement, []Server, error) {
+	if err := e.CheckLoopback(); err != nil {
+		return Measurement{Name: name}, nil, err
+	}
+	path, err := exec.LookPath("quakestat")
+	if err != nil {
+		return Measurement{Name: name}, nil, err
+	}
+	args := append(append([]string{"-json"}, flags...), "-q3m,71", e.Master.String())
+	out, m, err := e.run(ctx, name, path, args...)
+	if err != nil {
+		return m, nil, err
+	}
+	var qs []qstatServer
+	if err := json.Unmarshal(out, &qs); err != nil {
+		return m, nil, fmt.Errorf("%s: quakestat -json output: %w", name, err)
+	}
+	var servers []Server
+	for _, q := range qs {
+		if q.Protocol != "q3s" {
+			continue // the master's own entry
+		}
+		a, err := netip.ParseAddrPort(q.Address)
+		if err != nil {
+			return m, nil, fmt.Errorf("%s: address %q: %w", name, q.Address, err)
+		}
+		s := Server{Address: a, Name: q.Name, Map: q.Map, NumPlayers: q.NumPlayers, MaxPlayers: q.MaxPlayers,
+			GameType: q.Rules["g_gametype"], Protocol: q.Rules["protocol"], Players: q.Players,
+			RTT: time.Duration(q.Ping) * time.Millisecond, Answered: q.Status == "online"}
+		if s.GameType == "" {
+			s.GameType = q.Rules["gametype"]
+		}
+		servers = append(servers, s)
+	}
+	m.Bytes = int64(m.Probes) * int64(reqSize)
+	e.judge(&m, servers)
+	return m, servers, nil
+}
+
+// run runs a client with a bounded lifetime and counts what the world
+// received meanwhile.
+func (e *Env) run(ctx context.Context, name, path string, args ...string) ([]byte, Measurement, error) {
+	m := Measurement{Name: name, Listed: len(e.Listed())}
+	ctx, cancel := context.WithTimeout(ctx, RunTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	before := e.received()
+	start := time.Now()
+	err := cmd.Run()
+	m.Wall = time.Since(start)
+	m.Probes = e.received() - before
+	if err != nil {
+		return nil, m, fmt.Errorf("%s: %s %s: %w\nstderr: %s", name, path, strings.Join(args, " "), err, clip(stderr.String()))
+	}
+	return stdout.Bytes(), m, nil
+}
+
+func clip(s string) string {
+	if len(s) > 2000 {
+		return s[:2000] + "..."
+	}
+	return s
+}
+
+// judge fills Found, Known and the RTT error quantiles.
+func (e *Env) judge(m *Measurement, servers []Server) {
+	var errs []time.Duration
+	for _, s := range servers {
+		if !s.Answered {
+			continue
+		}
+		m.Found++
+		w, ok := e.Server(s.Address)
+		if !ok {
+			continue
+		}
+		m.Known++
+		errs = append(errs, s.RTT-time.Duration(w.Link.RTT))
+	}
+	if len(errs) == 0 {
+		return
+	}
+	slices.Sort(errs)
+	m.RTTErrP50 = Quantile(errs, 0.50)
+	m.RTTErrP99 = Quantile(errs, 0.99)
+	m.RTTErrMax = errs[len(errs)-1]
+}
+
+// Quantile returns the q-quantile of sorted (nearest rank).
+func Quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// QuakestatRequest returns the request quakestat sends to a Quake III
+// server (-q3s) with flags, captured on a scripted socket on 127.0.0.1
+// that never answers.
+func QuakestatRequest(ctx context.Context, flags ...string) ([]byte, error) {
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	args := append(append([]string{}, flags...), "-retry", "1", "-timeout", "1", "-q3s", c.LocalAddr().String())
+	cmd := exec.CommandContext(ctx, "quakestat", args...)
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	defer cmd.Wait()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 2048)
+	n, _, err := c.ReadFromUDPAddrPort(buf)
+	if err != nil {
+		return nil, fmt.Errorf("quakestat sent nothing: %w", err)
+	}
+	return append([]byte(nil), buf[:n]...), nil
+}
