@@ -280,29 +280,6 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		if !sending(now) && inflight == 0 {
 			break
 		}
-		if now.Sub(lastExpiry) >= 10*time.Millisecond {
-			lastExpiry = now
-			for i := range srcs {
-				s := &srcs[i]
-				// An answer already arriving gets twice the time, so a
-				// give-up does not cut it in two.
-				for len(s.sent) > 0 && (s.packets == 0 && now.Sub(s.sent[0]) > cfg.Timeout || now.Sub(s.sent[0]) > 2*cfg.Timeout) {
-					finish(s, now, false)
-				}
-			}
-			if !sending(now) && inflight == 0 {
-				break
-			}
-			if ctx.Err() != nil {
-				// Give up on what is in flight: it counts as unanswered.
-				for i := range srcs {
-					for len(srcs[i].sent) > 0 {
-						finish(&srcs[i], now, false)
-					}
-				}
-				break
-			}
-		}
 		msec := 10
 		if cfg.Rate > 0 {
 			msec = 1
@@ -355,6 +332,32 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 						finish(s, now, true)
 					}
 				}
+			}
+		}
+		// Give-ups use the time taken before this pass's wait: every answer
+		// that had arrived by then has just been read, so a stalled load
+		// generator does not take its own delay for a lost answer.
+		if now.Sub(lastExpiry) >= 10*time.Millisecond {
+			lastExpiry = now
+			for i := range srcs {
+				s := &srcs[i]
+				// An answer already arriving gets twice the time, so a
+				// give-up does not cut it in two.
+				for len(s.sent) > 0 && (s.packets == 0 && now.Sub(s.sent[0]) > cfg.Timeout || now.Sub(s.sent[0]) > 2*cfg.Timeout) {
+					finish(s, now, false)
+				}
+			}
+			if !sending(now) && inflight == 0 {
+				break
+			}
+			if ctx.Err() != nil {
+				// Give up on what is in flight: it counts as unanswered.
+				for i := range srcs {
+					for len(srcs[i].sent) > 0 {
+						finish(&srcs[i], now, false)
+					}
+				}
+				break
 			}
 		}
 	}
