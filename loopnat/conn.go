@@ -1,6 +1,7 @@
 package loopnat
 
 import (
+	"errors"
 	"net"
 	"net/netip"
 	"sync/atomic"
@@ -91,6 +92,43 @@ func (c *Conn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
 		if loopbackNet.Contains(from.Addr()) {
 			c.readLoopback.Add(1)
 			return n, from, nil
+		}
+		c.droppedForeign.Add(1)
+	}
+}
+
+// msgReader is the optional method of *net.UDPConn that returns control
+// messages, such as the kernel receive timestamp (SO_TIMESTAMPNS).
+type msgReader interface {
+	ReadMsgUDPAddrPort(b, oob []byte) (n, oobn, flags int, addr netip.AddrPort, err error)
+}
+
+// ErrNoMsg reports that the wrapped socket has no ReadMsgUDPAddrPort.
+var ErrNoMsg = errors.New("loopnat: the wrapped socket cannot read control messages")
+
+// ReadMsgUDPAddrPort is ReadFromUDPAddrPort with the control messages (oob)
+// of the underlying *net.UDPConn: a prober that enables SO_TIMESTAMPNS gets
+// the kernel's receive time, which is the accurate end of an RTT (see
+// package world's delay figures). It translates and drops as
+// ReadFromUDPAddrPort does.
+func (c *Conn) ReadMsgUDPAddrPort(b, oob []byte) (n, oobn, flags int, addr netip.AddrPort, err error) {
+	mr, ok := c.conn.(msgReader)
+	if !ok {
+		return 0, 0, 0, netip.AddrPort{}, ErrNoMsg
+	}
+	for {
+		n, oobn, flags, from, err := mr.ReadMsgUDPAddrPort(b, oob)
+		if err != nil {
+			return n, oobn, flags, from, err
+		}
+		from = unmap(from)
+		if pub, ok := c.table.Public(from); ok {
+			c.readTranslated.Add(1)
+			return n, oobn, flags, pub, nil
+		}
+		if loopbackNet.Contains(from.Addr()) {
+			c.readLoopback.Add(1)
+			return n, oobn, flags, from, nil
 		}
 		c.droppedForeign.Add(1)
 	}

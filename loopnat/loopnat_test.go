@@ -198,11 +198,20 @@ func TestConn_RealSockets(t *testing.T) {
 	if from.Addr() != netip.MustParseAddr("127.0.0.1") {
 		t.Errorf("server sees client as %v, want its loopback address", from)
 	}
+	from0 := from
 	if _, err := srv.WriteToUDPAddrPort([]byte("pong"), from); err != nil {
 		t.Fatal(err)
 	}
 	n, from, err = c.ReadFromUDPAddrPort(buf)
 	if err != nil || string(buf[:n]) != "pong" || from != pub {
 		t.Errorf("client read %q from %v, %v; want pong from %v", buf[:n], from, err, pub)
+	}
+	srv.WriteToUDPAddrPort([]byte("again"), from0)
+	n, _, _, from, err = c.ReadMsgUDPAddrPort(buf, make([]byte, 64))
+	if err != nil || string(buf[:n]) != "again" || from != pub {
+		t.Errorf("ReadMsgUDPAddrPort %q from %v, %v; want again from %v", buf[:n], from, err, pub)
+	}
+	if _, _, _, _, err := Wrap(&fakeConn{}, tab).ReadMsgUDPAddrPort(buf, nil); !errors.Is(err, ErrNoMsg) {
+		t.Errorf("without ReadMsgUDPAddrPort: %v", err)
 	}
 }
