@@ -102,6 +102,7 @@ type serversOptions struct {
 	worldMap   string
 	maxTime    time.Duration
 	masterTime time.Duration
+	ordering   orderOptions // --order, --auto-stop, --cluster-by, --plot (servers_order.go)
 }
 
 func runServers(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -165,6 +166,7 @@ func parseServersFlags(args []string, stderr io.Writer) (serversOptions, int, bo
 	fs.DurationVar(&opt.lanWindow, "lan-window", discover.DefaultLANWindow, "how long --lan collects replies")
 	fs.StringVar(&opt.worldMap, "world-map", "", "an emulated world's address table (loopnat): probe its servers over loopback")
 	fs.DurationVar(&opt.maxTime, "max-time", 5*time.Minute, "stop the whole run after this long")
+	checkOrder := addOrderFlags(fs, &opt.ordering)
 	if code, done := parseFlags(fs, args); done {
 		return opt, code, false
 	}
@@ -208,6 +210,9 @@ func parseServersFlags(args []string, stderr io.Writer) (serversOptions, int, bo
 	}
 	if *window > 0 {
 		opt.prober.Window = *window
+	}
+	if err := checkOrder(); err != nil {
+		return bad("%v", err)
 	}
 	if opt.order != "" && !browser.Sort(nil, opt.order) {
 		return bad("unknown --sort %q (%s)", opt.order, strings.Join(browser.Orders, ", "))
@@ -334,9 +339,17 @@ func serversDiscover(ctx context.Context, opt serversOptions, out *serversOutput
 	}
 	defer pc.Close()
 	out.start()
-	sum, err := discover.Discover(ctx, mconn, pconn, cfg, out.event)
+	if opt.ordering.order == "adaptive" {
+		return serversOrdered(ctx, opt, out, mconn, pconn, cfg, unresolved)
+	}
+	log := &probeLog{start: out.began}
+	sum, err := discover.Discover(ctx, mconn, pconn, cfg, log.wrap(out.event))
 	sum.Masters = append(unresolved, sum.Masters...)
 	out.finish(sum)
+	if err == nil && opt.ordering.plot != "" {
+		err = writePlot(opt.ordering.plot, "scout servers --order master", opt.ordering.autoStop,
+			plotSeries("conventional", log.probes, 0, opt.ordering.params()))
+	}
 	return err
 }
 
@@ -398,6 +411,7 @@ type serversOutput struct {
 	answered     int
 	mastersDone  int
 	mastersAsked int
+	ordering     *orderReport // --order adaptive: the summary's "order"
 }
 
 // drawEvery limits the live table's redraws.
@@ -602,6 +616,7 @@ type summaryOut struct {
 	FirstMs       float64                 `json:"first_result_ms"`
 	TookMs        float64                 `json:"took_ms"`
 	Masters       []discover.MasterReport `json:"masters"`
+	Order         *orderReport            `json:"order,omitempty"`
 }
 
 func summaryJSON(s discover.Summary, o *serversOutput) summaryOut {
@@ -611,7 +626,7 @@ func summaryJSON(s discover.Summary, o *serversOutput) summaryOut {
 		Probes: c.Sent, Retries: c.Retries, BytesOut: c.BytesOut, BytesIn: c.BytesIn, Flows: c.Destinations,
 		PeakInFlight: c.PeakInFlight, Late: c.Late, Unknown: c.Unknown, KernelStamped: c.KernelStamped,
 		MasterQueries: s.MasterQueries, MasterBytes: s.MasterBytesOut, Stray: s.Stray,
-		ListsMs: ms(s.ListsTook), FirstMs: ms(s.FirstResult), TookMs: ms(s.Took), Masters: s.Masters}
+		ListsMs: ms(s.ListsTook), FirstMs: ms(s.FirstResult), TookMs: ms(s.Took), Masters: s.Masters, Order: o.ordering}
 	if j.Masters == nil {
 		j.Masters = []discover.MasterReport{}
 	}
