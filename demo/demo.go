@@ -1,0 +1,441 @@
+// Package demo runs scout's demonstration in one process on loopback: a
+// master, an emulated world of Enemy Territory servers placed in real
+// networks of real countries with the delays a player in Melbourne sees,
+// registered with the master by real heartbeats, and three discoveries of
+// it over real sockets, side by side: conventional (master order, the
+// Enemy Territory client's window of 16), adaptive (Armitage's Algorithms
+// 1 and 2) and the oracle (exactly the playable servers, nearest first: the
+// bound no client can reach, since it needs the true RTTs).
+//
+// # The world
+//
+// The servers come from package population: public IPv4 addresses in the
+// prefixes their origin ASes announced in 2008, in the countries and the
+// hosting networks real server lists show, in the order a master lists
+// them; each server's RTT is the population's latency model from the chosen
+// place (Melbourne by default) to the server's city, network and /16. The
+// emulator adds to every reply that RTT, a jitter drawn uniformly from
+// [0, 2*mean) with the model's per-ping mean (1.1 ms + 0.5% of the RTT),
+// and Loss (1%). Host names, maps and players come from world.Generate.
+//
+// # No packet leaves loopback
+//
+// Every server's socket is on 127.0.0.0/8 (127.1.0.1 upwards, one loopback
+// address per public address, the port kept); the master's socket and the
+// clients' sockets are wrapped with the world's loopnat table, so the
+// master lists public addresses, the clients probe public addresses, and
+// every datagram goes to a loopback address (loopnat drops any other).
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/scout-discovery/scout/adaptive"
+	"github.com/scout-discovery/scout/discover"
+	"github.com/scout-discovery/scout/game"
+	"github.com/scout-discovery/scout/geo"
+	"github.com/scout-discovery/scout/loopnat"
+	"github.com/scout-discovery/scout/master"
+	"github.com/scout-discovery/scout/population"
+	"github.com/scout-discovery/scout/probe"
+	"github.com/scout-discovery/scout/world"
+)
+
+// Defaults of a Config whose fields are zero.
+const (
+	DefaultServers = 2000
+	DefaultPlace   = "AU"
+	// DefaultLoss is each reply's chance of being lost.
+	DefaultLoss = 0.01
+	// DefaultTimeout and DefaultAttempts are the probes': one retry after
+	// a second, so a lost reply costs a second, not the server.
+	DefaultTimeout  = time.Second
+	DefaultAttempts = 2
+	// DefaultRegister bounds the wait for every server to be listed.
+	DefaultRegister = 20 * time.Second
+)
+
+// Config is one demonstration.
+type Config struct {
+	Servers int    // world size; 0 means DefaultServers
+	Seed    uint64 // world, emulator and planner seed
+	Place   string // the client's place, a key of population.Places; "" means DefaultPlace
+	Loss    float64
+	// NoLoss sets Loss to 0 (Loss 0 means DefaultLoss).
+	NoLoss bool
+	// Params are the adaptive planner's constants; zero means adaptive.Paper().
+	Params *adaptive.Params
+	// Window is the probes in flight of every run; 0 means the ET client's
+	// probe.DefaultWindow (16).
+	Window   int
+	Timeout  time.Duration
+	Attempts int
+	// Register bounds the wait for the master to list every server.
+	Register time.Duration
+	// Log, when set, gets a line at each stage.
+	Log io.Writer
+}
+
+// Run is one discovery of the world.
+type Run struct {
+	Name     string
+	Summary  discover.Summary
+	Ordering discover.Ordering // Probes is set for every run; the rest for adaptive and oracle
+	// Playable counts the servers found with an RTT below StopRTT;
+	// LastPlayable is when the last of them was found, since the run began.
+	Playable     int
+	LastPlayable time.Duration
+	Err          error
+}
+
+// Report is the outcome of a demonstration.
+type Report struct {
+	Place   population.Place
+	Servers int // in the world
+	// Countries and ASes of the world; Listed is what the master listed
+	// when discovery began, of Servers.
+	Countries, ASes int
+	Listed          int
+	Registration    time.Duration
+	// WorldPlayable counts the servers whose RTT from Place is below
+	// StopRTT (the path's own RTT, before jitter and loss); Playable those
+	// of them the master listed, which discovery can find.
+	WorldPlayable, Playable int
+	StopRTT                 time.Duration
+	Params                  adaptive.Params
+	// Runs are conventional, adaptive and oracle, in that order.
+	Runs []Run
+	Took time.Duration
+}
+
+// Build makes the demonstration's world from the population model: ET
+// servers at their public addresses with the delays from place, and the
+// true RTT of each server.
+func Build(cfg Config) (world.World, population.Place, error) {
+	cfg = cfg.withDefaults()
+	place, ok := population.Places()[cfg.Place]
+	if !ok {
+		return world.World{}, place, fmt.Errorf("demo: unknown place %q (known: %v)", cfg.Place, placeNames())
+	}
+	pop, err := population.Build(population.Fitted(population.ET, cfg.Servers, cfg.Seed))
+	if err != nil {
+		return world.World{}, place, err
+	}
+	rtts := pop.RTTs(place)
+	gen, err := world.Generate(world.Spec{Servers: len(pop.Servers), Games: world.Mix{{Game: world.ET, Weight: 1}},
+		Full: 0.1, Empty: 0.5, Seed: cfg.Seed})
+	if err != nil {
+		return world.World{}, place, err
+	}
+	w := world.World{Version: world.FormatVersion, Seed: cfg.Seed}
+	hosts := map[netip.Addr]netip.Addr{}
+	for i, ps := range pop.Servers {
+		s := gen.Servers[i]
+		lo, ok := hosts[ps.Addr.Addr()]
+		if !ok {
+			lo = loopbackHost(len(hosts))
+			hosts[ps.Addr.Addr()] = lo
+		}
+		rtt := min(rtts[i], world.MaxRTT)
+		jitter := 2 * (1100*time.Microsecond + rtt/200) // uniform [0, 2*mean): the model's per-ping mean
+		s.Public, s.Loopback = ps.Addr, netip.AddrPortFrom(lo, ps.Addr.Port())
+		s.Link = world.Link{RTT: world.Duration(rtt), Jitter: world.Duration(jitter), Loss: cfg.Loss}
+		s.Country, s.ASN = ps.Country, ps.ASN
+		w.Servers = append(w.Servers, s)
+	}
+	return w, place, nil
+}
+
+// loopbackHost is the i-th server host: 127.1.0.1 upwards, skipping .0 and
+// .255 (127.0.0.0/16 is left to the clients and the master).
+func loopbackHost(i int) netip.Addr {
+	return netip.AddrFrom4([4]byte{127, byte(1 + i/(256*254)), byte(i / 254 % 256), byte(1 + i%254)})
+}
+
+func placeNames() []string {
+	var out []string
+	for k := range population.Places() {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (cfg Config) withDefaults() Config {
+	if cfg.Servers == 0 {
+		cfg.Servers = DefaultServers
+	}
+	if cfg.Place == "" {
+		cfg.Place = DefaultPlace
+	}
+	if cfg.Loss == 0 && !cfg.NoLoss {
+		cfg.Loss = DefaultLoss
+	}
+	if cfg.NoLoss {
+		cfg.Loss = 0
+	}
+	if cfg.Params == nil {
+		p := adaptive.Paper()
+		cfg.Params = &p
+	}
+	if cfg.Window == 0 {
+		cfg.Window = probe.DefaultWindow
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Attempts == 0 {
+		cfg.Attempts = DefaultAttempts
+	}
+	if cfg.Register == 0 {
+		cfg.Register = DefaultRegister
+	}
+	return cfg
+}
+
+func (cfg Config) logf(format string, a ...any) {
+	if cfg.Log != nil {
+		fmt.Fprintf(cfg.Log, format+"\n", a...)
+	}
+}
+
+// Demo runs the demonstration until every run has ended or ctx ends.
+func Demo(ctx context.Context, cfg Config) (Report, error) {
+	start := time.Now()
+	cfg = cfg.withDefaults()
+	rep := Report{Params: *cfg.Params, StopRTT: cfg.Params.StopRTT}
+	w, place, err := Build(cfg)
+	if err != nil {
+		return rep, err
+	}
+	rep.Place, rep.Servers = place, len(w.Servers)
+	truth := map[netip.AddrPort]time.Duration{}
+	countries, ases := map[string]bool{}, map[uint32]bool{}
+	for _, s := range w.Servers {
+		truth[s.Public] = time.Duration(s.Link.RTT)
+		countries[s.Country], ases[s.ASN] = true, true
+		if time.Duration(s.Link.RTT) < rep.StopRTT {
+			rep.WorldPlayable++
+		}
+	}
+	rep.Countries, rep.ASes = len(countries), len(ases)
+	cfg.logf("world: %d Enemy Territory servers in %d countries, %d ASes; %d playable from %s (RTT < %v)",
+		rep.Servers, rep.Countries, rep.ASes, rep.WorldPlayable, place.City.Name, rep.StopRTT)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+
+	// The master, on a loopback socket wrapped with the world's table.
+	mconn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return rep, err
+	}
+	defer mconn.Close()
+	masterAddr := mconn.LocalAddr().(*net.UDPAddr).AddrPort()
+	emu, err := world.Listen(w, world.Config{Masters: []netip.AddrPort{masterAddr}})
+	if err != nil {
+		return rep, err
+	}
+	table := emu.Table()
+	m, err := newMaster()
+	if err != nil {
+		emu.Close()
+		return rep, err
+	}
+	wg.Go(func() { m.Server.Serve(ctx, loopnat.Wrap(mconn, table), false) })
+	wg.Go(func() { m.Server.Tick(ctx, master.TickInterval) })
+	wg.Go(func() {
+		if err := emu.Run(ctx); err != nil {
+			cfg.logf("world: %v", err)
+		}
+	})
+
+	// Registration: heartbeat, getinfo challenge, infoResponse, listed.
+	rep.Listed, err = waitListed(ctx, m.Registry, len(w.Servers), cfg.Register)
+	rep.Registration = time.Since(start)
+	if err != nil {
+		return rep, err
+	}
+	cfg.logf("master %v: %d of %d servers registered by heartbeat in %.1fs", masterAddr, rep.Listed, rep.Servers, rep.Registration.Seconds())
+	rep.Playable = 0
+	for _, s := range m.Registry.Servers(nil) {
+		if r, ok := truth[s.Addr]; ok && r < rep.StopRTT {
+			rep.Playable++
+		}
+	}
+
+	// The three runs, side by side, each on its own socket.
+	g := gameET()
+	req, err := discover.RequestFor(g, 0, false)
+	if err != nil {
+		return rep, err
+	}
+	base := discover.Config{Masters: []discover.Master{{Name: "demo", Addr: masterAddr, Request: req}},
+		Quiet:  300 * time.Millisecond,
+		Prober: probe.Prober{Window: cfg.Window, Timeout: cfg.Timeout, Attempts: cfg.Attempts}}
+	locate := func(a netip.Addr) (string, uint32) {
+		info, ok := geo.Default().Lookup(a)
+		if !ok {
+			return "", 0
+		}
+		return info.Country, info.ASN
+	}
+	p := *cfg.Params
+	runs := []Run{{Name: "conventional"}, {Name: "adaptive"}, {Name: "oracle"}}
+	plans := []discover.Planner{
+		nil,
+		func(ts []adaptive.Target) (adaptive.Strategy, error) {
+			return adaptive.New(ts, p, rand.New(rand.NewPCG(cfg.Seed, 0xad)))
+		},
+		func(ts []adaptive.Target) (adaptive.Strategy, error) {
+			return adaptive.NewOracle(ts, func(t adaptive.Target) (time.Duration, bool) {
+				r, ok := truth[t.Addr]
+				return r, ok
+			}, p.StopRTT-time.Nanosecond) // playable: below StopRTT, as counted above
+		},
+	}
+	geo.Default() // load the tables before the clocks start
+	cfg.logf("discovering: conventional (master order, window %d), adaptive (%s clusters, auto-stop at %v) and oracle, side by side",
+		cfg.Window, p.ClusterBy, p.StopRTT)
+	var runWG sync.WaitGroup
+	for i := range runs {
+		runWG.Go(func() {
+			r := &runs[i]
+			c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+			if err != nil {
+				r.Err = err
+				return
+			}
+			defer c.Close()
+			mc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+			if err != nil {
+				r.Err = err
+				return
+			}
+			defer mc.Close()
+			pc, mw := loopnat.Wrap(c, table), loopnat.Wrap(mc, table)
+			if plans[i] == nil {
+				r.Summary, r.Ordering.Probes, r.Err = conventional(ctx, mw, pc, base)
+			} else {
+				r.Summary, r.Ordering, r.Err = discover.Ordered(ctx, mw, pc, base, locate, plans[i], func(discover.Event) {})
+			}
+			r.Playable, r.LastPlayable = playable(r.Ordering.Probes, p.StopRTT)
+		})
+	}
+	runWG.Wait()
+	rep.Runs = runs
+	rep.Took = time.Since(start)
+	cancel()
+	var errs []error
+	for _, r := range runs {
+		if r.Err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", r.Name, r.Err))
+		}
+	}
+	return rep, errors.Join(errs...)
+}
+
+// conventional runs discover.Discover (probing while the list arrives, in
+// master order) and records its probes from the events.
+func conventional(ctx context.Context, mconn, pconn probe.Conn, cfg discover.Config) (discover.Summary, []discover.Outcome, error) {
+	start := time.Now()
+	var probes []discover.Outcome
+	sum, err := discover.Discover(ctx, mconn, pconn, cfg, func(e discover.Event) {
+		p, ok := e.(discover.Probed)
+		if !ok {
+			return
+		}
+		now := time.Since(start)
+		o := discover.Outcome{Addr: p.Addr, Phase: adaptive.Master, At: now, Answered: p.Answered()}
+		if o.Answered {
+			o.RTT, o.At = p.RTT, now-p.RTT
+		}
+		probes = append(probes, o)
+	})
+	return sum, probes, err
+}
+
+// playable counts the servers found with an RTT below stop and returns
+// when the last of them was found.
+func playable(probes []discover.Outcome, stop time.Duration) (int, time.Duration) {
+	n, last := 0, time.Duration(0)
+	for _, o := range probes {
+		if o.Answered && o.RTT < stop {
+			n++
+			last = max(last, o.At+o.RTT)
+		}
+	}
+	return n, last
+}
+
+// newMaster builds scout's master for the demo: loopback clients allowed to
+// query, no flood protection (three clients ask once each), no outbound
+// budget to speak of; the socket is the caller's.
+func newMaster() (*master.Master, error) {
+	opts, err := master.ParseArgs([]string{"-l", "127.0.0.1", "-p", "0", "--no-flood-protection",
+		"--out-rate", "1000000000", "--motd-port", "0", "-v", "0"})
+	if err != nil {
+		return nil, err
+	}
+	set, err := opts.Settings(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	return master.NewMaster(time.Now(), set, nil, slog.New(slog.DiscardHandler))
+}
+
+// settle is how long the master's list must stay the same, every server
+// having heartbeated, before discovery begins: longer than any emulated
+// RTT's verification round trip.
+const settle = 1500 * time.Millisecond
+
+// waitListed waits until the registry lists want servers, or until every
+// server has heartbeated (listed + pending >= want) and the list has not
+// changed for settle: a server whose verification reply was lost (the
+// world's loss applies to it) stays unlisted until its next heartbeat, as
+// on the Internet. At limit it returns what is listed.
+func waitListed(ctx context.Context, reg *master.Registry, want int, limit time.Duration) (int, error) {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	last, since := -1, time.Now()
+	for {
+		listed, pending := reg.Counts()
+		if listed != last {
+			last, since = listed, time.Now()
+		}
+		if listed >= want || (listed+pending >= want && time.Since(since) >= settle) {
+			return listed, nil
+		}
+		select {
+		case <-ctx.Done():
+			return listed, ctx.Err()
+		case <-deadline.C:
+			return listed, nil
+		case <-tick.C:
+		}
+	}
+}
+
+func gameET() *game.Game {
+	for _, g := range game.Builtin() {
+		if g.Name == "et" {
+			return g
+		}
+	}
+	panic("demo: no et in the game catalogue")
+}
