@@ -209,14 +209,29 @@ func (cfg Config) logf(format string, a ...any) {
 	}
 }
 
-// Demo runs the demonstration until every run has ended or ctx ends.
-func Demo(ctx context.Context, cfg Config) (Report, error) {
+// Env is a running demonstration world: the emulated servers and the master
+// that lists them, on loopback.
+type Env struct {
+	// Master is the master's (loopback) address; Table translates the
+	// servers' public addresses to their sockets, for loopnat.Wrap.
+	Master netip.AddrPort
+	Table  *loopnat.Table
+	// Report holds the world's figures; Runs is empty.
+	Report Report
+	// Truth is every server's RTT from the place (the path's, no jitter).
+	Truth map[netip.AddrPort]time.Duration
+}
+
+// Start builds the world, runs it and the master until ctx ends, and
+// returns once the master lists the world (see waitListed). stop ends both
+// and waits for them.
+func Start(ctx context.Context, cfg Config) (env *Env, stop func(), err error) {
 	start := time.Now()
 	cfg = cfg.withDefaults()
 	rep := Report{Params: *cfg.Params, StopRTT: cfg.Params.StopRTT}
 	w, place, err := Build(cfg)
 	if err != nil {
-		return rep, err
+		return nil, nil, err
 	}
 	rep.Place, rep.Servers = place, len(w.Servers)
 	truth := map[netip.AddrPort]time.Duration{}
@@ -233,29 +248,36 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 		rep.Servers, rep.Countries, rep.ASes, rep.WorldPlayable, place.City.Name, rep.StopRTT)
 
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
+	halt := func() { cancel(); wg.Wait() }
+	defer func() {
+		if err != nil {
+			halt()
+		}
+	}()
 
 	// The master, on a loopback socket wrapped with the world's table.
 	mconn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
-		return rep, err
+		return nil, nil, err
 	}
-	defer mconn.Close()
 	masterAddr := mconn.LocalAddr().(*net.UDPAddr).AddrPort()
 	emu, err := world.Listen(w, world.Config{Masters: []netip.AddrPort{masterAddr}})
 	if err != nil {
-		return rep, err
+		mconn.Close()
+		return nil, nil, err
 	}
 	table := emu.Table()
 	m, err := newMaster()
 	if err != nil {
 		emu.Close()
-		return rep, err
+		mconn.Close()
+		return nil, nil, err
 	}
-	wg.Go(func() { m.Server.Serve(ctx, loopnat.Wrap(mconn, table), false) })
+	wg.Go(func() {
+		defer mconn.Close()
+		m.Server.Serve(ctx, loopnat.Wrap(mconn, table), false)
+	})
 	wg.Go(func() { m.Server.Tick(ctx, master.TickInterval) })
 	wg.Go(func() {
 		if err := emu.Run(ctx); err != nil {
@@ -267,7 +289,7 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 	rep.Listed, err = waitListed(ctx, m.Registry, len(w.Servers), cfg.Register)
 	rep.Registration = time.Since(start)
 	if err != nil {
-		return rep, err
+		return nil, nil, err
 	}
 	cfg.logf("master %v: %d of %d servers registered by heartbeat in %.1fs", masterAddr, rep.Listed, rep.Servers, rep.Registration.Seconds())
 	rep.Playable = 0
@@ -276,6 +298,22 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 			rep.Playable++
 		}
 	}
+
+	return &Env{Master: masterAddr, Table: table, Report: rep, Truth: truth}, halt, nil
+}
+
+// Demo runs the demonstration until every run has ended or ctx ends.
+func Demo(ctx context.Context, cfg Config) (Report, error) {
+	start := time.Now()
+	cfg = cfg.withDefaults()
+	env, stop, err := Start(ctx, cfg)
+	if err != nil {
+		return Report{}, err
+	}
+	defer stop()
+	rep, truth, table, masterAddr := env.Report, env.Truth, env.Table, env.Master
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 
 	// The three runs, side by side, each on its own socket.
 	g := gameET()

@@ -1,0 +1,91 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/scout-discovery/scout/demo"
+)
+
+// TestServers_OrderAdaptiveLive runs scout servers --order adaptive against
+// the demo's world (200 servers seen from Melbourne, registered with a
+// master by heartbeat) through --world-map, then --order master, and checks
+// the --json summary's "order" and the plots.
+func TestServers_OrderAdaptiveLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a 200-server world for several seconds")
+	}
+	env, stop, err := demo.Start(t.Context(), demo.Config{Servers: 200, Seed: 11})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	dir := t.TempDir()
+	mapPath := filepath.Join(dir, "world-map.json")
+	f, err := os.Create(mapPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Table.WriteTo(f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	summary := func(order, plot string) map[string]any {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), []string{"servers", "--game", "et", "--master", env.Master.String(),
+			"--world-map", mapPath, "--order", order, "--plot", plot, "--json", "--max-time", "60s"}, &stdout, &stderr)
+		if code != 0 {
+			t.Fatalf("--order %s: exit %d\n%s\n%s", order, code, stdout.String(), stderr.String())
+		}
+		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+		var sum map[string]any
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || sum["type"] != "summary" {
+			t.Fatalf("last line %q: %v", lines[len(lines)-1], err)
+		}
+		return sum
+	}
+
+	a := summary("adaptive", filepath.Join(dir, "adaptive.png"))
+	ord, ok := a["order"].(map[string]any)
+	if !ok {
+		t.Fatalf("adaptive summary has no order: %v", a)
+	}
+	if ord["order"] != "adaptive" || ord["clusters"].(float64) < 2 || ord["initial_probes"].(float64) < 2 || ord["located"].(float64) < 100 {
+		t.Errorf("order %v", ord)
+	}
+	if int(ord["playable"].(float64)) < env.Report.Playable-2 {
+		t.Errorf("adaptive found %v playable, master lists %d", ord["playable"], env.Report.Playable)
+	}
+	if a["probes"].(float64) > float64(env.Report.Listed)+10 {
+		t.Errorf("adaptive sent %v probes for %d servers", a["probes"], env.Report.Listed)
+	}
+	pf, err := os.Open(filepath.Join(dir, "adaptive.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	if _, err := png.Decode(pf); err != nil {
+		t.Errorf("adaptive.png: %v", err)
+	}
+
+	m := summary("master", filepath.Join(dir, "master.svg"))
+	if m["order"] != nil {
+		t.Errorf("master order summary carries %v", m["order"])
+	}
+	if m["answered"].(float64) < float64(env.Report.Listed)*0.95 {
+		t.Errorf("master order: %v answered of %d", m["answered"], env.Report.Listed)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "master.svg")); err != nil || !bytes.Contains(b, []byte("<svg")) {
+		t.Errorf("master.svg: %v", err)
+	}
+}
