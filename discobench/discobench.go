@@ -97,6 +97,7 @@ type Env struct {
 	Emulator *world.Emulator
 
 	reg   *master.Registry
+	stats *master.Stats
 	truth map[netip.AddrPort]*world.Server // by bound loopback address
 	stop  func()
 }
@@ -139,7 +140,7 @@ func Start(ctx context.Context, cfg Config) (*Env, error) {
 		cancel()
 		return nil, err
 	}
-	e := &Env{World: w, reg: m.Registry}
+	e := &Env{World: w, reg: m.Registry, stats: m.Handler.Stats()}
 	for _, a := range m.Addrs() {
 		if a.Addr().Is4() && a.Addr().IsLoopback() {
 			e.Master = a
@@ -179,11 +180,45 @@ func Start(ctx context.Context, cfg Config) (*Env, error) {
 	}
 	wctx, wcancel := context.WithTimeout(ctx, timeout)
 	defer wcancel()
-	if err := e.WaitListed(wctx, cfg.Servers); err != nil {
+	if err := e.waitSettled(wctx, cfg.Servers); err != nil {
 		e.Close()
 		return nil, err
 	}
 	return e, nil
+}
+
+// settleTime is how long the listing must stay unchanged, nothing
+// pending, before a world with loss is taken as listed: the reply to the
+// master's verifying getinfo is lost with the world's loss like any other
+// reply, and such a server is only listed at its next heartbeat (5
+// minutes on), so a world with 1% loss starts with about 1% unlisted.
+const settleTime = 2 * time.Second
+
+// minListedShare is the least share of the world that must be listed.
+const minListedShare = 0.9
+
+// waitSettled waits until the master lists all n servers, or the listing
+// has settled (see settleTime) with at least minListedShare of them.
+func (e *Env) waitSettled(ctx context.Context, n int) error {
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	last, since := -1, time.Now()
+	for {
+		listed, pending := e.reg.Counts()
+		if listed >= n {
+			return nil
+		}
+		if listed != last || pending > 0 {
+			last, since = listed, time.Now()
+		} else if time.Since(since) >= settleTime && float64(listed) >= minListedShare*float64(n) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("discobench: the master lists %d of %d servers (%d pending): %w", listed, n, pending, ctx.Err())
+		case <-tick.C:
+		}
+	}
 }
 
 // Close stops the world (its shutdown heartbeats included) and the
@@ -242,5 +277,14 @@ func (e *Env) Server(a netip.AddrPort) (*world.Server, bool) {
 	return s, ok
 }
 
-// received returns the datagrams the world has received so far.
-func (e *Env) received() uint64 { return e.Emulator.Stats().Received }
+// received returns the datagrams the world's servers have received so
+// far from anyone but the master: the master's own verifying and
+// re-probing queries (heartbeats, periodic re-probes) are taken off.
+func (e *Env) received() uint64 {
+	var fromMaster uint64
+	for _, k := range []master.Kind{master.KindGetInfo, master.KindGetStatus, master.KindGetChallenge} {
+		n, _ := e.stats.Out(k)
+		fromMaster += n
+	}
+	return e.Emulator.Stats().Received - fromMaster
+}
