@@ -53,9 +53,15 @@
 //
 // # The emulator
 //
-// [Listen] binds one UDP socket per server (raising RLIMIT_NOFILE; 50,000
-// servers need 50,256 descriptors) and [Emulator.Run] serves them with a
-// fixed number of goroutines, whatever the size of the world:
+// [Listen] gives the servers their sockets (SocketMode): one UDP socket per
+// server, raising RLIMIT_NOFILE, when the limit allows; otherwise one socket
+// per distinct port, bound to the wildcard address on lo only
+// (SO_BINDTODEVICE), with IP_PKTINFO telling which server a datagram is for
+// and setting the source of its replies. A generated world of 50,000
+// servers runs on 16 sockets in 170 MB (measured; this machine's hard limit
+// is 20,000 descriptors and CAP_SYS_RESOURCE is not granted).
+// [Emulator.Run] serves them with a fixed number of goroutines, whatever
+// the size of the world:
 //
 //   - the reader: one epoll set over all sockets; every datagram is
 //     timestamped by the kernel (SO_TIMESTAMPNS) and handed to a pure responder

@@ -47,6 +47,9 @@ type Config struct {
 	// root or CAP_SYS_NICE; silently ordinary otherwise), so that replies
 	// leave on time on a loaded machine.
 	RealTime bool
+	// Sockets chooses one socket per server or per port; the zero value
+	// picks per server when the descriptor limit allows.
+	Sockets SocketMode
 }
 
 // Stats counts what the emulator did. Lateness is how long after its due
@@ -87,6 +90,7 @@ type Emulator struct {
 	resp    responder
 	seed    uint64
 	addrs   int
+	nsocks  int
 
 	// Owned by the reader goroutine (handle).
 	rng      *rand.Rand
@@ -129,7 +133,7 @@ func Listen(w World, cfg Config) (*Emulator, error) {
 	for i, s := range w.Servers {
 		addrs[i] = s.Loopback
 	}
-	socks, bound, err := openSockets(addrs)
+	socks, bound, err := openSockets(addrs, cfg.Sockets)
 	if err != nil {
 		return nil, err
 	}
@@ -153,6 +157,7 @@ func Listen(w World, cfg Config) (*Emulator, error) {
 		ips[bound[i].Addr()] = true
 	}
 	e.addrs = len(ips)
+	e.nsocks = socks.count()
 	if e.table, err = loopnat.New(pairs); err != nil {
 		socks.close()
 		return nil, err
@@ -285,7 +290,7 @@ func (e *Emulator) sendHeartbeats(i int, r Reason, at time.Time, now bool) bool 
 func (e *Emulator) Stats() Stats {
 	st := Stats{
 		Servers:      len(e.servers),
-		Sockets:      len(e.servers),
+		Sockets:      e.nsocks,
 		Addresses:    e.addrs,
 		Received:     e.received.Load(),
 		Outcomes:     map[string]uint64{},

@@ -79,13 +79,22 @@ func exchange(t *testing.T, c *loopnat.Conn, pub netip.AddrPort, req []byte) []b
 // every game and checks that a sample of them answers, through the
 // translation layer, with what the world says, decoded by scout's codecs.
 func TestEmulator_World2000(t *testing.T) {
+	t.Run("socket per server", func(t *testing.T) { testWorld2000(t, SocketsPerServer) })
+	t.Run("socket per port", func(t *testing.T) { testWorld2000(t, SocketsPerPort) })
+}
+
+func testWorld2000(t *testing.T, mode SocketMode) {
 	w, err := Generate(Spec{Servers: 2000, Seed: 42, Full: 0.3, Empty: 0.4, RTTMin: 0, RTTMax: 2 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, stop := startWorld(t, w, Config{})
-	if st := e.Stats(); st.Sockets != 2000 || st.Addresses < 2000/MaxServersPerHost {
+	e, stop := startWorld(t, w, Config{Sockets: mode})
+	st := e.Stats()
+	if st.Addresses < 2000/MaxServersPerHost {
 		t.Errorf("stats %+v", st)
+	}
+	if wantPerServer := mode == SocketsPerServer; wantPerServer != (st.Sockets == 2000) || st.Sockets < 1 {
+		t.Errorf("%d sockets in mode %d", st.Sockets, mode)
 	}
 	c := client(t, e.Table())
 	for i := 0; i < len(w.Servers); i += 97 {

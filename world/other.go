@@ -16,7 +16,19 @@ var errUnsupported = errors.New("world: the emulator runs on Linux only")
 
 type sockets struct{}
 
-func openSockets([]netip.AddrPort) (*sockets, []netip.AddrPort, error) {
+// SocketMode chooses how servers are given sockets (see the Linux build).
+type SocketMode uint8
+
+// Socket modes.
+const (
+	SocketsAuto SocketMode = iota
+	SocketsPerServer
+	SocketsPerPort
+)
+
+func (s *sockets) count() int { return 0 }
+
+func openSockets([]netip.AddrPort, SocketMode) (*sockets, []netip.AddrPort, error) {
 	return nil, nil, errUnsupported
 }
 func (s *sockets) readLoop(func(int, netip.AddrPort, []byte, time.Time)) error {

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // sockets is the emulator's set of UDP sockets, one per server, read
@@ -23,14 +24,28 @@ import (
 // *net.UDPConn: the Go runtime would want one parked goroutine per blocked
 // read, 50,000 goroutines for a large world.
 type sockets struct {
-	fds  []int
-	epfd int
+	// fds are the sockets; server i sends from fds[sockOf[i]].
+	fds    []int
+	sockOf []int
+	// shared is set in per-port mode: then src[i] is server i's loopback
+	// IP, set as the source of its datagrams (IP_PKTINFO), and servers maps
+	// (destination IP, socket index) to the server a datagram is for.
+	shared  bool
+	src     [][4]byte
+	servers map[sharedKey]int
+	epfd    int
 	// stop is a pipe whose read end is in the epoll set; a byte written to
 	// stop[1] ends readLoop.
 	stop [2]int
 	// sa is the destination of send, reused so that sending allocates
 	// nothing; only the releaser goroutine sends.
-	sa syscall.SockaddrInet4
+	sa  syscall.SockaddrInet4
+	oob []byte
+}
+
+type sharedKey struct {
+	ip   [4]byte
+	sock int
 }
 
 // EpollBatch is how many ready sockets one epoll_wait returns at most.
@@ -71,14 +86,49 @@ func raiseNoFile(n int) error {
 	return fmt.Errorf("world: %d sockets need %d descriptors; the hard limit is %d (raise it with ulimit -Hn, or run fewer servers)", n, need, lim.Max)
 }
 
-// openSockets binds one socket per address. An address whose port is 0, or
-// whose port is taken, gets a port from the kernel. It returns the bound
-// addresses.
-func openSockets(addrs []netip.AddrPort) (*sockets, []netip.AddrPort, error) {
-	if err := raiseNoFile(len(addrs)); err != nil {
-		return nil, nil, err
+// SocketMode chooses how servers are given sockets.
+type SocketMode uint8
+
+const (
+	// SocketsAuto uses SocketsPerServer when the descriptor limit can be
+	// raised far enough, SocketsPerPort otherwise.
+	SocketsAuto SocketMode = iota
+	// SocketsPerServer binds each server's own loopback address and port:
+	// what every client sees is exactly a real server's socket.
+	SocketsPerServer
+	// SocketsPerPort serves every server that shares a public port from
+	// one socket: bound to the wildcard address and a kernel-chosen port,
+	// confined to the lo device (SO_BINDTODEVICE, so it receives nothing
+	// from another interface and can send nowhere else), told each
+	// datagram's destination by IP_PKTINFO and setting each reply's source
+	// the same way. A world needs only as many sockets as distinct ports
+	// (a few dozen), so 50,000 servers fit a 20,000-descriptor limit. The
+	// loopback ports differ from the public ones (the table maps them);
+	// the kernel-chosen port collides with no other program.
+	SocketsPerPort
+)
+
+// openSockets gives every address a socket (see SocketMode) and returns
+// the bound addresses. Per server, an address whose port is 0, or whose
+// port is taken, gets a port from the kernel.
+func openSockets(addrs []netip.AddrPort, mode SocketMode) (*sockets, []netip.AddrPort, error) {
+	for _, a := range addrs {
+		if !a.Addr().Is4() || !a.Addr().IsLoopback() {
+			return nil, nil, fmt.Errorf("world: refusing to bind %v: not IPv4 loopback", a)
+		}
 	}
-	s := &sockets{epfd: -1, stop: [2]int{-1, -1}}
+	if mode != SocketsPerPort {
+		err := raiseNoFile(len(addrs))
+		switch {
+		case err == nil:
+			mode = SocketsPerServer
+		case mode == SocketsAuto:
+			mode = SocketsPerPort
+		default:
+			return nil, nil, err
+		}
+	}
+	s := &sockets{epfd: -1, stop: [2]int{-1, -1}, shared: mode == SocketsPerPort}
 	fail := func(err error) (*sockets, []netip.AddrPort, error) {
 		s.close()
 		return nil, nil, err
@@ -93,43 +143,91 @@ func openSockets(addrs []netip.AddrPort) (*sockets, []netip.AddrPort, error) {
 	if err = syscall.EpollCtl(s.epfd, syscall.EPOLL_CTL_ADD, s.stop[0], &syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: -1}); err != nil {
 		return fail(fmt.Errorf("epoll_ctl: %w", err))
 	}
-	bound := make([]netip.AddrPort, len(addrs))
-	s.fds = make([]int, 0, len(addrs))
-	for i, a := range addrs {
-		if !a.Addr().Is4() || !a.Addr().IsLoopback() {
-			return fail(fmt.Errorf("world: refusing to bind %v: not IPv4 loopback", a))
-		}
+	// open creates a socket bound to a (or to the wildcard on lo when
+	// shared) and returns its index and bound port.
+	open := func(a netip.AddrPort) (int, uint16, error) {
 		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_DGRAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, 0)
 		if err != nil {
-			return fail(fmt.Errorf("socket: %w", err))
+			return 0, 0, fmt.Errorf("socket: %w", err)
 		}
+		idx := len(s.fds)
 		s.fds = append(s.fds, fd)
 		// Kernel receive timestamps: a reply's delay counts from when the
 		// query reached the socket, not from when the reader got to it.
 		if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1); err != nil {
-			return fail(fmt.Errorf("SO_TIMESTAMPNS: %w", err))
+			return 0, 0, fmt.Errorf("SO_TIMESTAMPNS: %w", err)
 		}
 		sa := &syscall.SockaddrInet4{Port: int(a.Port()), Addr: a.Addr().As4()}
+		if s.shared {
+			if err := syscall.SetsockoptString(fd, syscall.SOL_SOCKET, syscall.SO_BINDTODEVICE, "lo"); err != nil {
+				return 0, 0, fmt.Errorf("SO_BINDTODEVICE lo: %w", err)
+			}
+			if err := syscall.SetsockoptInt(fd, syscall.IPPROTO_IP, syscall.IP_PKTINFO, 1); err != nil {
+				return 0, 0, fmt.Errorf("IP_PKTINFO: %w", err)
+			}
+			sa = &syscall.SockaddrInet4{} // wildcard address (on lo only), kernel-chosen port
+		}
 		err = syscall.Bind(fd, sa)
-		if errors.Is(err, syscall.EADDRINUSE) && a.Port() != 0 {
+		if errors.Is(err, syscall.EADDRINUSE) && sa.Port != 0 {
 			sa.Port = 0
 			err = syscall.Bind(fd, sa)
 		}
 		if err != nil {
-			return fail(fmt.Errorf("bind %v: %w", a, err))
+			return 0, 0, fmt.Errorf("bind %v: %w", a, err)
 		}
 		got, err := syscall.Getsockname(fd)
 		if err != nil {
-			return fail(fmt.Errorf("getsockname: %w", err))
+			return 0, 0, fmt.Errorf("getsockname: %w", err)
 		}
-		in4 := got.(*syscall.SockaddrInet4)
-		bound[i] = netip.AddrPortFrom(netip.AddrFrom4(in4.Addr), uint16(in4.Port))
-		if err := syscall.EpollCtl(s.epfd, syscall.EPOLL_CTL_ADD, fd, &syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(i)}); err != nil {
-			return fail(fmt.Errorf("epoll_ctl: %w", err))
+		if err := syscall.EpollCtl(s.epfd, syscall.EPOLL_CTL_ADD, fd, &syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(idx)}); err != nil {
+			return 0, 0, fmt.Errorf("epoll_ctl: %w", err)
 		}
+		return idx, uint16(got.(*syscall.SockaddrInet4).Port), nil
+	}
+	bound := make([]netip.AddrPort, len(addrs))
+	s.sockOf = make([]int, len(addrs))
+	if !s.shared {
+		for i, a := range addrs {
+			idx, port, err := open(a)
+			if err != nil {
+				return fail(err)
+			}
+			s.sockOf[i] = idx
+			bound[i] = netip.AddrPortFrom(a.Addr(), port)
+		}
+		return s, bound, nil
+	}
+	s.src = make([][4]byte, len(addrs))
+	s.servers = make(map[sharedKey]int, len(addrs))
+	s.oob = make([]byte, syscall.CmsgSpace(syscall.SizeofInet4Pktinfo))
+	type portSock struct {
+		idx  int
+		port uint16
+	}
+	byPort := map[uint16]portSock{}
+	for i, a := range addrs {
+		ps, ok := byPort[a.Port()]
+		if !ok {
+			idx, port, err := open(a)
+			if err != nil {
+				return fail(err)
+			}
+			ps = portSock{idx, port}
+			byPort[a.Port()] = ps
+		}
+		k := sharedKey{a.Addr().As4(), ps.idx}
+		if _, dup := s.servers[k]; dup {
+			return fail(fmt.Errorf("world: two servers on %v share a port", a))
+		}
+		s.servers[k] = i
+		s.sockOf[i], s.src[i] = ps.idx, a.Addr().As4()
+		bound[i] = netip.AddrPortFrom(a.Addr(), ps.port)
 	}
 	return s, bound, nil
 }
+
+// sockets returns how many sockets are open.
+func (s *sockets) count() int { return len(s.fds) }
 
 // readLoop reads every datagram that arrives on any socket and hands it to
 // handle with the time it was read, until stopReading is called. It is the
@@ -137,7 +235,7 @@ func openSockets(addrs []netip.AddrPort) (*sockets, []netip.AddrPort, error) {
 func (s *sockets) readLoop(handle func(sock int, from netip.AddrPort, b []byte, at time.Time)) error {
 	events := make([]syscall.EpollEvent, EpollBatch)
 	buf := make([]byte, MaxDatagram)
-	oob := make([]byte, syscall.CmsgSpace(16))
+	oob := make([]byte, syscall.CmsgSpace(16)+syscall.CmsgSpace(syscall.SizeofInet4Pktinfo))
 	for {
 		n, err := syscall.EpollWait(s.epfd, events, -1)
 		if err != nil {
@@ -156,12 +254,18 @@ func (s *sockets) readLoop(handle func(sock int, from netip.AddrPort, b []byte, 
 				if err != nil {
 					break // EAGAIN: empty; other errors (ICMP-induced) are per datagram
 				}
-				at := arrival(time.Now(), oob[:oobn])
+				at, dst := control(time.Now(), oob[:oobn])
 				in4, ok := from.(*syscall.SockaddrInet4)
-				if !ok {
-					continue
+				if !ok || in4.Addr[0] != 127 {
+					continue // never answer anything but loopback
 				}
-				handle(int(ev.Fd), netip.AddrPortFrom(netip.AddrFrom4(in4.Addr), uint16(in4.Port)), buf[:m], at)
+				server := int(ev.Fd)
+				if s.shared {
+					if server, ok = s.servers[sharedKey{dst, int(ev.Fd)}]; !ok {
+						continue // no server at that address
+					}
+				}
+				handle(server, netip.AddrPortFrom(netip.AddrFrom4(in4.Addr), uint16(in4.Port)), buf[:m], at)
 			}
 		}
 	}
@@ -172,14 +276,26 @@ func (s *sockets) stopReading() {
 	syscall.Write(s.stop[1], []byte{0})
 }
 
-// send writes b from socket sock to to, which must be loopback. Errors
-// (a full socket buffer) lose the datagram, as a congested link would.
-func (s *sockets) send(sock int, to netip.AddrPort, b []byte) error {
+// send writes b from server i's socket to to, which must be loopback.
+// Errors (a full socket buffer) lose the datagram, as a congested link
+// would. Only the releaser goroutine calls it.
+func (s *sockets) send(i int, to netip.AddrPort, b []byte) error {
 	if !to.Addr().Is4() || !to.Addr().IsLoopback() {
 		return errOffLoopback
 	}
 	s.sa.Port, s.sa.Addr = int(to.Port()), to.Addr().As4()
-	return syscall.Sendto(s.fds[sock], b, 0, &s.sa)
+	fd := s.fds[s.sockOf[i]]
+	if !s.shared {
+		return syscall.Sendto(fd, b, 0, &s.sa)
+	}
+	// IP_PKTINFO with ipi_spec_dst: the datagram leaves from server i's
+	// loopback address.
+	h := (*syscall.Cmsghdr)(unsafe.Pointer(&s.oob[0]))
+	h.Level, h.Type = syscall.IPPROTO_IP, syscall.IP_PKTINFO
+	h.SetLen(syscall.CmsgLen(syscall.SizeofInet4Pktinfo))
+	info := (*syscall.Inet4Pktinfo)(unsafe.Pointer(&s.oob[syscall.CmsgLen(0)]))
+	*info = syscall.Inet4Pktinfo{Spec_dst: s.src[i]}
+	return syscall.Sendmsg(fd, b, s.oob, &s.sa, 0)
 }
 
 // close closes every descriptor. Call it once, after readLoop has returned
@@ -206,20 +322,30 @@ const MaxTimestampLag = time.Second
 // the age of the kernel's SCM_TIMESTAMPNS (a wall-clock time), keeping now's
 // monotonic reading. Without a usable timestamp it returns now.
 func arrival(now time.Time, oob []byte) time.Time {
+	at, _ := control(now, oob)
+	return at
+}
+
+// control reads the control messages of a datagram: its arrival time (see
+// arrival) and, with IP_PKTINFO, the address it was sent to.
+func control(now time.Time, oob []byte) (at time.Time, dst [4]byte) {
+	at = now
 	msgs, err := syscall.ParseSocketControlMessage(oob)
 	if err != nil {
-		return now
+		return at, dst
 	}
 	for _, m := range msgs {
-		if m.Header.Level != syscall.SOL_SOCKET || m.Header.Type != syscall.SCM_TIMESTAMPNS || len(m.Data) < 16 {
-			continue
-		}
-		sec := int64(binary.NativeEndian.Uint64(m.Data[0:8]))
-		nsec := int64(binary.NativeEndian.Uint64(m.Data[8:16]))
-		lag := now.Sub(time.Unix(sec, nsec)) // wall clock: time.Unix has no monotonic reading
-		if lag >= 0 && lag <= MaxTimestampLag {
-			return now.Add(-lag)
+		switch {
+		case m.Header.Level == syscall.SOL_SOCKET && m.Header.Type == syscall.SCM_TIMESTAMPNS && len(m.Data) >= 16:
+			sec := int64(binary.NativeEndian.Uint64(m.Data[0:8]))
+			nsec := int64(binary.NativeEndian.Uint64(m.Data[8:16]))
+			lag := now.Sub(time.Unix(sec, nsec)) // wall clock: time.Unix has no monotonic reading
+			if lag >= 0 && lag <= MaxTimestampLag {
+				at = now.Add(-lag)
+			}
+		case m.Header.Level == syscall.IPPROTO_IP && m.Header.Type == syscall.IP_PKTINFO && len(m.Data) >= syscall.SizeofInet4Pktinfo:
+			copy(dst[:], m.Data[8:12]) // ipi_addr: the header's destination address
 		}
 	}
-	return now
+	return at, dst
 }
