@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // decodeRun runs scout decode with stdin and returns the exit status, the
@@ -186,4 +188,176 @@ func FuzzDecodeCommand(f *testing.F) {
 			t.Fatalf("exit %d", code)
 		}
 	})
+}
+
+// Real captures of an OpenArena 0.8.8 server on loopback, with tshark's
+// reading of each (testdata/decode/README.md).
+const decodeTestdata = "testdata/decode"
+
+// oa088Packet is what one packet of the OpenArena captures is.
+type oa088Packet struct {
+	message   string
+	challenge string // sent in the request, echoed in the reply; "" for none
+}
+
+// The exchanges of the captures: round 1 (getinfo abc, then qstat's
+// getinfo and getstatus) and round 2 (getstatus xyz).
+var (
+	oa088Round1 = []oa088Packet{{"getinfo", "abc"}, {"infoResponse", "abc"},
+		{"getinfo", ""}, {"infoResponse", ""}, {"getstatus", ""}, {"statusResponse", ""}}
+	oa088Round2 = []oa088Packet{{"getstatus", "xyz"}, {"statusResponse", "xyz"}}
+)
+
+// tsharkFrame is one line of a FILE.tshark.tsv.
+type tsharkFrame struct {
+	number   string
+	time     time.Time
+	src, dst string
+	length   int
+}
+
+func readTsharkTSV(t *testing.T, path string) []tsharkFrame {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var frames []tsharkFrame
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) != 7 {
+			t.Fatalf("%s: %d fields in %q", path, len(f), line)
+		}
+		sec, frac, _ := strings.Cut(f[1], ".")
+		s, err1 := strconv.ParseInt(sec, 10, 64)
+		ns, err2 := strconv.ParseInt((frac + "000000000")[:9], 10, 64)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("%s: bad time %q", path, f[1])
+		}
+		frames = append(frames, tsharkFrame{number: f[0], time: time.Unix(s, ns).UTC(),
+			src: f[2] + ":" + f[3], dst: f[4] + ":" + f[5], length: len(f[6]) / 2})
+	}
+	return frames
+}
+
+// checkOA088 checks the records scout decode printed for one capture
+// against tshark's reading of it and the exchanges it holds.
+func checkOA088(t *testing.T, recs []map[string]any, firstIndex int, input, sourceWord string, frames []tsharkFrame, want []oa088Packet) {
+	t.Helper()
+	if len(recs) != len(frames) || len(recs) != len(want) {
+		t.Fatalf("%d records, tshark reads %d frames, want %d packets", len(recs), len(frames), len(want))
+	}
+	for i, r := range recs {
+		f, w := frames[i], want[i]
+		if r["index"] != float64(firstIndex+i) || r["input"] != input || r["source"] != sourceWord+" "+f.number {
+			t.Errorf("packet %d: index %v input %v source %v, want %d %s %q", i, r["index"], r["input"], r["source"],
+				firstIndex+i, input, sourceWord+" "+f.number)
+		}
+		if r["src"] != f.src || r["dst"] != f.dst || r["length"] != float64(f.length) {
+			t.Errorf("packet %d: %v -> %v, %v bytes; tshark reads %s -> %s, %d bytes", i, r["src"], r["dst"], r["length"], f.src, f.dst, f.length)
+		}
+		ts, _ := r["time"].(string)
+		if got, err := time.Parse(time.RFC3339Nano, ts); err != nil || !got.Equal(f.time) {
+			t.Errorf("packet %d: time %q, tshark reads %s", i, ts, f.time.Format(time.RFC3339Nano))
+		}
+		if r["family"] != "q3" || r["message"] != w.message || r["error"] != nil {
+			t.Errorf("packet %d: family %v message %v error %v, want q3 %s", i, r["family"], r["message"], r["error"], w.message)
+			continue
+		}
+		fields, _ := r["fields"].(map[string]any)
+		info, _ := fields["info"].(map[string]any)
+		challenge := fields["challenge"]
+		switch w.message {
+		case "infoResponse":
+			if info["hostname"] != "oa-peer-28960" || info["mapname"] != "oa_dm1" || info["protocol"] != "71" {
+				t.Errorf("packet %d: infoResponse info = %v", i, info)
+			}
+			challenge = info["challenge"]
+		case "statusResponse":
+			if info["sv_hostname"] != "oa-peer-28960" || info["mapname"] != "oa_dm1" || info["com_gamename"] != "Quake3Arena" {
+				t.Errorf("packet %d: statusResponse info = %v", i, info)
+			}
+			challenge = info["challenge"]
+		}
+		if w.challenge == "" && challenge != nil || w.challenge != "" && challenge != w.challenge {
+			t.Errorf("packet %d (%s): challenge %v, want %q", i, w.message, challenge, w.challenge)
+		}
+	}
+}
+
+// oa088Captures are the capture files, the word scout decode names their
+// packets with, and what they hold.
+var oa088Captures = []struct {
+	file, sourceWord string
+	want             []oa088Packet
+}{
+	{"oa088_lo_usec.pcap", "pcap record", append(append([]oa088Packet(nil), oa088Round1...), oa088Round2...)},
+	{"oa088_lo_nsec.pcap", "pcap record", oa088Round1},
+	{"oa088_lo.pcapng", "pcapng packet", oa088Round1},
+	{"oa088_any_sll2.pcap", "pcap record", oa088Round2},
+	{"oa088_any_sll.pcapng", "pcapng packet", oa088Round2},
+}
+
+// TestDecode_RealCaptures runs scout decode on each real capture given as a
+// file, as "-" and as nothing (both standard input), and compares what it
+// prints with tshark's reading.
+func TestDecode_RealCaptures(t *testing.T) {
+	for _, c := range oa088Captures {
+		path := filepath.Join(decodeTestdata, c.file)
+		in, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		frames := readTsharkTSV(t, path+".tshark.tsv")
+		for _, how := range []struct {
+			name, input string
+			stdin       []byte
+			args        []string
+		}{
+			{"file", path, nil, []string{path}},
+			{"stdin-dash", "-", in, []string{"-"}},
+			{"stdin", "-", in, nil},
+		} {
+			t.Run(c.file+"/"+how.name, func(t *testing.T) {
+				code, recs, stderr := decodeRun(t, how.stdin, how.args...)
+				if code != 0 || stderr != "" {
+					t.Fatalf("exit %d, stderr %q; want 0 and nothing", code, stderr)
+				}
+				checkOA088(t, recs, 0, how.input, c.sourceWord, frames, c.want)
+			})
+		}
+	}
+}
+
+// TestDecode_CaptureFileThenStdin decodes a pcap file and a pcapng on
+// standard input in one run: the packet index runs on across inputs.
+func TestDecode_CaptureFileThenStdin(t *testing.T) {
+	pcap := filepath.Join(decodeTestdata, "oa088_lo_usec.pcap")
+	pcapng := filepath.Join(decodeTestdata, "oa088_any_sll.pcapng")
+	in, err := os.ReadFile(pcapng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, recs, stderr := decodeRun(t, in, "--format", "auto", pcap, "-")
+	if code != 0 || stderr != "" || len(recs) != 10 {
+		t.Fatalf("exit %d, %d records, stderr %q; want 0, 10, nothing", code, len(recs), stderr)
+	}
+	checkOA088(t, recs[:8], 0, pcap, "pcap record", readTsharkTSV(t, pcap+".tshark.tsv"), append(append([]oa088Packet(nil), oa088Round1...), oa088Round2...))
+	checkOA088(t, recs[8:], 8, "-", "pcapng packet", readTsharkTSV(t, pcapng+".tshark.tsv"), oa088Round2)
+}
+
+// TestDecode_CaptureFormatForced: --format pcap and --format pcapng read
+// their own format and refuse the other with exit 1 and a reason.
+func TestDecode_CaptureFormatForced(t *testing.T) {
+	pcap := filepath.Join(decodeTestdata, "oa088_any_sll2.pcap")
+	pcapng := filepath.Join(decodeTestdata, "oa088_any_sll.pcapng")
+	if code, recs, stderr := decodeRun(t, nil, "--format", "pcap", pcap); code != 0 || len(recs) != 2 {
+		t.Errorf("--format pcap on a pcap: exit %d, %d records, stderr %q", code, len(recs), stderr)
+	}
+	if code, recs, stderr := decodeRun(t, nil, "--format", "pcapng", pcapng); code != 0 || len(recs) != 2 {
+		t.Errorf("--format pcapng on a pcapng: exit %d, %d records, stderr %q", code, len(recs), stderr)
+	}
+	if code, recs, stderr := decodeRun(t, nil, "--format", "pcapng", pcap); code != 1 || len(recs) != 0 || !strings.Contains(stderr, pcap) {
+		t.Errorf("--format pcapng on a pcap: exit %d, %d records, stderr %q; want 1, none, the file named", code, len(recs), stderr)
+	}
 }
