@@ -116,6 +116,7 @@ func runWorld(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	dynamics := fs.Duration("dynamics", 0, "mean time between changes (map, players) of one server; 0: static")
 	wait := fs.String("wait", "sleep", "how replies wait for their due time: sleep (nanosleep), spin, timer")
 	realTime := fs.Bool("realtime", true, "release replies from a SCHED_FIFO thread when permitted (root), for accurate delays on a loaded machine")
+	sockets := fs.String("sockets", "auto", "one socket per server (server), per port (port, for worlds beyond the descriptor limit), or auto")
 	asJSON := fs.Bool("json", false, "print the summary and the final counters as JSON")
 	if code, done := parseFlags(fs, args); done {
 		return code
@@ -130,6 +131,12 @@ func runWorld(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "scout world: --wait %q: want sleep, spin or timer\n", *wait)
 		return 2
 	}
+	sockModes := map[string]world.SocketMode{"auto": world.SocketsAuto, "server": world.SocketsPerServer, "port": world.SocketsPerPort}
+	sockMode, ok := sockModes[*sockets]
+	if !ok {
+		fmt.Fprintf(stderr, "scout world: --sockets %q: want auto, server or port\n", *sockets)
+		return 2
+	}
 	var w world.World
 	var err error
 	if *file != "" {
@@ -142,7 +149,7 @@ func runWorld(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 2
 	}
 	defer world.TuneRuntime()() // more Ps, rarer GC: see world.TunedProcs
-	em, err := world.Listen(w, world.Config{Masters: masters, HeartbeatInterval: *interval, Wait: mode, Dynamics: *dynamics, RealTime: *realTime})
+	em, err := world.Listen(w, world.Config{Masters: masters, HeartbeatInterval: *interval, Wait: mode, Dynamics: *dynamics, RealTime: *realTime, Sockets: sockMode})
 	if err != nil {
 		fmt.Fprintf(stderr, "scout world: %v\n", err)
 		return 1

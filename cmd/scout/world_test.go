@@ -34,6 +34,7 @@ func TestWorld_Generate(t *testing.T) {
 func TestWorld_BadUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"world", "--wait", "forever"},
+		{"world", "--sockets", "many"},
 		{"world", "--games", "quake2:1"},
 		{"world", "--delay", "400ms-10ms"},
 		{"world", "generate", "--servers", "0"},
