@@ -92,8 +92,22 @@ func TestServers_JSONStreamAndSummaryOverLoopback(t *testing.T) {
 		byAddr[l["address"].(string)] = l
 	}
 	if l := byAddr[s2.String()]; l == nil || l["map"] != "q3dm17" || l["name_plain"] != "Red \x1b[2Jbox" ||
-		len(l["masters"].([]any)) != 2 || l["rtt_ms"].(float64) <= 0 {
+		l["rtt_ms"].(float64) <= 0 {
 		t.Errorf("server 2: %v", l)
+	}
+	// A server's line is printed when its probe ends, while the other
+	// master's reply may still be on its way (probing overlaps the master
+	// replies), so the line names the masters that had listed it by then:
+	// at least one, and only masters that do list it. The complete merge is
+	// checked deterministically in discover's synctest tests.
+	if ms, _ := byAddr[s2.String()]["masters"].([]any); len(ms) == 0 || len(ms) > 2 {
+		t.Errorf("server 2 masters %v, want 1 or 2 of %s, %s", ms, m1, m2)
+	} else {
+		for _, m := range ms {
+			if m != m1.String() && m != m2.String() {
+				t.Errorf("server 2 listed by %v, which does not list it", m)
+			}
+		}
 	}
 	if l := byAddr[dead.String()]; l == nil || l["error"] == nil || l["rtt_ms"].(float64) != 0 {
 		t.Errorf("dead server: %v; want it reported with its error", l)
