@@ -21,6 +21,10 @@
 //     and a few game ports share an address. These laws are fitted to the
 //     real lists (Measure gives their statistics; the measured values are in
 //     fitted.go);
+//   - calibration (calibrated.go): Fitted departs from the modern lists
+//     where the paper's Table 2 says its 2007 population differed: more
+//     ASes per country and /16s per AS, Australia ranked 10th, and big ASes
+//     in hosting hubs; Modern returns the lists' fit alone;
 //   - prefixes: data/prefixes2008.tsv.gz, every /8 to /24 prefix announced
 //     on 2008-05-01 with its origin AS (pyasn, MIT; RouteViews, public) and
 //     its country in MaxMind's GeoLite Country of 2019-12-24 (redistributed

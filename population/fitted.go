@@ -330,6 +330,184 @@ func regionFactor(a, b string) float64 {
 	return 1
 }
 
+// hubWeight is how many servers of the QuakeWorld list (vikpe/qw-servers-geoip,
+// its own city coordinates) sit nearest each WonderProxy city of their country:
+// where a country's big hosting networks are. Zero for the other cities.
+// The comment gives the median distance from those servers to the city.
+func hubWeight(cc, city string) int {
+	switch cc + "/" + city {
+	case "AU/Adelaide":
+		return 1 // 4 km
+	case "AU/Melbourne":
+		return 4 // 9 km
+	case "AU/Perth":
+		return 2 // 11 km
+	case "AU/Sydney":
+		return 10 // 0 km
+	case "BE/Antwerp":
+		return 1 // 4 km
+	case "BG/Sofia":
+		return 1 // 1 km
+	case "BR/JoaoPessoa":
+		return 2 // 556 km
+	case "BR/SaoPaulo":
+		return 11 // 0 km
+	case "CA/Montreal":
+		return 1 // 1 km
+	case "CA/Toronto":
+		return 1 // 139 km
+	case "CA/Vancouver":
+		return 1 // 95 km
+	case "CH/Basel":
+		return 1 // 6 km
+	case "CZ/Prague":
+		return 2 // 5 km
+	case "DE/Dusseldorf":
+		return 1 // 67 km
+	case "DE/Falkenstein":
+		return 6 // 239 km
+	case "DE/Frankfurt":
+		return 8 // 4 km
+	case "DE/Hamburg":
+		return 1 // 57 km
+	case "DE/Munich":
+		return 1 // 129 km
+	case "DE/Nuremberg":
+		return 4 // 0 km
+	case "DK/Copenhagen":
+		return 2 // 4 km
+	case "ES/Madrid":
+		return 1 // 2 km
+	case "FI/Helsinki":
+		return 8 // 16 km
+	case "FR/Paris":
+		return 1 // 2 km
+	case "FR/Roubaix":
+		return 3 // 1 km
+	case "GB/London":
+		return 6 // 2 km
+	case "HU/Budapest":
+		return 4 // 13 km
+	case "IE/Dublin":
+		return 4 // 0 km
+	case "IS/Reykjavik":
+		return 2 // 2 km
+	case "JP/Tokyo":
+		return 2 // 7 km
+	case "KZ/Karaganda":
+		return 2 // 787 km
+	case "LT/Siauliai":
+		return 1 // 1 km
+	case "LT/Vilnius":
+		return 1 // 0 km
+	case "NL/Amsterdam":
+		return 2 // 37 km
+	case "NL/Westpoort":
+		return 7 // 10 km
+	case "NO/Bergen":
+		return 1 // 171 km
+	case "NO/Oslo":
+		return 4 // 7 km
+	case "NZ/Auckland":
+		return 1 // 14 km
+	case "NZ/Wellington":
+		return 1 // 2 km
+	case "PA/Panama":
+		return 1 // 1352 km
+	case "PL/Gdansk":
+		return 1 // 245 km
+	case "PL/Warsaw":
+		return 9 // 9 km
+	case "PT/Lisbon":
+		return 2 // 217 km
+	case "RU/Moscow":
+		return 6 // 0 km
+	case "RU/Novosibirsk":
+		return 1 // 609 km
+	case "RU/StPetersburg":
+		return 2 // 6 km
+	case "SA/Riyadh":
+		return 1 // 846 km
+	case "SE/Gothenburg":
+		return 8 // 235 km
+	case "SE/Stockholm":
+		return 16 // 19 km
+	case "SG/Singapore":
+		return 1 // 16 km
+	case "SI/Ljubljana":
+		return 1 // 1 km
+	case "US/Atlanta":
+		return 2 // 7 km
+	case "US/Austin":
+		return 2 // 26 km
+	case "US/Boston":
+		return 1 // 2 km
+	case "US/Buffalo":
+		return 2 // 0 km
+	case "US/Charlotte":
+		return 1 // 19 km
+	case "US/Chicago":
+		return 4 // 13 km
+	case "US/Cleveland":
+		return 1 // 57 km
+	case "US/Columbus":
+		return 1 // 18 km
+	case "US/Cromwell":
+		return 1 // 71 km
+	case "US/Dallas":
+		return 7 // 1 km
+	case "US/Denver":
+		return 2 // 156 km
+	case "US/DesMoines":
+		return 1 // 0 km
+	case "US/Detroit":
+		return 1 // 0 km
+	case "US/Honolulu":
+		return 1 // 8 km
+	case "US/Indianapolis":
+		return 1 // 185 km
+	case "US/KansasCity":
+		return 1 // 44 km
+	case "US/Lincoln":
+		return 1 // 84 km
+	case "US/LosAngeles":
+		return 4 // 0 km
+	case "US/Memphis":
+		return 1 // 17 km
+	case "US/Miami":
+		return 2 // 168 km
+	case "US/Minneapolis":
+		return 1 // 104 km
+	case "US/Orlando":
+		return 1 // 66 km
+	case "US/Philadelphia":
+		return 1 // 26 km
+	case "US/Phoenix":
+		return 3 // 9 km
+	case "US/Piscataway":
+		return 3 // 7 km
+	case "US/Portland":
+		return 4 // 23 km
+	case "US/Raleigh":
+		return 1 // 107 km
+	case "US/SanJose":
+		return 4 // 76 km
+	case "US/Savannah":
+		return 2 // 135 km
+	case "US/Seattle":
+		return 3 // 191 km
+	case "US/Secaucus":
+		return 4 // 9 km
+	case "US/Tampa":
+		return 1 // 149 km
+	case "US/Washington":
+		return 5 // 12 km
+	case "ZA/Johannesburg":
+		return 2 // 3 km
+	}
+	return 0
+}
+
 // Measured concentration of the real server lists, with GeoLite 2019
 // countries and RouteViews 2014 origin ASes:
 //

@@ -144,6 +144,9 @@ func TestMeasure_Slash8Rule(t *testing.T) {
 	if st.Slash8Clusters != 3 { // DE 80, DE 82, AU 2
 		t.Fatalf("Slash8Clusters = %d, want 3", st.Slash8Clusters)
 	}
+	if st.CountryRests != 2 { // DE 81 and AU 1 stay in their countries' clusters
+		t.Fatalf("CountryRests = %d, want 2", st.CountryRests)
+	}
 	if len(st.Countries) != 2 || st.Countries[0].Country != "AU" || st.Sites != 211 {
 		t.Fatalf("countries %+v", st.Countries)
 	}
@@ -192,4 +195,60 @@ func ExampleMeasure() {
 	st := Measure(w.Sites())
 	fmt.Println(st.Sites)
 	// Output: 500
+}
+
+func TestBuild_BigASesSitInHubs(t *testing.T) {
+	w := build(t, ET, 2000, 3)
+	addrs := map[string]map[netip.Addr]bool{} // country/AS -> addresses
+	city := map[string]string{}
+	for _, s := range w.Servers {
+		k := fmt.Sprintf("%s/%d", s.Country, s.ASN)
+		if addrs[k] == nil {
+			addrs[k] = map[netip.Addr]bool{}
+		}
+		addrs[k][s.Addr.Addr()] = true
+		city[k] = s.City
+	}
+	var big int
+	for k, as := range addrs {
+		cc := k[:2]
+		hubs := false
+		for _, c := range Cities() {
+			hubs = hubs || c.Country == cc && hubWeight(cc, c.Name) > 0
+		}
+		if len(as) < calHubAddrs || !hubs {
+			continue
+		}
+		big++
+		if hubWeight(cc, city[k]) == 0 {
+			t.Errorf("AS %s of %d addresses sits in %s, not a hub", k, len(as), city[k])
+		}
+	}
+	if big == 0 {
+		t.Fatal("no AS of hub size in the world")
+	}
+}
+
+func TestCountryRank2007_MovesAustraliaOnly(t *testing.T) {
+	m, r := CountryRank(), CountryRank2007()
+	if len(m) != len(r) || r[calAURank-1] != "AU" {
+		t.Fatalf("AU at %d of %v", calAURank, r)
+	}
+	var a, b []string
+	for _, cc := range m {
+		if cc != "AU" {
+			a = append(a, cc)
+		}
+	}
+	for _, cc := range r {
+		if cc != "AU" {
+			b = append(b, cc)
+		}
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("CountryRank2007 reorders more than Australia")
+	}
+	if m[4] != "AU" || CountryRank()[4] != "AU" {
+		t.Fatal("CountryRank2007 changed CountryRank")
+	}
 }

@@ -28,6 +28,10 @@ type Stats struct {
 	// makes clusters of: more than 10 sites and more than 10% of their
 	// country's sites.
 	Slash8Clusters int
+	// CountryRests counts the countries with sites outside their /8
+	// clusters (step 2(d)'s per-country clusters): Slash8Clusters +
+	// CountryRests is the number of clusters step 3 starts from.
+	CountryRests int
 	// InitialProbes estimates Algorithm 1's calibration probes before any
 	// split: for each cluster (a /8 cluster or the rest of a country),
 	// round(sqrt(n)) probes, at most one per /16 of the cluster.
@@ -90,16 +94,21 @@ func Measure(sites []Site) Stats {
 		return s.Country
 	}
 	clusterN := map[string]int{}
+	rests := map[string]bool{}
 	for _, s := range sites {
 		a := s.Addr.Unmap().As4()
 		v := uint32(a[0])<<24 | uint32(a[1])<<16
 		id := clusterOf(s, v)
+		if id == s.Country {
+			rests[s.Country] = true
+		}
 		clusterN[id]++
 		if perCluster16[id] == nil {
 			perCluster16[id] = map[uint32]bool{}
 		}
 		perCluster16[id][v>>16] = true
 	}
+	st.CountryRests = len(rests)
 	for id, n := range clusterN {
 		st.InitialProbes += min(int(math.Round(math.Sqrt(float64(n)))), len(perCluster16[id]))
 	}

@@ -52,6 +52,15 @@ type Config struct {
 	// ServersPerAddr is the mean number of game servers (ports) per address,
 	// geometric, at least 1.
 	ServersPerAddr float64
+	// Ranking orders the countries of the country mix; nil takes
+	// CountryRank (the modern lists' ranking). Fitted sets CountryRank2007.
+	Ranking []string
+	// HubAddrs: an AS with at least HubAddrs addresses in a country sits in
+	// one of the country's hosting hubs (cities weighted by how many
+	// QuakeWorld servers sit nearest them, see hubWeight), smaller ones in
+	// a city of the country drawn uniformly. Zero places every AS
+	// uniformly; a country with no hub places every AS uniformly.
+	HubAddrs int
 	// Latency is the latency model; zero takes DefaultLatency.
 	Latency *Latency
 	// Table is the prefix table; nil takes Prefixes2008.
@@ -60,6 +69,24 @@ type Config struct {
 
 // Fitted returns the calibrated defaults.
 func Fitted(g Game, servers int, seed uint64) Config {
+	return Config{
+		Game: g, Servers: servers, Seed: seed,
+		CountryZipf: fitCountryZipf, CountryQ: fitCountryQ, Countries: fitCountries,
+		ASPerCountryC: calASPerCountryC, ASPerCountryB: fitASPerCountryB,
+		Slash16PerASC: calSlash16PerASC, Slash16PerASB: fitSlash16PerASB,
+		ZipfAS: fitZipfAS, ZipfSlash16: fitZipfSlash16,
+		ServersPerAddr: calServersPerAddr,
+		Ranking:        CountryRank2007(),
+		HubAddrs:       calHubAddrs,
+	}
+}
+
+// Modern returns the model fitted to the modern lists alone (SCUM 2024 and
+// QuakeWorld): their placement laws and ports per address, their country
+// ranking, and every AS in a uniformly drawn city. Fitted departs from it
+// where Table 2 says the paper's 2007 population differed (see
+// calibrated.go).
+func Modern(g Game, servers int, seed uint64) Config {
 	return Config{
 		Game: g, Servers: servers, Seed: seed,
 		CountryZipf: fitCountryZipf, CountryQ: fitCountryQ, Countries: fitCountries,
@@ -101,7 +128,10 @@ func Build(cfg Config) (*World, error) {
 	if cfg.Servers < 1 || cfg.Servers > MaxServers {
 		return nil, fmt.Errorf("%w: %d servers, want 1 to %d", ErrConfig, cfg.Servers, MaxServers)
 	}
-	ranks := countryRank()
+	ranks := cfg.Ranking
+	if ranks == nil {
+		ranks = countryRank()
+	}
 	if cfg.Countries < 1 || cfg.Countries > len(ranks) || cfg.ServersPerAddr < 1 {
 		return nil, fmt.Errorf("%w: Countries %d (want 1 to %d), ServersPerAddr %v (want >= 1)", ErrConfig, cfg.Countries, len(ranks), cfg.ServersPerAddr)
 	}
@@ -117,9 +147,21 @@ func Build(cfg Config) (*World, error) {
 	}
 	w := &World{Config: cfg, cities: map[string]City{}, latency: lat}
 	byCountry := map[string][]City{}
+	hubCum := map[string][]float64{} // cumulative hub weights over byCountry[cc]
 	for _, c := range cityTable() {
 		w.cities[c.Country+"/"+c.Name] = c
 		byCountry[c.Country] = append(byCountry[c.Country], c)
+	}
+	for cc, cs := range byCountry {
+		hw := make([]float64, len(cs))
+		var any bool
+		for i, c := range cs {
+			hw[i] = float64(hubWeight(cc, c.Name))
+			any = any || hw[i] > 0
+		}
+		if any {
+			hubCum[cc] = cumulative(hw)
+		}
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5c0a7))
 
@@ -166,7 +208,12 @@ func Build(cfg Config) (*World, error) {
 				continue
 			}
 			as := all[ases[i]]
-			city := byCountry[cc][rng.IntN(len(byCountry[cc]))]
+			var city City
+			if hc := hubCum[cc]; hc != nil && cfg.HubAddrs > 0 && len(addrs) >= cfg.HubAddrs {
+				city = byCountry[cc][pick(rng, hc)]
+			} else {
+				city = byCountry[cc][rng.IntN(len(byCountry[cc]))]
+			}
 			k16 := clamp(int(math.Round(cfg.Slash16PerASC*math.Pow(float64(len(addrs)), cfg.Slash16PerASB))), 1, len(as.prefixes))
 			sites := make([]netip.Prefix, 0, k16)
 			for _, j := range rng.Perm(len(as.prefixes))[:k16] {

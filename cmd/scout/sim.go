@@ -34,7 +34,9 @@ outstanding, a CS:S one 200 s).
 them next to the paper's Table 2. Without it, one row: --client and --game,
 and --servers (0: the paper's size for the game).
 
-Columns: countries, /8 clusters (step 2(c)), initial probes (steps 4(c) and
+Columns: countries, clusters (step 3: the /8 clusters of step 2(c) and one
+per country for the rest, the reading of the paper's "/8 clusters" column
+that its numbers fit), /8 clusters (step 2(c) alone), initial probes (steps 4(c) and
 4(e)iii), auto-stop time and its share of the conventional full probe,
 playable servers (RTT < 200 ms) found by the auto-stop, time to the last
 playable server found (adaptive, conventional, oracle), and probes sent
@@ -191,12 +193,12 @@ func printSimTable(w io.Writer, rows []*sim.Row) {
 		return f(r.Paper)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "client\tservers\tcountries\t/8 clusters\tinitial probes\tauto-stop s\tauto-stop %\tfound %\tlast playable s (adaptive/conv/oracle)\tprobes (adaptive/conv/oracle)\t")
+	fmt.Fprintln(tw, "client\tservers\tcountries\tclusters\t/8 clusters\tinitial probes\tauto-stop s\tauto-stop %\tfound %\tlast playable s (adaptive/conv/oracle)\tprobes (adaptive/conv/oracle)\t")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d (%s)\t%d (%s)\t%d (%s)\t%.1f (%s)\t%.0f (%s)\t%.1f\t%.1f / %.1f / %.1f\t%d / %d / %d\t\n",
+		fmt.Fprintf(tw, "%s\t%d\t%d (%s)\t%d (%s)\t%d\t%d (%s)\t%.1f (%s)\t%.0f (%s)\t%.1f\t%.1f / %.1f / %.1f\t%d / %d / %d\t\n",
 			r.Client, r.Servers,
 			r.Countries, paper(r, func(p *sim.PaperRow) string { return strconv.Itoa(p.Countries) }),
-			r.Slash8, paper(r, func(p *sim.PaperRow) string { return strconv.Itoa(p.Slash8) }),
+			r.Clusters, paper(r, func(p *sim.PaperRow) string { return strconv.Itoa(p.Slash8) }), r.Slash8,
 			r.InitialProbes, paper(r, func(p *sim.PaperRow) string { return strconv.Itoa(p.InitialProbes) }),
 			r.AutoStop, paper(r, func(p *sim.PaperRow) string { return strconv.FormatFloat(p.AutoStop, 'f', 0, 64) }),
 			r.AutoStopPct, paper(r, func(p *sim.PaperRow) string { return strconv.FormatFloat(p.AutoStopPct, 'f', 0, 64) }),

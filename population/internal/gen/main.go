@@ -298,11 +298,54 @@ func run(dataDir, out string) error {
 		return err
 	}
 	var qwm map[string]struct {
-		CC string `json:"cc"`
+		CC          string    `json:"cc"`
+		City        string    `json:"city"`
+		Coordinates []float64 `json:"coordinates"`
 	}
 	if err := json.Unmarshal(qwf, &qwm); err != nil {
 		return err
 	}
+	// Hosting hubs: each QuakeWorld server counts for the WonderProxy city
+	// of its own country nearest its coordinates.
+	hub := map[[2]string]int{}
+	hubKm := map[[2]string][]float64{}
+	for _, v := range qwm {
+		if len(v.Coordinates) != 2 {
+			continue
+		}
+		best, bestKm := -1, math.Inf(1)
+		for i, c := range cities {
+			if c.cc != v.CC {
+				continue
+			}
+			if km := haversineKm(v.Coordinates[0], v.Coordinates[1], c.lat, c.lon); km < bestKm {
+				best, bestKm = i, km
+			}
+		}
+		if best >= 0 {
+			k := [2]string{cities[best].cc, cities[best].name}
+			hub[k]++
+			hubKm[k] = append(hubKm[k], bestKm)
+		}
+	}
+	var hubKeys [][2]string
+	for k := range hub {
+		hubKeys = append(hubKeys, k)
+	}
+	sort.Slice(hubKeys, func(i, j int) bool {
+		if hubKeys[i][0] != hubKeys[j][0] {
+			return hubKeys[i][0] < hubKeys[j][0]
+		}
+		return hubKeys[i][1] < hubKeys[j][1]
+	})
+	var hw strings.Builder
+	hw.WriteString("// hubWeight is how many servers of the QuakeWorld list (vikpe/qw-servers-geoip,\n// its own city coordinates) sit nearest each WonderProxy city of their country:\n// where a country's big hosting networks are. Zero for the other cities.\n// The comment gives the median distance from those servers to the city.\nfunc hubWeight(cc, city string) int {\n\tswitch cc + \"/\" + city {\n")
+	for _, k := range hubKeys {
+		fmt.Fprintf(&hw, "\tcase %q:\n\t\treturn %d // %.0f km\n", k[0]+"/"+k[1], hub[k], median(hubKm[k]))
+	}
+	hw.WriteString("\t}\n\treturn 0\n}\n\n")
+	w.WriteString(hw.String())
+
 	var qwIPs []netip.Addr
 	for k := range qwm {
 		a, err := netip.ParseAddr(k)
