@@ -6,12 +6,18 @@ import (
 	"encoding/json"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/scout-discovery/scout/a2s"
+	"github.com/scout-discovery/scout/gs4"
 	"github.com/scout-discovery/scout/infostring"
 	"github.com/scout-discovery/scout/internal/peer"
 	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/q4"
 )
 
 func TestParseQueryAddr(t *testing.T) {
@@ -183,5 +189,360 @@ func TestQuery_OpenArenaJSON(t *testing.T) {
 	if s.Name != "scout-cmd" || s.Map != "oa_dm1" || s.NumPlayers != 2 || len(s.Players) != 2 ||
 		s.Players[0].Name != "Sarge" || s.Players[1].Name != "Major" || s.Error != "" || s.Attempts != 1 {
 		t.Fatalf("got %s", out.String())
+	}
+}
+
+// q4Server answers getInfo like a Quake 4 1.4.2 server with two players,
+// leaving the first drop requests unanswered, until the test ends.
+func q4Server(t *testing.T, drop int) netip.AddrPort {
+	t.Helper()
+	seen := 0 // only the ServeUDP goroutine touches it
+	return peer.ServeUDP(t, func(req []byte) [][]byte {
+		m, err := q4.ParseGetInfo(req)
+		if err != nil {
+			t.Errorf("q4 server: %v", err)
+			return nil
+		}
+		if seen++; seen <= drop {
+			return nil
+		}
+		r := q4.InfoResponse{Challenge: m.Challenge, Protocol: q4.Quake4,
+			Info: infostring.Info{{Key: "si_name", Value: "^4Strogg^7 Base"}, {Key: "si_map", Value: "q4dm1"},
+				{Key: "si_gameType", Value: "DM"}, {Key: "si_maxPlayers", Value: "8"}, {Key: "fs_game", Value: ""}},
+			Players: []q4.Player{{ID: 0, Ping: 45, Rate: 25000, Name: "^1Kane", Clan: "MC"}, {ID: 3, Ping: 0, Rate: 25000, Name: "Bot"}},
+			OSMask:  7}
+		b, err := r.AppendBinary(nil)
+		if err != nil {
+			t.Errorf("q4 server: %v", err)
+			return nil
+		}
+		return [][]byte{b}
+	})
+}
+
+// ut3Challenge is the challenge ut3Server hands out: negative, as UT3's
+// often are (the UnrealAdminWiki's example).
+const ut3Challenge = -1287574694
+
+// ut3ChallengeWire is ut3Challenge as a uint32, as the info request carries it.
+const ut3ChallengeWire uint32 = 1<<32 + ut3Challenge
+
+// ut3Server answers GameSpy 4 queries like a UT3 server: a challenge, then
+// an info reply split over several packets, sent last first. An info
+// request without the challenge goes unanswered, as UT3 ignores it.
+func ut3Server(t *testing.T) netip.AddrPort {
+	t.Helper()
+	return peer.ServeUDP(t, func(req []byte) [][]byte {
+		m, err := gs4.Parse(req)
+		if err != nil {
+			t.Errorf("ut3 server: %v", err)
+			return nil
+		}
+		var out [][]byte
+		switch m := m.(type) {
+		case gs4.ChallengeRequest:
+			b, err := gs4.ChallengeReply{SessionID: m.SessionID, Challenge: ut3ChallengeWire}.AppendBinary(nil)
+			if err != nil {
+				t.Errorf("ut3 server: %v", err)
+				return nil
+			}
+			out = append(out, b)
+		case gs4.InfoRequest:
+			if !m.HasChallenge || m.Challenge != ut3ChallengeWire {
+				return nil
+			}
+			info := gs4.Info{SessionID: m.SessionID,
+				Rules: []gs4.KeyValue{{Key: "hostname", Value: "Scout UT3 Box"}, {Key: "hostport", Value: "7777"},
+					{Key: "p1073741825", Value: "DM-Deck"}, {Key: "p1073741826", Value: "UTGame.UTDeathmatch"},
+					{Key: "numplayers", Value: "3"}, {Key: "maxplayers", Value: "16"}, {Key: "s32779", Value: "2"}},
+				Players: gs4.Table{Fields: []string{"player_", "score_", "ping_", "team_"},
+					Rows: [][]string{{"Reaper", "25", "48", "0"}, {"Malcolm", "17", "61", "1"}, {"Lauren", "3", "95", "0"}}},
+				Teams: gs4.Table{Fields: []string{"team_t", "score_t"}, Rows: [][]string{{"Red", "28"}, {"Blue", "17"}}}}
+			pkts, err := info.Split(160)
+			if err != nil || len(pkts) < 2 {
+				t.Errorf("ut3 server: %d packets, %v; want a split reply", len(pkts), err)
+				return nil
+			}
+			for i := len(pkts) - 1; i >= 0; i-- {
+				b, err := pkts[i].AppendBinary(nil)
+				if err != nil {
+					t.Errorf("ut3 server: %v", err)
+					return nil
+				}
+				out = append(out, b)
+			}
+		}
+		return out
+	})
+}
+
+// sourceChallenge is the S2C_CHALLENGE sourceServer demands.
+const sourceChallenge = 0x5eed1234
+
+// sourceServer answers A2S like a Source server updated since December
+// 2020: A2S_INFO and A2S_PLAYER without its challenge get S2C_CHALLENGE.
+// It records the requests it saw ("info", "info+chal", "player+chal",
+// ...).
+func sourceServer(t *testing.T) (netip.AddrPort, func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var seen []string // guarded by mu
+	addr := peer.ServeUDP(t, func(req []byte) [][]byte {
+		m, err := a2s.Parse(req)
+		if err != nil {
+			t.Errorf("source server: %v", err)
+			return nil
+		}
+		var reply a2s.Message = a2s.Challenge{Challenge: sourceChallenge}
+		what := ""
+		switch m := m.(type) {
+		case a2s.InfoRequest:
+			what = "info"
+			if m.HasChallenge && m.Challenge == sourceChallenge {
+				what += "+chal"
+				reply = a2s.Info{Protocol: 17, Name: "Scout Source", Map: "de_dust2", Folder: "cstrike",
+					Game: "Counter-Strike: Source", AppID: 240, Players: 2, MaxPlayers: 24,
+					ServerType: a2s.ServerDedicated, Environment: a2s.EnvLinux, VAC: true, Version: "1.0.0.0"}
+			}
+		case a2s.PlayerRequest:
+			what = "player"
+			if m.Challenge == sourceChallenge {
+				what += "+chal"
+				reply = a2s.Players{Players: []a2s.Player{{Name: "Alice", Score: 12, Duration: 61.5}, {Name: "Bob", Score: -2, Duration: 3}}}
+			}
+		default:
+			t.Errorf("source server: %T is not a request", m)
+			return nil
+		}
+		mu.Lock()
+		seen = append(seen, what)
+		mu.Unlock()
+		b, err := reply.AppendBinary(nil)
+		if err != nil {
+			t.Errorf("source server: %v", err)
+			return nil
+		}
+		return [][]byte{b}
+	})
+	return addr, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), seen...)
+	}
+}
+
+// queryRun runs scout query with args and returns the exit status and
+// standard output.
+func queryRun(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(t.Context(), append([]string{"query"}, args...), &out, &errb)
+	if errb.Len() > 0 {
+		t.Logf("stderr: %s", errb.String())
+	}
+	return code, out.String()
+}
+
+// queryJSONLines decodes --json output.
+func queryJSONLines(t *testing.T, out string) []queryServerJSON {
+	t.Helper()
+	var res []queryServerJSON
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var s queryServerJSON
+		if err := json.Unmarshal([]byte(line), &s); err != nil {
+			t.Fatalf("output line is not JSON: %v: %s", err, line)
+		}
+		res = append(res, s)
+	}
+	return res
+}
+
+// checkContains fails the test for each string of want that text lacks.
+func checkContains(t *testing.T, text string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("output lacks %q:\n%s", w, text)
+		}
+	}
+}
+
+func TestQuery_Quake4(t *testing.T) {
+	srv := q4Server(t, 0)
+	code, out := queryRun(t, "--game", "q4", "--timeout", "2s", srv.String())
+	if code != 0 {
+		t.Fatalf("exit %d, want 0:\n%s", code, out)
+	}
+	checkContains(t, out, "Strogg Base", "q4dm1", "2/8", "DM", " ms", "[MC]Kane", "ping 45", "Bot", "ping 0")
+	if strings.Contains(out, "error") || strings.Contains(out, "^1") {
+		t.Errorf("table shows an error or a colour code:\n%s", out)
+	}
+
+	code, out = queryRun(t, "--game", "q4", "--json", "--timeout", "2s", srv.String())
+	if code != 0 {
+		t.Fatalf("--json: exit %d, want 0:\n%s", code, out)
+	}
+	s := queryJSONLines(t, out)
+	if len(s) != 1 {
+		t.Fatalf("%d lines, want 1", len(s))
+	}
+	j := s[0]
+	if j.Address != srv.String() || j.Game != "q4" || j.Name != "^4Strogg^7 Base" || j.NamePlain != "Strogg Base" ||
+		j.Map != "q4dm1" || j.GameType != "DM" || j.Protocol != q4.Quake4.String() || j.NumPlayers != 2 || j.MaxPlayers != 8 ||
+		j.RTTms <= 0 || j.Attempts != 1 || j.Error != "" {
+		t.Errorf("server: %+v", j)
+	}
+	if len(j.Players) != 2 || j.Players[0].Name != "[MC]^1Kane" || j.Players[0].Ping != 45 || j.Players[1].Name != "Bot" {
+		t.Errorf("players: %+v", j.Players)
+	}
+	if v, ok := j.Info.Get("fs_game"); !ok || v != "" {
+		t.Errorf("info lacks the empty fs_game: %v", j.Info)
+	}
+}
+
+// TestQuery_RetryCountsAttempts: a server that ignores the first getInfo
+// is asked again; attempts says 2 and the round-trip time counts from the
+// send that was answered, so it is below the timeout.
+func TestQuery_RetryCountsAttempts(t *testing.T) {
+	srv := q4Server(t, 1)
+	timeout := 300 * time.Millisecond
+	code, out := queryRun(t, "--game", "q4", "--json", "--timeout", timeout.String(), "--retries", "1", srv.String())
+	if code != 0 {
+		t.Fatalf("exit %d, want 0:\n%s", code, out)
+	}
+	j := queryJSONLines(t, out)[0]
+	if j.Attempts != 2 || j.Error != "" || j.RTTms <= 0 || j.RTTms >= float64(timeout.Milliseconds()) || j.Map != "q4dm1" {
+		t.Errorf("attempts %d rtt %vms error %q map %q; want 2, in (0, %v), none, q4dm1", j.Attempts, j.RTTms, j.Error, j.Map, timeout)
+	}
+}
+
+func TestQuery_UT3(t *testing.T) {
+	srv := ut3Server(t)
+	code, out := queryRun(t, "--game", "ut3", "--timeout", "2s", srv.String())
+	if code != 0 {
+		t.Fatalf("exit %d, want 0:\n%s", code, out)
+	}
+	checkContains(t, out, "Scout UT3 Box", "DM-Deck", "3/16", "UTGame.UTDeathmatch", " ms",
+		"Reaper", "score 25", "ping 48", "Malcolm", "score 17", "ping 61", "Lauren", "ping 95")
+	if strings.Contains(out, "error") {
+		t.Errorf("table shows an error:\n%s", out)
+	}
+
+	code, out = queryRun(t, "--game", "ut3", "--json", "--timeout", "2s", srv.String())
+	if code != 0 {
+		t.Fatalf("--json: exit %d, want 0:\n%s", code, out)
+	}
+	j := queryJSONLines(t, out)[0]
+	if j.Address != srv.String() || j.Game != "gs4" || j.Name != "Scout UT3 Box" || j.Map != "DM-Deck" ||
+		j.GameType != "UTGame.UTDeathmatch" || j.NumPlayers != 3 || j.MaxPlayers != 16 ||
+		j.RTTms <= 0 || j.Attempts != 1 || j.Error != "" {
+		t.Errorf("server: %+v", j)
+	}
+	want := []queryPlayerJSON{{Name: "Reaper", Score: 25, Ping: 48, Team: "0"}, {Name: "Malcolm", Score: 17, Ping: 61, Team: "1"},
+		{Name: "Lauren", Score: 3, Ping: 95, Team: "0"}}
+	if !slices.Equal(j.Players, want) {
+		t.Errorf("players %+v, want %+v", j.Players, want)
+	}
+	if v, _ := j.Info.Get("s32779"); v != "2" {
+		t.Errorf("info lacks s32779: %v", j.Info)
+	}
+}
+
+func TestQuery_Source(t *testing.T) {
+	srv, seen := sourceServer(t)
+	code, out := queryRun(t, "--game", "source", "--timeout", "2s", srv.String())
+	if code != 0 {
+		t.Fatalf("exit %d, want 0:\n%s", code, out)
+	}
+	checkContains(t, out, "Scout Source", "de_dust2", "2/24", "cstrike", " ms", "Alice", "score 12", "Bob", "score -2")
+	if strings.Contains(out, "error") {
+		t.Errorf("table shows an error:\n%s", out)
+	}
+	// The challenge round trip, then A2S_INFO and A2S_PLAYER with it.
+	if got, want := seen(), []string{"info", "info+chal", "player+chal"}; !slices.Equal(got, want) {
+		t.Errorf("the server saw %v, want %v", got, want)
+	}
+
+	code, out = queryRun(t, "--game", "source", "--json", "--timeout", "2s", srv.String())
+	if code != 0 {
+		t.Fatalf("--json: exit %d, want 0:\n%s", code, out)
+	}
+	j := queryJSONLines(t, out)[0]
+	if j.Address != srv.String() || j.Game != "a2s" || j.Name != "Scout Source" || j.Map != "de_dust2" ||
+		j.GameType != "cstrike" || j.Protocol != "17" || j.NumPlayers != 2 || j.MaxPlayers != 24 ||
+		j.RTTms <= 0 || j.Attempts != 1 || j.Error != "" {
+		t.Errorf("server: %+v", j)
+	}
+	want := []queryPlayerJSON{{Name: "Alice", Score: 12, Time: 61.5}, {Name: "Bob", Score: -2, Time: 3}}
+	if !slices.Equal(j.Players, want) {
+		t.Errorf("players %+v, want %+v", j.Players, want)
+	}
+	if v, _ := j.Info.Get("game"); v != "Counter-Strike: Source" {
+		t.Errorf("info lacks game: %v", j.Info)
+	}
+}
+
+// TestQuery_GarbledReplyIsReportedAndTheOthersGoOn: for each game, one
+// server answers every request with bytes that do not parse, one answers
+// well and one is silent. The garbled one's error names the request and
+// the parse error; the good one is shown in full; the exit status is 0
+// because one answered, and 1 when only the garbled one is asked.
+func TestQuery_GarbledReplyIsReportedAndTheOthersGoOn(t *testing.T) {
+	for _, c := range []struct {
+		game    string
+		good    func(t *testing.T) netip.AddrPort
+		goodMap string
+		garbage string
+		parse   func([]byte) error
+		step    string // the request the garbage answered
+	}{
+		{"q3", q3Server, "q3dm17", "\xff\xff\xff\xffinfoResponse\n\\hostname",
+			func(b []byte) error { _, err := q3.Parse(b); return err }, "getinfo"},
+		{"q4", func(t *testing.T) netip.AddrPort { return q4Server(t, 0) }, "q4dm1", "\xff\xffinfoResponse\x00\x01\x02",
+			func(b []byte) error { _, err := q4.ParseInfoResponse(b); return err }, "getInfo"},
+		{"ut3", ut3Server, "DM-Deck", "\x09\x00\x00\x00\x0112ab\x00",
+			func(b []byte) error { _, err := gs4.Parse(b); return err }, "challenge"},
+		{"source", func(t *testing.T) netip.AddrPort { a, _ := sourceServer(t); return a }, "de_dust2", "\xff\xff\xff\xff\x49\x11Scout",
+			func(b []byte) error { _, err := a2s.Parse(b); return err }, "A2S_INFO"},
+	} {
+		t.Run(c.game, func(t *testing.T) {
+			perr := c.parse([]byte(c.garbage))
+			if perr == nil {
+				t.Fatalf("the garbage parses")
+			}
+			reason := c.step + ": garbled reply: " + perr.Error()
+			garbled := peer.ServeUDP(t, func([]byte) [][]byte { return [][]byte{[]byte(c.garbage)} })
+			good, dead := c.good(t), closedPort(t)
+			args := []string{"--game", c.game, "--timeout", "150ms", "--retries", "0"}
+
+			code, out := queryRun(t, append(args, garbled.String(), good.String(), dead.String())...)
+			if code != 0 {
+				t.Fatalf("exit %d, want 0 (one answered):\n%s", code, out)
+			}
+			lines := strings.Split(out, "\n")
+			if len(lines) < 4 || !strings.HasPrefix(lines[1], garbled.String()) || !strings.Contains(lines[1], "error: "+reason) {
+				t.Errorf("garbled server's row lacks %q:\n%s", "error: "+reason, out)
+			}
+			checkContains(t, out, c.goodMap, dead.String(), "no reply after 1 attempts")
+
+			code, out = queryRun(t, append(args, "--json", garbled.String(), good.String())...)
+			if code != 0 {
+				t.Fatalf("--json: exit %d, want 0:\n%s", code, out)
+			}
+			s := queryJSONLines(t, out)
+			if len(s) != 2 {
+				t.Fatalf("%d lines, want 2:\n%s", len(s), out)
+			}
+			if s[0].Address != garbled.String() || s[0].Error != reason || s[0].RTTms != 0 || s[0].Name != "" {
+				t.Errorf("garbled server: %+v; want error %q", s[0], reason)
+			}
+			if s[1].Error != "" || s[1].Map != c.goodMap || s[1].RTTms <= 0 {
+				t.Errorf("good server: %+v", s[1])
+			}
+
+			if code, out := queryRun(t, append(args, garbled.String())...); code != 1 || !strings.Contains(out, reason) {
+				t.Errorf("garbled server alone: exit %d, want 1 (none answered):\n%s", code, out)
+			}
+		})
 	}
 }
