@@ -7,13 +7,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/scout-discovery/scout/adaptive"
+	"github.com/scout-discovery/scout/discover"
 	"github.com/scout-discovery/scout/population"
+	"github.com/scout-discovery/scout/rttplot"
 	"github.com/scout-discovery/scout/sim"
 )
 
@@ -45,7 +48,17 @@ playable server found (adaptive, conventional, oracle), and probes sent
 --json prints one JSON object per row; --trace FILE writes every probe of
 the paper's adaptive run and of conventional discovery as CSV (client,
 strategy, seq, sent_s, done_s, rtt_ms, answered, phase, bottom_ms, index) for
-plotting. The output is the same for the same seed.`
+plotting. The output is the same for the same seed.
+
+--plot FILE (one row only) draws RTT against probe time like the paper's
+Figures 2 to 9, .svg or .png by the name: conventional discovery (master
+order) on the left, the paper's re-ordered sequence on the right with its
+calibration and split probes marked, the running 2nd percentile of the last
+100 probes, RTTstop and the auto-stop line. As in the paper's Figures 4 to
+9, the re-ordered sequence is drawn to its end: the probes right of the
+auto-stop line are those the stop saved (the same run with auto-stop off;
+up to the stop it is the same run, probe for probe). --plot-width and
+--plot-height set the picture's size in pixels (0: rttplot's defaults).`
 
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("sim", "[flags]", simAbout, stderr)
@@ -57,6 +70,9 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	seed := fs.Uint64("seed", 1, "seed of the world and the run")
 	loss := fs.Float64("loss", sim.DefaultLoss, "probability that a probe or its reply is lost")
 	tracePath := fs.String("trace", "", "write the per-probe trace as CSV to `FILE`")
+	plotPath := fs.String("plot", "", "one row: draw RTT against probe time, conventional and adaptive side by side, to `FILE` (.svg or .png)")
+	plotW := fs.Int("plot-width", 0, "--plot's width in pixels (0: the default)")
+	plotH := fs.Int("plot-height", 0, "--plot's height in pixels (0: the default)")
 	seeds := fs.Int("seeds", 1, "with --table2: run seeds --seed to --seed+N-1 and print each row's spread (min, mean, max)")
 	if code, done := parseFlags(fs, args); done {
 		return code
@@ -71,6 +87,17 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *seeds < 1 || *seeds > 1000 || *seeds > 1 && (!*table2 || *asJSON || *tracePath != "") {
 		fmt.Fprintln(stderr, "scout sim: --seeds N (1 to 1000) goes with --table2, without --json and --trace")
+		return 2
+	}
+	if *plotPath != "" {
+		ext := strings.ToLower(filepath.Ext(*plotPath))
+		if *table2 || *seeds > 1 || ext != ".svg" && ext != ".png" {
+			fmt.Fprintf(stderr, "scout sim: --plot %q: one row only (no --table2 or --seeds), and the name must end in .svg or .png\n", *plotPath)
+			return 2
+		}
+	}
+	if *plotW < 0 || *plotH < 0 {
+		fmt.Fprintln(stderr, "scout sim: --plot-width and --plot-height must not be negative")
 		return 2
 	}
 	if *seeds > 1 {
@@ -132,13 +159,19 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			p.Loss = *loss
 			sp.Pacing = &p
 		}
-		sp.Trace = trace != nil
+		sp.Trace = trace != nil || *plotPath != ""
 		r, err := sim.Simulate(sp)
 		if err != nil {
 			fmt.Fprintf(stderr, "scout sim: %v\n", err)
 			return 1
 		}
 		rows = append(rows, r)
+		if *plotPath != "" {
+			if err := writeSimPlot(*plotPath, sp, r, *plotW, *plotH); err != nil {
+				fmt.Fprintf(stderr, "scout sim: %v\n", err)
+				return 1
+			}
+		}
 		if trace != nil {
 			writeTrace(trace, r.Client, "adaptive", r.AdaptiveTrace)
 			writeTrace(trace, r.Client, "conventional", r.ConventionalTrace)
@@ -163,6 +196,52 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	printSimTable(stdout, rows)
 	return 0
+}
+
+// writeSimPlot draws row r of spec sp (run with its traces) the way the
+// live runs are drawn (plotSeries, writePlot): conventional discovery and
+// the paper's adaptive run side by side. The adaptive panel shows the whole
+// re-ordered sequence, as the paper's Figures 4 to 9 do, from a second run
+// of the same spec with auto-stop off; r's auto-stop time marks where the
+// paper's run stopped.
+func writeSimPlot(path string, sp sim.Spec, r *sim.Row, width, height int) error {
+	p := adaptive.Paper()
+	all := p
+	all.StopRTT = 0
+	sp.Variants, sp.Trace = []sim.Variant{{Name: "paper, no auto-stop", Params: all}}, true
+	full, err := sim.Simulate(sp)
+	if err != nil {
+		return err
+	}
+	var stopAt time.Duration
+	if r.Adaptive.Stopped {
+		stopAt = time.Duration(r.Adaptive.StopTime * float64(time.Second))
+	}
+	city := population.Places()[sp.Place].City.Name
+	title := fmt.Sprintf("scout sim: %s, %d servers seen from %s, seed %d", r.Client, r.Servers, city, r.Seed)
+	if stopAt > 0 {
+		title += " (adaptive drawn past its auto-stop, as in the paper)"
+	}
+	c := rttplot.Chart{Title: title, Layout: rttplot.SideBySide, StopRTT: p.StopRTT, Width: width, Height: height,
+		Series: []rttplot.Series{
+			plotSeries("conventional (master order)", simOutcomes(r.ConventionalTrace), 0, p),
+			plotSeries("adaptive (re-ordered)", simOutcomes(full.AdaptiveTrace), stopAt, p),
+		}}
+	if err := rttplot.Write(path, c); err != nil {
+		return fmt.Errorf("writing the plot: %w", err)
+	}
+	return nil
+}
+
+// simOutcomes turns a simulated trace into the outcomes live discovery
+// reports, in the same order (the order outcomes arrived), so that both are
+// drawn by plotSeries.
+func simOutcomes(tr []sim.Probe) []discover.Outcome {
+	out := make([]discover.Outcome, len(tr))
+	for i, p := range tr {
+		out[i] = discover.Outcome{Phase: p.Phase, At: p.Sent, RTT: p.RTT, Answered: p.Answered}
+	}
+	return out
 }
 
 func writeTrace(w *csv.Writer, client, strategy string, tr []sim.Probe) {

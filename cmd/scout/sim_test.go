@@ -5,10 +5,16 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/scout-discovery/scout/adaptive"
+	"github.com/scout-discovery/scout/population"
+	"github.com/scout-discovery/scout/sim"
 )
 
 func TestSim_BadUsage(t *testing.T) {
@@ -21,6 +27,9 @@ func TestSim_BadUsage(t *testing.T) {
 		{"--seeds", "3"},
 		{"--table2", "--seeds", "3", "--json"},
 		{"extra"},
+		{"--table2", "--plot", "t2.svg"},
+		{"--plot", "fig.jpg"},
+		{"--plot", "fig.png", "--plot-width", "-1"},
 	} {
 		var out, errb bytes.Buffer
 		if code := runSim(context.Background(), args, &out, &errb); code != 2 {
@@ -80,5 +89,82 @@ func TestSim_OneRunJSONAndTrace(t *testing.T) {
 	runSim(context.Background(), args[:len(args)-2], &again, &errb)
 	if again.String() != out.String() {
 		t.Fatal("two runs of one seed print different rows")
+	}
+}
+
+// TestSim_Plot draws one small row as SVG and as PNG: the files exist, the
+// SVG names both series and the RTTstop line, and the PNG decodes at the
+// size asked for.
+func TestSim_Plot(t *testing.T) {
+	dir := t.TempDir()
+	svg, pngPath := filepath.Join(dir, "fig.svg"), filepath.Join(dir, "fig.png")
+	for _, path := range []string{svg, pngPath} {
+		args := []string{"--client", "AU", "--game", "et", "--servers", "400", "--seed", "2", "--plot", path, "--plot-width", "900", "--plot-height", "400"}
+		var out, errb bytes.Buffer
+		if code := runSim(context.Background(), args, &out, &errb); code != 0 {
+			t.Fatalf("scout sim %v: exit %d: %s", args, code, errb.String())
+		}
+		if !strings.Contains(out.String(), "AU-ET") {
+			t.Errorf("%s: the table is missing: %q", path, out.String())
+		}
+	}
+	b, err := os.ReadFile(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<svg", "conventional (master order)", "adaptive (re-ordered)", "auto-stop", "AU-ET"} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("the SVG does not contain %q", want)
+		}
+	}
+	f, err := os.Open(pngPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("the PNG does not decode: %v", err)
+	}
+	if b := img.Bounds(); b.Dx() != 900 || b.Dy() != 400 {
+		t.Errorf("the PNG is %v, want 900x400", b)
+	}
+}
+
+// TestSim_PlotRunPastStop checks what --plot's help claims: the run drawn
+// past the auto-stop (auto-stop off) is the paper's run, probe for probe,
+// up to the stop.
+func TestSim_PlotRunPastStop(t *testing.T) {
+	sp := sim.Spec{Place: "AU", Game: population.ET, Servers: 600, Seed: 3, Trace: true,
+		Variants: []sim.Variant{{Name: "paper", Params: adaptive.Paper()}}}
+	r, err := sim.Simulate(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Adaptive.Stopped {
+		t.Skip("no auto-stop in this world")
+	}
+	all := adaptive.Paper()
+	all.StopRTT = 0
+	sp.Variants = []sim.Variant{{Name: "paper, no auto-stop", Params: all}}
+	full, err := sim.Simulate(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := time.Duration(r.Adaptive.StopTime * float64(time.Second))
+	n := 0
+	for _, p := range r.AdaptiveTrace {
+		if p.Done > stop {
+			break
+		}
+		n++
+	}
+	if n < 100 || len(full.AdaptiveTrace) <= len(r.AdaptiveTrace) {
+		t.Fatalf("%d outcomes by the stop; %d with auto-stop, %d without", n, len(r.AdaptiveTrace), len(full.AdaptiveTrace))
+	}
+	for i, p := range r.AdaptiveTrace[:n] {
+		if q := full.AdaptiveTrace[i]; q != p {
+			t.Fatalf("outcome %d: %+v with auto-stop, %+v without", i, p, q)
+		}
 	}
 }
