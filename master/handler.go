@@ -385,7 +385,7 @@ func (h *Handler) getServers(now time.Time, from netip.AddrPort, m q3.GetServers
 	} else {
 		q.IPv4 = true // the short form has no room for IPv6 entries
 	}
-	list, why := h.reg.Select(now, q, nil)
+	f, why := h.reg.resolve(q)
 	switch why {
 	case OK:
 	case ReasonUnknownGame:
@@ -393,6 +393,7 @@ func (h *Handler) getServers(now time.Time, from netip.AddrPort, m q3.GetServers
 		// list, so the client stops waiting; it is no larger than the
 		// query's own reply to an empty game.
 		h.stats.unknownGame.Add(1)
+		f = filter{game: "\x00unknown"} // matches no group
 	default:
 		return h.drop(dst, k, from, why)
 	}
@@ -400,10 +401,10 @@ func (h *Handler) getServers(now time.Time, from netip.AddrPort, m q3.GetServers
 	if m.GameName == "" && (m.Protocol == 43 || m.Protocol == 45) {
 		end = q3.EndNUL // Q3Master notes: protocols 43/45 end with one NUL
 	}
-	pkts, err := q3.EncodeServersResponses(list, q3.SplitOptions{
-		Ext: m.Ext, End: end, EndOnEvery: h.cfg.EndOnEvery,
-		MaxEntries: h.cfg.MaxEntries, MaxBytes: h.cfg.MaxPacketBytes,
-	})
+	form := replyForm{split: q3.SplitOptions{
+		Ext: m.Ext, End: end, MaxEntries: h.cfg.MaxEntries, MaxBytes: h.cfg.MaxPacketBytes,
+	}}
+	a, err := h.reg.answer(now, f, form, h.cfg.EndOnEvery)
 	if err != nil {
 		h.log.Error("encoding a server list", "err", err)
 		return h.drop(dst, k, from, ReasonMalformed)
@@ -412,7 +413,24 @@ func (h *Handler) getServers(now time.Time, from netip.AddrPort, m q3.GetServers
 	if m.Ext {
 		outK = KindServersExtResponse
 	}
-	return h.answer(now, from, outK, pkts, dst)
+	return h.sendList(now, from, outK, a, dst)
+}
+
+// sendList sends a cached server-list reply, all or nothing: its bytes
+// are reserved from the budget at once, and its packets rotated for
+// fairness (see answer).
+func (h *Handler) sendList(now time.Time, to netip.AddrPort, k Kind, a *answer, dst []Outgoing) []Outgoing {
+	if h.cfg.Budget != nil {
+		if why := h.cfg.Budget.Reserve(now, a.bytes); why != OK {
+			h.stats.dropped[why].Add(1)
+			h.stats.denied.Add(uint64(a.bytes))
+			return dst
+		}
+	}
+	h.stats.out[k].Add(uint64(len(a.pkts)))
+	h.stats.outBytes[k].Add(uint64(a.bytes))
+	h.stats.answers.Add(1)
+	return a.appendTo(dst, to, k, h.reg.rotation.Add(1))
 }
 
 // answer sends a query's reply packets, all or nothing.
@@ -488,16 +506,21 @@ func (h *Handler) q4GetServers(now time.Time, from netip.AddrPort, m *q4.GetServ
 	default:
 		q.Empty, q.Full = true, true
 	}
-	list, why := h.reg.Select(now, q, nil)
-	if why != OK && why != ReasonUnknownGame {
+	f, why := h.reg.resolve(q)
+	switch why {
+	case OK:
+	case ReasonUnknownGame:
+		f = filter{game: "\x00unknown"} // matches no group: the empty list
+	default:
 		return h.drop(dst, k, from, why)
 	}
-	pkts, err := q4.EncodeServers(list, 0, min(h.cfg.MaxPacketBytes, q4.MaxServersPacketLen))
+	form := replyForm{q4: true, split: q3.SplitOptions{MaxBytes: min(h.cfg.MaxPacketBytes, q4.MaxServersPacketLen)}}
+	a, err := h.reg.answer(now, f, form, true)
 	if err != nil {
 		h.log.Error("encoding a Quake 4 server list", "err", err)
 		return h.drop(dst, k, from, ReasonMalformed)
 	}
-	return h.answer(now, from, KindQ4Servers, pkts, dst)
+	return h.sendList(now, from, KindQ4Servers, a, dst)
 }
 
 // gameAuth answers a Doom 3 / Quake 4 client's key check. id's key

@@ -2,6 +2,7 @@ package master
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -259,7 +260,7 @@ func NewRegistry(cfg Config, chal *Challenger) (*Registry, error) {
 		servers: make(map[netip.AddrPort]*entry),
 		perKey:  make(map[netip.Prefix]int),
 	}
-	r.snap.Store(&snapshot{})
+	r.snap.Store(&snapshot{minExpire: math.MaxInt64})
 	return r, nil
 }
 
@@ -391,6 +392,10 @@ func (r *Registry) Verify(now time.Time, src netip.AddrPort, rep Reply) (Server,
 	}
 
 	change := ChangeRefreshed
+	// What the snapshot (and so every cached answer) holds: a change in
+	// the info alone, if only its echoed challenge, leaves them be.
+	listing := !e.Listed || s.Game != e.Game || s.Protocol != e.Protocol || s.Gametype != e.Gametype ||
+		s.Empty() != e.Empty() || s.Full() != e.Full()
 	switch {
 	case !e.Listed:
 		change = ChangeListed
@@ -412,7 +417,7 @@ func (r *Registry) Verify(now time.Time, src netip.AddrPort, rep Reply) (Server,
 	} else if e.hbGame == nil {
 		e.NextProbe = now.Add(game.DefaultReprobeInterval)
 	}
-	if change != ChangeRefreshed {
+	if listing {
 		r.dirty.Store(true)
 	}
 	return e.Server, change, OK

@@ -1,8 +1,11 @@
 package master
 
 import (
+	"math"
 	"net/netip"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/scout-discovery/scout/game"
@@ -52,7 +55,6 @@ const (
 type snapEntry struct {
 	addr     netip.AddrPort // as published (after -m mapping)
 	gametype string
-	expireAt int64 // unix ns: skipped from then on even before Expire runs
 	state    uint8
 	v6       bool
 }
@@ -69,10 +71,21 @@ type group struct {
 }
 
 // snapshot is an immutable view of the listed servers, grouped by game and
-// protocol, rebuilt after the listing changes.
+// protocol, rebuilt after the listing changes. Every entry in it is listed
+// until minExpire at least: the snapshot is rebuilt when a query's now
+// reaches it, so a server silent for Timeout leaves the answers at once,
+// before Expire runs, and one whose listing a verified reply extended is
+// not left out on the strength of an older expiry time.
+//
+// answers caches the encoded replies of this listing, one per query shape
+// (see answer.go); they die with the snapshot.
 type snapshot struct {
-	groups map[groupKey]*group
-	byGame map[gameKey][]*group // for AnyProtocol
+	groups    map[groupKey]*group
+	byGame    map[gameKey][]*group // for AnyProtocol
+	minExpire int64                // unix ns; math.MaxInt64 if nothing expires
+
+	answers  sync.Map     // answerKey -> *answer
+	nAnswers atomic.Int32 // entries in answers, at most MaxCachedAnswers
 }
 
 type gameKey struct {
@@ -80,25 +93,34 @@ type gameKey struct {
 	game string
 }
 
-func (r *Registry) current() *snapshot {
-	if !r.dirty.Load() {
-		return r.snap.Load()
+// current returns the snapshot valid at now, rebuilding it if the listing
+// changed or an entry's listing ran out.
+func (r *Registry) current(now time.Time) *snapshot {
+	nowNS := now.UnixNano()
+	if s := r.snap.Load(); !r.dirty.Load() && nowNS < s.minExpire {
+		return s
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.dirty.Load() {
+	if s := r.snap.Load(); r.dirty.Load() || nowNS >= s.minExpire {
 		r.dirty.Store(false)
-		r.snap.Store(r.buildLocked())
+		r.snap.Store(r.buildLocked(nowNS))
 	}
 	return r.snap.Load()
 }
 
-func (r *Registry) buildLocked() *snapshot {
-	s := &snapshot{groups: make(map[groupKey]*group), byGame: make(map[gameKey][]*group)}
+// buildLocked builds the snapshot of the servers listed at nowNS.
+func (r *Registry) buildLocked(nowNS int64) *snapshot {
+	s := &snapshot{groups: make(map[groupKey]*group), byGame: make(map[gameKey][]*group), minExpire: math.MaxInt64}
 	for _, e := range r.servers {
 		if !e.Listed {
 			continue
 		}
+		exp := e.expireAt.UnixNano()
+		if nowNS >= exp {
+			continue // silent for Timeout: Expire removes it at its next run
+		}
+		s.minExpire = min(s.minExpire, exp)
 		k := groupKey{e.Family, e.Game, e.Protocol}
 		g := s.groups[k]
 		if g == nil {
@@ -115,10 +137,7 @@ func (r *Registry) buildLocked() *snapshot {
 		if e.Full() {
 			st |= stateFull
 		}
-		g.entries = append(g.entries, snapEntry{
-			addr: pub, gametype: e.Gametype, expireAt: e.expireAt.UnixNano(),
-			state: st, v6: pub.Addr().Is6(),
-		})
+		g.entries = append(g.entries, snapEntry{addr: pub, gametype: e.Gametype, state: st, v6: pub.Addr().Is6()})
 	}
 	for _, g := range s.groups {
 		slices.SortFunc(g.entries, func(a, b snapEntry) int { return a.addr.Compare(b.addr) })
@@ -149,48 +168,58 @@ func gcd(a, b int) int {
 	return a
 }
 
-// Select appends to dst, and returns, the published addresses of the
-// listed servers that match q at now, and OK, or a reason to answer
-// nothing (unknown game, game policy).
-//
-// Fair rotation: the servers of a game and protocol are kept sorted by
-// address, and each Select starts at a different place, k*stride modulo the
-// count for the k-th query, with stride coprime to the count and near
-// 0.618 times it; so over any n successive queries every server comes first
-// exactly once, and no server is always in the last packet of an answer
-// that a client or the network truncates.
-//
-// Select takes no lock unless the listing changed since the last Select,
-// and allocates nothing when dst has room.
-func (r *Registry) Select(now time.Time, q Query, dst []netip.AddrPort) ([]netip.AddrPort, Reason) {
+// filter is a Query resolved against the catalogue and the game's options:
+// everything that decides which servers an answer holds. It is comparable,
+// and part of the key of a cached answer.
+type filter struct {
+	family      game.Family
+	game        string
+	protocol    int
+	anyProtocol bool
+	skip        uint8 // states left out
+	want4       bool
+	want6       bool
+	hasGametype bool
+	gametype    string
+}
+
+// resolve turns q into a filter, or gives a reason to answer nothing
+// (unknown game, game policy).
+func (r *Registry) resolve(q Query) (filter, Reason) {
 	name := q.Game
 	var opts game.Options
 	if name == "" {
 		g, ok := r.cfg.Catalogue.ByProtocol(q.Family, q.Protocol)
 		if !ok {
-			return dst, ReasonUnknownGame
+			return filter{}, ReasonUnknownGame
 		}
 		name, opts = g.Name, g.Options
 	} else if g, ok := r.cfg.Catalogue.ByName(name); ok {
 		opts = g.Options
 	}
 	if !r.cfg.Policy.Accepts(name) {
-		return dst, ReasonGamePolicy
+		return filter{}, ReasonGamePolicy
 	}
-	var skip uint8
+	f := filter{family: q.Family, game: name, protocol: q.Protocol, anyProtocol: q.AnyProtocol,
+		want4: q.IPv4, want6: q.IPv6, hasGametype: q.HasGametype}
+	if q.HasGametype {
+		f.gametype = q.Gametype
+	}
 	if !q.Empty && opts&game.SendEmpty == 0 {
-		skip |= stateEmpty
+		f.skip |= stateEmpty
 	}
 	if !q.Full && opts&game.SendFull == 0 {
-		skip |= stateFull
+		f.skip |= stateFull
 	}
-	want4, want6 := q.IPv4, q.IPv6
-	if !want4 && !want6 {
-		want4, want6 = true, true
+	if !f.want4 && !f.want6 {
+		f.want4, f.want6 = true, true
 	}
-	snap := r.current()
-	k := r.rotation.Add(1)
-	nowNS := now.UnixNano()
+	return f, OK
+}
+
+// appendMatching appends the addresses s lists for f, each group starting
+// at k*stride modulo its size.
+func (s *snapshot) appendMatching(f filter, k uint64, dst []netip.AddrPort) []netip.AddrPort {
 	sel := func(g *group) {
 		n := len(g.entries)
 		if n == 0 {
@@ -203,20 +232,42 @@ func (r *Registry) Select(now time.Time, q Query, dst []netip.AddrPort) ([]netip
 				j -= n
 			}
 			e := &g.entries[j]
-			if e.state&skip != 0 || nowNS >= e.expireAt ||
-				(e.v6 && !want6) || (!e.v6 && !want4) ||
-				(q.HasGametype && e.gametype != q.Gametype) {
+			if e.state&f.skip != 0 || (e.v6 && !f.want6) || (!e.v6 && !f.want4) ||
+				(f.hasGametype && e.gametype != f.gametype) {
 				continue
 			}
 			dst = append(dst, e.addr)
 		}
 	}
-	if q.AnyProtocol {
-		for _, g := range snap.byGame[gameKey{q.Family, name}] {
+	if f.anyProtocol {
+		for _, g := range s.byGame[gameKey{f.family, f.game}] {
 			sel(g)
 		}
-	} else if g := snap.groups[groupKey{q.Family, name, q.Protocol}]; g != nil {
+	} else if g := s.groups[groupKey{f.family, f.game, f.protocol}]; g != nil {
 		sel(g)
 	}
-	return dst, OK
+	return dst
+}
+
+// Select appends to dst, and returns, the published addresses of the
+// listed servers that match q at now, and OK, or a reason to answer
+// nothing (unknown game, game policy).
+//
+// Fair rotation: the servers of a game and protocol are kept sorted by
+// address, and each Select starts at a different place, k*stride modulo the
+// count for the k-th query, with stride coprime to the count and near
+// 0.618 times it; so over any n successive queries every server comes first
+// exactly once, and no server is always in the last packet of an answer
+// that a client or the network truncates.
+//
+// Select takes no lock unless the listing changed since the last Select,
+// and allocates nothing when dst has room. The handler answers from
+// encoded replies cached per snapshot instead (see answer.go).
+func (r *Registry) Select(now time.Time, q Query, dst []netip.AddrPort) ([]netip.AddrPort, Reason) {
+	f, why := r.resolve(q)
+	if why != OK {
+		return dst, why
+	}
+	snap := r.current(now)
+	return snap.appendMatching(f, r.rotation.Add(1), dst), OK
 }

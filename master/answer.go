@@ -1,0 +1,127 @@
+package master
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/q4"
+)
+
+// MaxCachedAnswers bounds the encoded server-list replies kept per listing
+// snapshot, one per query shape (game, protocol, filters, address
+// families, packet form). The shapes real clients send are a handful; a
+// client cycling through made-up game names or gametype filters gets its
+// answers encoded afresh, uncached, once the cache is full.
+const MaxCachedAnswers = 64
+
+// replyForm is how a reply's packets are encoded.
+type replyForm struct {
+	q4    bool            // Doom 3 / Quake 4 servers packets
+	split q3.SplitOptions // Quake III family; EndOnEvery is kept in answer.every
+}
+
+// answerKey is everything that decides a reply's bytes.
+type answerKey struct {
+	f    filter
+	form replyForm
+}
+
+// answer is one query shape's reply for one snapshot, encoded once and
+// shared read-only by every answer until the listing changes.
+//
+// Fair rotation is by packet: the k-th answer sends the packets in order
+// from k*stride modulo their count, stride coprime with the count, so over
+// any n successive answers of an n-packet list every packet goes first and
+// last once. The end marker goes on the last packet sent: each packet is
+// stored with its marker, and the others are sent without it (a prefix of
+// the same bytes). Within a packet the order is fixed for the snapshot;
+// each rebuild starts the list at a new entry (the registry's rotation
+// counter), so a list that fits one packet still turns over as the listing
+// changes. UDP loses or delivers whole packets, and a client that keeps
+// only its first N servers keeps whole packets in practice, so the packet
+// is the unit that matters for who is left out.
+type answer struct {
+	pkts   [][]byte // each ends with its end marker (endLen bytes)
+	endLen int
+	every  bool // every packet keeps its marker (SplitOptions.EndOnEvery)
+	bytes  int  // UDP payload of one whole reply
+	stride int  // coprime with len(pkts)
+}
+
+// encodeAnswer encodes list in form.
+func encodeAnswer(list []netip.AddrPort, form replyForm, every bool) (*answer, error) {
+	a := &answer{every: every}
+	var err error
+	if form.q4 {
+		a.pkts, err = q4.EncodeServers(list, 0, form.split.MaxBytes)
+		a.every = true // no marker
+	} else {
+		opt := form.split
+		opt.EndOnEvery = true // every packet keeps room for it anyway
+		a.pkts, err = q3.EncodeServersResponses(list, opt)
+		a.endLen = endLen(opt.End)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range a.pkts {
+		a.bytes += len(p)
+	}
+	if !a.every {
+		a.bytes -= (len(a.pkts) - 1) * a.endLen
+	}
+	a.stride = coprimeStride(len(a.pkts))
+	return a, nil
+}
+
+// answer returns the encoded reply to f in form at now, from the current
+// snapshot's cache, encoding it on first use.
+func (r *Registry) answer(now time.Time, f filter, form replyForm, every bool) (*answer, error) {
+	snap := r.current(now)
+	key := answerKey{f: f, form: form}
+	if a, ok := snap.answers.Load(key); ok {
+		return a.(*answer), nil
+	}
+	list := snap.appendMatching(f, r.rotation.Add(1), nil)
+	a, err := encodeAnswer(list, form, every)
+	if err != nil {
+		return nil, err
+	}
+	if snap.nAnswers.Add(1) <= MaxCachedAnswers {
+		if prev, loaded := snap.answers.LoadOrStore(key, a); loaded {
+			snap.nAnswers.Add(-1)
+			return prev.(*answer), nil
+		}
+	} else {
+		snap.nAnswers.Add(-1)
+	}
+	return a, nil
+}
+
+// appendTo appends the reply's packets to dst, addressed to to, rotated
+// for the k-th answer.
+func (a *answer) appendTo(dst []Outgoing, to netip.AddrPort, kind Kind, k uint64) []Outgoing {
+	n := len(a.pkts)
+	start := int((k * uint64(a.stride)) % uint64(n))
+	for i := range n {
+		j := start + i
+		if j >= n {
+			j -= n
+		}
+		p := a.pkts[j]
+		if !a.every && i != n-1 {
+			p = p[:len(p)-a.endLen]
+		}
+		p = p[:len(p):len(p)] // shared: an append must copy
+		dst = append(dst, Outgoing{To: to, Kind: kind, Payload: p})
+	}
+	return dst
+}
+
+// endLen is the length of the end marker e on the wire.
+func endLen(e q3.End) int {
+	with, _ := q3.ServersResponse{End: e}.AppendBinary(nil)
+	without, _ := q3.ServersResponse{}.AppendBinary(nil)
+	return len(with) - len(without)
+}
