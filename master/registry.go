@@ -542,10 +542,23 @@ func boundedInfo(in []Pair) []Pair {
 		n++
 		size += len(p.Key) + len(p.Value)
 	}
+	// Copy so the registry never aliases the handler's packet buffer: all
+	// keys and values into one string, one allocation instead of two per
+	// pair, the pairs slicing it.
+	var sb strings.Builder
+	sb.Grow(size)
+	for _, p := range in[:n] {
+		sb.WriteString(p.Key)
+		sb.WriteString(p.Value)
+	}
+	all := sb.String()
 	out := make([]Pair, n)
-	for i := range out {
-		// Copy so the registry never aliases the handler's packet buffer.
-		out[i] = Pair{strings.Clone(in[i].Key), strings.Clone(in[i].Value)}
+	off := 0
+	for i, p := range in[:n] {
+		k := off + len(p.Key)
+		v := k + len(p.Value)
+		out[i] = Pair{all[off:k], all[k:v]}
+		off = v
 	}
 	return out
 }

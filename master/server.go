@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/net/ipv4"
 )
 
 // PacketConn is the part of *net.UDPConn the server uses.
@@ -85,6 +87,7 @@ func (s *PacketServer) Serve(ctx context.Context, conn PacketConn, motd bool) er
 	defer stop()
 	buf := make([]byte, maxDatagram)
 	var out []Outgoing
+	snd := newSender(conn)
 	for {
 		n, from, err := conn.ReadFromUDPAddrPort(buf)
 		now := time.Now()
@@ -103,7 +106,7 @@ func (s *PacketServer) Serve(ctx context.Context, conn PacketConn, motd bool) er
 		} else {
 			out = s.h.HandlePacket(now, from, buf[:n], out[:0])
 		}
-		s.write(conn, out)
+		s.writeBatched(snd, out)
 		clear(out) // drop references to payloads
 	}
 }
@@ -139,6 +142,128 @@ func (s *PacketServer) write(via PacketConn, out []Outgoing) {
 			s.sendErrors.Add(1)
 			s.log.Debug("send failed", "to", o.To, "kind", o.Kind, "err", err)
 		}
+	}
+}
+
+// sender is one socket goroutine's reusable state for sending a reply's
+// datagrams in one sendmmsg system call (ipv4.PacketConn.WriteBatch;
+// outside Linux one at a time), with UDP segmentation offload where the
+// kernel has it: a run of equal-sized datagrams (a server-list reply is
+// mostly 1,387-byte packets) goes down the stack as one buffer that the
+// kernel cuts up (UDP_SEGMENT), which saves most of the per-datagram
+// cost. A datagram stays a datagram on the wire. It is used for IPv4
+// destinations of a udp4 socket; anything else goes by write, one
+// datagram at a time.
+type sender struct {
+	conn  PacketConn
+	batch *ipv4.PacketConn // nil: no batching on this socket
+	gso   bool             // use UDP_SEGMENT; cleared if the kernel refuses it
+	msgs  []ipv4.Message
+	bufs  [][]byte // msgs[i].Buffers is bufs[i : i+1]
+	flat  []byte   // the runs' payloads, back to back
+	oob   []byte   // the runs' control messages
+	ip    [4]byte
+	addr  net.UDPAddr
+}
+
+// gsoMaxBytes bounds a segmented send (an IPv4 datagram's 65,535 bytes,
+// less headers).
+const gsoMaxBytes = 60000
+
+func newSender(conn PacketConn) *sender {
+	b := &sender{conn: conn, gso: gsoSupported}
+	if uc, ok := conn.(*net.UDPConn); ok && family4(conn) {
+		b.batch = ipv4.NewPacketConn(uc)
+	}
+	return b
+}
+
+// writeBatched sends out by b's socket, a run of datagrams to one IPv4
+// address in one batch.
+func (s *PacketServer) writeBatched(b *sender, out []Outgoing) {
+	for len(out) > 0 {
+		n := 1
+		for n < len(out) && out[n].To == out[0].To {
+			n++
+		}
+		if b.batch == nil || n == 1 || !out[0].To.Addr().Is4() {
+			s.write(b.conn, out[:n])
+		} else {
+			s.sendBatch(b, out[:n])
+		}
+		out = out[n:]
+	}
+}
+
+// sendBatch sends out, all to one IPv4 address, by sendmmsg, runs of
+// equal-sized datagrams segmented by the kernel if b.gso. A message the
+// kernel refuses is counted and skipped, the rest still go; a refused
+// segmented message turns segmentation off and is sent again without it.
+func (s *PacketServer) sendBatch(b *sender, out []Outgoing) {
+	to := out[0].To
+	b.ip = to.Addr().As4()
+	b.addr = net.UDPAddr{IP: b.ip[:], Port: int(to.Port())}
+	for {
+		b.pack(out)
+		failed := false
+		for sent := 0; sent < len(b.msgs); {
+			n, err := b.batch.WriteBatch(b.msgs[sent:], 0)
+			if err != nil {
+				if len(b.msgs[sent].OOB) > 0 {
+					s.log.Debug("UDP segmentation refused, sending datagrams one by one", "err", err)
+					b.gso, failed = false, true
+					break
+				}
+				s.sendErrors.Add(1)
+				s.log.Debug("send failed", "to", to, "err", err)
+				n = 1
+			}
+			sent += n
+		}
+		clear(b.bufs) // drop references to payloads
+		if !failed {
+			return
+		}
+		// Sent again from the start: a refusal is met once per socket,
+		// on its first reply, before anything of it left.
+	}
+}
+
+// pack fills b.msgs for out.
+func (b *sender) pack(out []Outgoing) {
+	b.msgs, b.bufs, b.flat, b.oob = b.msgs[:0], b.bufs[:0], b.flat[:0], b.oob[:0]
+	for i := 0; i < len(out); {
+		size := len(out[i].Payload)
+		n := 1
+		if b.gso {
+			for i+n < len(out) && n < gsoMaxSegments && len(out[i+n].Payload) == size && (n+1)*size <= gsoMaxBytes {
+				n++
+			}
+		}
+		if n == 1 {
+			b.bufs = append(b.bufs, out[i].Payload)
+			b.msgs = append(b.msgs, ipv4.Message{Addr: &b.addr})
+		} else {
+			f, o := len(b.flat), len(b.oob)
+			for _, d := range out[i : i+n] {
+				b.flat = append(b.flat, d.Payload...)
+			}
+			b.oob = appendUDPSegment(b.oob, size)
+			b.bufs = append(b.bufs, b.flat[f:len(b.flat):len(b.flat)])
+			b.msgs = append(b.msgs, ipv4.Message{Addr: &b.addr, OOB: b.oob[o:len(b.oob):len(b.oob)]})
+		}
+		i += n
+	}
+	// b.flat and b.oob may have moved while growing: point at them last.
+	f, o := 0, 0
+	for j := range b.msgs {
+		if oob := b.msgs[j].OOB; len(oob) > 0 {
+			n := len(b.bufs[j])
+			b.bufs[j] = b.flat[f : f+n : f+n]
+			b.msgs[j].OOB = b.oob[o : o+len(oob) : o+len(oob)]
+			f, o = f+n, o+len(oob)
+		}
+		b.msgs[j].Buffers = b.bufs[j : j+1]
 	}
 }
 

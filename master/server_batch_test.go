@@ -1,0 +1,62 @@
+package master
+
+import (
+	"bytes"
+	"net"
+	"testing"
+	"time"
+)
+
+// TestPacketServer_BatchKeepsDatagrams: a reply sent in one batch, runs of
+// equal-sized datagrams segmented by the kernel, arrives as the same
+// datagrams, in order, one read each.
+func TestPacketServer_BatchKeepsDatagrams(t *testing.T) {
+	src, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(ap("127.0.0.1:0")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(ap("127.0.0.1:0")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	dst.SetReadBuffer(1 << 20)
+	to := dst.LocalAddr().(*net.UDPAddr).AddrPort()
+
+	// A rotated reply's shape: full packets, the short tail, more full
+	// ones, the last with its marker; 70 full ones exceed one segmented
+	// send.
+	sizes := []int{1387, 1387, 1387, 897}
+	for range 70 {
+		sizes = append(sizes, 1387)
+	}
+	sizes = append(sizes, 1394)
+	var out []Outgoing
+	for i, n := range sizes {
+		out = append(out, Outgoing{To: to, Kind: KindServersResponse, Payload: bytes.Repeat([]byte{byte(i)}, n)})
+	}
+	s := NewPacketServer(nil, nil)
+	snd := newSender(src)
+	for range 2 { // the second reuses the sender's buffers
+		s.writeBatched(snd, out)
+		buf := make([]byte, 65536)
+		dst.SetReadDeadline(time.Now().Add(5 * time.Second))
+		for i, o := range out {
+			n, from, err := dst.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				t.Fatalf("datagram %d: %v", i, err)
+			}
+			if from != src.LocalAddr().(*net.UDPAddr).AddrPort() || !bytes.Equal(buf[:n], o.Payload) {
+				t.Fatalf("datagram %d: %d bytes from %v, want %d bytes of %d", i, n, from, len(o.Payload), i)
+			}
+		}
+	}
+	if gsoSupported && !snd.gso {
+		t.Log("the kernel refused UDP segmentation; sent one by one")
+	}
+	if refused, _ := s.SendErrors(); refused != 0 {
+		t.Errorf("%d send errors", refused)
+	}
+}
+
