@@ -58,9 +58,10 @@ func TestMaster_FullListAnswerAllocs(t *testing.T) {
 
 // TestMaster_FairRotation: over n successive answers of an n-packet list,
 // every packet goes first once and last once, every answer holds every
-// server once, and the end marker is on the last packet sent and no other.
+// server once, and (with --eot-last-only, dpmaster 2.x's layout) the end
+// marker is on the last packet sent and no other.
 func TestMaster_FairRotation(t *testing.T) {
-	f := newHandlerFix(t, Config{MaxServersPerAddress: -1}, nil)
+	f := newHandlerFix(t, Config{MaxServersPerAddress: -1}, func(c *HandlerConfig) { c.EndOnLastOnly = true })
 	want := listMany(t, f, 1000)
 	first := map[netip.AddrPort]int{} // first server of the first packet
 	last := map[netip.AddrPort]int{}  // first server of the last packet
@@ -108,10 +109,11 @@ func TestMaster_FairRotation(t *testing.T) {
 	}
 }
 
-// TestMaster_EndOnEveryCached: with EndOnEvery, every packet of a cached
-// reply keeps its marker whatever the rotation.
+// TestMaster_EndOnEveryCached: by default every packet of a cached reply
+// keeps its marker whatever the rotation (quakestat and the ioquake3 client
+// drop the last server of a packet without one).
 func TestMaster_EndOnEveryCached(t *testing.T) {
-	f := newHandlerFix(t, Config{MaxServersPerAddress: -1}, func(c *HandlerConfig) { c.EndOnEvery = true })
+	f := newHandlerFix(t, Config{MaxServersPerAddress: -1}, func(c *HandlerConfig) {})
 	listMany(t, f, 400)
 	for range 3 {
 		out := f.in(client, oob("getservers 71 empty full"))

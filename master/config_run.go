@@ -120,7 +120,7 @@ func (o Options) Settings(ctx context.Context) (Settings, error) {
 	s.Handler = HandlerConfig{
 		MaxPacketBytes: o.MaxPacketBytes,
 		MaxEntries:     o.EntriesPerPacket,
-		EndOnEvery:     o.EndOnEvery,
+		EndOnLastOnly:  o.EndOnLastOnly,
 		MOTD:           o.MOTD,
 	}
 

@@ -48,7 +48,7 @@ type Options struct {
 	Timeout          int      `json:"timeout"`            // --timeout SECONDS: silent-server expiry (900)
 	MaxPacketBytes   int      `json:"max-packet-bytes"`   // --max-packet-bytes: server-list datagram size (1400)
 	EntriesPerPacket int      `json:"entries-per-packet"` // --entries-per-packet N: 112 is id's master
-	EndOnEvery       bool     `json:"eot-on-every"`       // --eot-on-every: end marker on every packet
+	EndOnLastOnly    bool     `json:"eot-last-only"`      // --eot-last-only: end marker on the last packet only (dpmaster 2.x); default every packet
 	OutRate          int      `json:"out-rate"`           // --out-rate BYTES/S: global outbound budget
 	OutBurst         int      `json:"out-burst"`          // --out-burst BYTES
 	HBThrottle       int      `json:"hb-throttle"`        // --hb-throttle: heartbeat flood protection
@@ -195,7 +195,8 @@ var options = []optSpec{
 	{"timeout", 0, argOne, intOpt(func(o *Options) *int { return &o.Timeout }, 1), "SECONDS: drop a server not verified for this long (900)"},
 	{"max-packet-bytes", 0, argOne, intOpt(func(o *Options) *int { return &o.MaxPacketBytes }, 64), "UDP payload of each server-list packet (1400)"},
 	{"entries-per-packet", 0, argOne, intOpt(func(o *Options) *int { return &o.EntriesPerPacket }, 1), "N: at most N servers per getserversResponse (112 is id's master)"},
-	{"eot-on-every", 0, argNone, flagOpt(func(o *Options) { o.EndOnEvery = true }), "end marker on every server-list packet, not only the last"},
+	{"eot-on-every", 0, argNone, flagOpt(func(o *Options) { o.EndOnLastOnly = false }), "end marker on every server-list packet (the default; kept for scripts that pass it)"},
+	{"eot-last-only", 0, argNone, flagOpt(func(o *Options) { o.EndOnLastOnly = true }), "end marker on the last server-list packet only, as dpmaster 2.x (quakestat and ioquake3 then drop each other packet's last server)"},
 	{"out-rate", 0, argOne, intOpt(func(o *Options) *int { return &o.OutRate }, 1), "BYTES: global outbound budget per second (12500000)"},
 	{"out-burst", 0, argOne, intOpt(func(o *Options) *int { return &o.OutBurst }, 1), "BYTES: outbound burst (1048576)"},
 	{"hb-throttle", 0, argOne, intOpt(func(o *Options) *int { return &o.HBThrottle }, 2), "heartbeat flood protection throttle per source (64)"},

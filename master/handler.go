@@ -69,9 +69,14 @@ type HandlerConfig struct {
 	// other than MaxPacketBytes, q3.IDMasterEntriesPerPacket (112)
 	// reproduces id's master.
 	MaxEntries int
-	// EndOnEvery puts the end marker on every getserversResponse packet
-	// (id's master, dpmaster before 2.0) instead of the last one only.
-	EndOnEvery bool
+	// EndOnLastOnly puts the end marker on the last getserversResponse
+	// packet only (dpmaster 2.x) instead of on every packet (id's master,
+	// dpmaster before 2.0; the zero value). Real clients need the marker
+	// on every packet: quakestat 2.17 and the ioquake3 client drop the
+	// last server of a packet that does not end with one (measured with
+	// quakestat against a two-packet reply: 4 of 5 servers listed without
+	// it, 5 of 5 with it).
+	EndOnLastOnly bool
 	// MOTD is the message of the day for ET's getmotd.
 	MOTD string
 	// Peers are the masters whose register messages are accepted; a
@@ -404,7 +409,7 @@ func (h *Handler) getServers(now time.Time, from netip.AddrPort, m q3.GetServers
 	form := replyForm{split: q3.SplitOptions{
 		Ext: m.Ext, End: end, MaxEntries: h.cfg.MaxEntries, MaxBytes: h.cfg.MaxPacketBytes,
 	}}
-	a, err := h.reg.answer(now, f, form, h.cfg.EndOnEvery)
+	a, err := h.reg.answer(now, f, form, !h.cfg.EndOnLastOnly)
 	if err != nil {
 		h.log.Error("encoding a server list", "err", err)
 		return h.drop(dst, k, from, ReasonMalformed)
