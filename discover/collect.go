@@ -20,6 +20,13 @@ const (
 	// the request; a gap of a second between two packets of one list is
 	// already a lost packet or a master that marks no end.
 	DefaultQuiet = time.Second
+	// EndGrace is how long a list stays open after the end marker of
+	// every form of the request arrived. id's master and dpmaster before
+	// 2.0 end every packet with the marker, dpmaster 2.x only the last,
+	// and nothing in the packet tells which: a master sends a list's
+	// packets back to back, so the list is taken as complete once no
+	// packet followed the marker within EndGrace.
+	EndGrace = 100 * time.Millisecond
 	// DefaultMasterTimeout is how long a master has to send its first
 	// packet (or, for Steam, each page) before it is asked again.
 	DefaultMasterTimeout = 2 * time.Second
@@ -80,6 +87,7 @@ type collecting struct {
 	last     time.Time // latest packet
 	lastErr  error     // latest parse error
 	ends     int       // end markers received (one per form of a Q3 request)
+	endSeen  bool      // every form's end marker came; done after EndGrace
 	done     bool
 }
 
@@ -130,6 +138,8 @@ func (c *collector) poll(now time.Time) []outgoing {
 			} else {
 				c.finish(now, m, EndNoReply, nil) // EndGarbage when garbage came
 			}
+		case m.endSeen && !now.Before(m.last.Add(EndGrace)):
+			c.finish(now, m, EndMarker, nil)
 		case m.Protocol != ProtocolSteam && m.rep.Packets > 0 && !now.Before(m.last.Add(c.cfg.quiet())):
 			c.finish(now, m, EndQuiet, nil)
 		}
@@ -171,6 +181,8 @@ func (c *collector) wake() time.Time {
 		}
 		var t time.Time
 		switch {
+		case m.endSeen:
+			t = m.last.Add(EndGrace)
 		case m.Protocol == ProtocolSteam || m.rep.Packets == 0:
 			t = m.sentAt.Add(c.cfg.timeout())
 		default:
@@ -192,9 +204,10 @@ func (c *collector) receive(now time.Time, from netip.AddrPort, b []byte) []outg
 		return nil
 	}
 	if m.done {
-		// A packet after the list ended (a late duplicate, or a quiet
-		// window that was too short): its servers still count.
-		if m.rep.End != EndQuiet {
+		// A packet after the list ended (a late packet of a master that
+		// marks every packet, or a quiet window that was too short): its
+		// servers still count.
+		if m.rep.End != EndQuiet && m.rep.End != EndMarker {
 			return nil
 		}
 	}
@@ -233,7 +246,7 @@ func (c *collector) receive(now time.Time, from netip.AddrPort, b []byte) []outg
 	}
 	switch {
 	case p.end && m.ends >= m.forms():
-		c.finish(now, m, EndMarker, nil)
+		m.endSeen = true // complete unless more follows within EndGrace
 	case p.end:
 		// One form's list is complete; the others' are still coming.
 	case m.Protocol == ProtocolSteam:

@@ -112,6 +112,45 @@ func discover(t *testing.T, n *fakeNet, cfg Config) (*recorder, Summary) {
 	return rec, sum
 }
 
+// TestDiscover_MarkerOnEveryPacket: id's master and dpmaster before 2.0 end
+// every packet with \EOT; a packet that follows a marker within EndGrace is
+// still part of the list; one that comes after the list closed (here the
+// only list, so collection is over) is not read.
+func TestDiscover_MarkerOnEveryPacket(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := newNet()
+		lists := [][]netip.AddrPort{{srv(1), srv(2)}, {srv(3)}, {srv(4)}}
+		n.node(masterA, func(b []byte, reply func([]byte, time.Duration)) {
+			if m, err := q3.Parse(b); err != nil {
+				return
+			} else if _, ok := m.(q3.GetServers); !ok {
+				return
+			}
+			// Back to back within EndGrace, except the last, which comes
+			// after the list was closed.
+			at := []time.Duration{10 * time.Millisecond, 10*time.Millisecond + EndGrace/2, 10*time.Millisecond + 3*EndGrace}
+			for i, l := range lists {
+				out, err := q3.ServersResponse{Servers: l, End: q3.EndEOT}.AppendBinary(nil)
+				if err != nil {
+					panic(err)
+				}
+				reply(out, at[i])
+			}
+		})
+		for i := 1; i <= 4; i++ {
+			n.node(srv(i), q3Server(fmt.Sprint("s", i), 5*time.Millisecond))
+		}
+		rec, sum := discover(t, n, Config{Masters: []Master{{Name: "A", Addr: masterA, Request: q3Request(t)}}})
+		m := rec.masters["A"]
+		if m.End != EndMarker || m.Took != 10*time.Millisecond+EndGrace/2+EndGrace {
+			t.Fatalf("master report %+v; want the list closed EndGrace after the second packet", m)
+		}
+		if sum.Listed != 3 || sum.Probe.Answered != 3 {
+			t.Fatalf("listed %d, answered %d; want the 3 servers of the packets within EndGrace of a marker", sum.Listed, sum.Probe.Answered)
+		}
+	})
+}
+
 func TestDiscover_ListEndsAtTheEndMarker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := newNet()
@@ -121,10 +160,11 @@ func TestDiscover_ListEndsAtTheEndMarker(t *testing.T) {
 		}
 		rec, sum := discover(t, n, Config{Masters: []Master{{Name: "A", Addr: masterA, Request: q3Request(t)}}})
 		m := rec.masters["A"]
-		if m.End != EndMarker || m.Packets != 2 || m.Listed != 3 || m.New != 3 || m.Took != 200*time.Millisecond {
-			t.Fatalf("master report %+v; want the end marker at 200ms", m)
+		// The list ends EndGrace after the marker: nothing followed it.
+		if m.End != EndMarker || m.Packets != 2 || m.Listed != 3 || m.New != 3 || m.Took != 200*time.Millisecond+EndGrace {
+			t.Fatalf("master report %+v; want the end marker at 200ms, closed %v later", m, EndGrace)
 		}
-		if sum.ListsTook != 200*time.Millisecond || sum.Listed != 3 || sum.Probe.Answered != 3 {
+		if sum.ListsTook != 200*time.Millisecond+EndGrace || sum.Listed != 3 || sum.Probe.Answered != 3 {
 			t.Fatalf("summary %+v", sum)
 		}
 		if s := rec.probed[srv(2)]; s.Name != "s2" || s.RTT != 30*time.Millisecond || !slices.Equal(s.Masters, []string{"A"}) {
@@ -263,7 +303,7 @@ func TestDiscover_ProbingOverlapsTheList(t *testing.T) {
 		if len(first) != 1 || first[0].Sub(start) != 400*time.Millisecond {
 			t.Fatalf("first probe at %v, want 400ms (with the first packet)", first[0].Sub(start))
 		}
-		if rec.masters["A"].Took != 1200*time.Millisecond || sum.FirstResult != 420*time.Millisecond {
+		if rec.masters["A"].Took != 1200*time.Millisecond+EndGrace || sum.FirstResult != 420*time.Millisecond {
 			t.Fatalf("list took %v, first result %v", rec.masters["A"].Took, sum.FirstResult)
 		}
 		i := slices.Index(rec.order, "probed")
