@@ -49,7 +49,7 @@ func benchHandler(b *testing.B, req []byte) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h, err := NewHandler(HandlerConfig{Registry: reg})
+	h, err := NewHandler(HandlerConfig{Registry: reg, EndOnLastOnly: true}) // dpmaster 2.x's layout, as measured against it
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -108,7 +108,10 @@ func benchHandler(b *testing.B, req []byte) {
 
 func benchSocket(b *testing.B, req []byte) {
 	opts, err := ParseArgs([]string{"-l", "127.0.0.1", "-p", "0", "--allow-loopback", "--no-flood-protection",
-		"--out-rate", "4000000000", "--out-burst", "100000000", "--motd-port", "0", "-v", "0"})
+		"--out-rate", "4000000000", "--out-burst", "100000000", "--motd-port", "0", "-v", "0",
+		// dpmaster 2.x's layout: loadgen's ListServers stops at the first
+		// end marker.
+		"--eot-last-only"})
 	if err != nil {
 		b.Fatal(err)
 	}

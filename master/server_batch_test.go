@@ -59,4 +59,3 @@ func TestPacketServer_BatchKeepsDatagrams(t *testing.T) {
 		t.Errorf("%d send errors", refused)
 	}
 }
-
