@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/scout-discovery/scout/discover"
 	"github.com/scout-discovery/scout/infostring"
 	"github.com/scout-discovery/scout/q3"
 )
@@ -435,9 +436,14 @@ func ListServers(ctx context.Context, master, from netip.AddrPort, query []byte,
 	}
 	var list []netip.AddrPort
 	buf := make([]byte, 65536)
+	ended := false // an end marker came; the list closes after discover.EndGrace of silence
 	for {
 		n, src, err := c.ReadFromUDPAddrPort(buf)
 		if err != nil {
+			var ne net.Error
+			if ended && errors.As(err, &ne) && ne.Timeout() {
+				return list, nil
+			}
 			return list, fmt.Errorf("loadgen: list from %v: %d servers before %w", master, len(list), err)
 		}
 		if src != master {
@@ -452,8 +458,19 @@ func ListServers(ctx context.Context, master, from netip.AddrPort, query []byte,
 		if err != nil {
 			return list, fmt.Errorf("loadgen: list from %v: %w", master, err)
 		}
+		// A master may end every packet with the marker (scout master,
+		// id's, dpmaster before 2.0) or only the last (dpmaster 2.x): as
+		// discover does, the list is complete once nothing follows a
+		// marker within discover.EndGrace.
 		if r.End != q3.EndNone {
-			return list, nil
+			ended = true
+			grace := time.Now().Add(discover.EndGrace)
+			if grace.After(deadline) {
+				grace = deadline
+			}
+			if err := c.SetReadDeadline(grace); err != nil {
+				return list, err
+			}
 		}
 	}
 }

@@ -328,6 +328,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 							}
 						}
 					}
+					// An answer ends at its first end marker: this checker
+					// assumes dpmaster 2.x's layout (the marker on the last
+					// packet only), so scout master is measured with
+					// --eot-last-only; with a marker on every packet each
+					// answer would count as incomplete.
 					if eot {
 						finish(s, now, true)
 					}
