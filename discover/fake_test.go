@@ -2,9 +2,10 @@ package discover
 
 import (
 	"net/netip"
-	"os"
 	"sync"
 	"time"
+
+	"github.com/scout-discovery/scout/internal/fakeudp"
 )
 
 // fakeNet is an in-process network for tests under testing/synctest.
@@ -37,71 +38,19 @@ func (n *fakeNet) sends(to netip.AddrPort) []time.Time {
 
 // conn returns a new socket on the network.
 func (n *fakeNet) conn() *fakeConn {
-	c := &fakeConn{kick: make(chan struct{}), net: n}
+	c := &fakeConn{net: n}
 	return c
-}
-
-type packet struct {
-	from netip.AddrPort
-	b    []byte
 }
 
 // fakeConn is a socket of fakeNet (probe.Conn).
 type fakeConn struct {
-	net      *fakeNet
-	mu       sync.Mutex
-	in       []packet
-	deadline time.Time
-	kick     chan struct{}
-}
-
-func (c *fakeConn) wakeLocked() {
-	close(c.kick)
-	c.kick = make(chan struct{})
+	fakeudp.Inbox
+	net *fakeNet
 }
 
 // deliver queues b from from after delay (bubble time).
 func (c *fakeConn) deliver(from netip.AddrPort, b []byte, delay time.Duration) {
-	b = append([]byte(nil), b...)
-	push := func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		c.in = append(c.in, packet{from, b})
-		c.wakeLocked()
-	}
-	if delay <= 0 {
-		push()
-		return
-	}
-	time.AfterFunc(delay, push)
-}
-
-func (c *fakeConn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
-	for {
-		c.mu.Lock()
-		if len(c.in) > 0 {
-			p := c.in[0]
-			c.in = c.in[1:]
-			c.mu.Unlock()
-			return copy(b, p.b), p.from, nil
-		}
-		d, kick := c.deadline, c.kick
-		c.mu.Unlock()
-		if d.IsZero() {
-			<-kick
-			continue
-		}
-		wait := time.Until(d)
-		if wait <= 0 {
-			return 0, netip.AddrPort{}, os.ErrDeadlineExceeded
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-kick:
-		case <-t.C:
-		}
-		t.Stop()
-	}
+	c.Deliver(from, b, delay)
 }
 
 func (c *fakeConn) WriteToUDPAddrPort(b []byte, to netip.AddrPort) (int, error) {
@@ -114,12 +63,4 @@ func (c *fakeConn) WriteToUDPAddrPort(b []byte, to netip.AddrPort) (int, error) 
 		h(append([]byte(nil), b...), func(r []byte, delay time.Duration) { c.deliver(to, r, delay) })
 	}
 	return len(b), nil
-}
-
-func (c *fakeConn) SetReadDeadline(t time.Time) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.deadline = t
-	c.wakeLocked()
-	return nil
 }

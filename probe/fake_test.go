@@ -4,11 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/scout-discovery/scout/internal/fakeudp"
 )
 
 // echoDialect is a toy protocol for engine tests:
@@ -82,68 +83,23 @@ type packet struct {
 
 // fakeConn is an in-process Conn for tests under testing/synctest. Writes
 // go to handler, which answers through deliver, now or after a delay of
-// (bubble) time.
+// (bubble) time; reading and deadlines are fakeudp.Inbox's.
 type fakeConn struct {
-	mu       sync.Mutex
-	in       []packet
-	deadline time.Time
-	kick     chan struct{} // closed when in or deadline changes
+	fakeudp.Inbox
+
+	mu       sync.Mutex // guards writeErr
 	writeErr error
 
 	handler func(p packet) // called with each write, on the writer's goroutine
 }
 
 func newFakeConn(handler func(packet)) *fakeConn {
-	return &fakeConn{kick: make(chan struct{}), handler: handler}
-}
-
-func (c *fakeConn) wakeLocked() {
-	close(c.kick)
-	c.kick = make(chan struct{})
+	return &fakeConn{handler: handler}
 }
 
 // deliver queues b from from for reading after delay.
 func (c *fakeConn) deliver(from netip.AddrPort, b []byte, delay time.Duration) {
-	b = append([]byte(nil), b...)
-	push := func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		c.in = append(c.in, packet{from, b})
-		c.wakeLocked()
-	}
-	if delay <= 0 {
-		push()
-		return
-	}
-	time.AfterFunc(delay, push)
-}
-
-func (c *fakeConn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
-	for {
-		c.mu.Lock()
-		if len(c.in) > 0 {
-			p := c.in[0]
-			c.in = c.in[1:]
-			c.mu.Unlock()
-			return copy(b, p.b), p.addr, nil
-		}
-		d, kick := c.deadline, c.kick
-		c.mu.Unlock()
-		if d.IsZero() {
-			<-kick
-			continue
-		}
-		wait := time.Until(d)
-		if wait <= 0 {
-			return 0, netip.AddrPort{}, os.ErrDeadlineExceeded
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-kick:
-		case <-t.C:
-		}
-		t.Stop()
-	}
+	c.Deliver(from, b, delay)
 }
 
 func (c *fakeConn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
@@ -155,12 +111,4 @@ func (c *fakeConn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error
 	}
 	c.handler(packet{addr, append([]byte(nil), b...)})
 	return len(b), nil
-}
-
-func (c *fakeConn) SetReadDeadline(t time.Time) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.deadline = t
-	c.wakeLocked()
-	return nil
 }
