@@ -287,8 +287,8 @@ func TestRateForBandwidth(t *testing.T) {
 	if IntervalForRate(0) != 0 || RateForBandwidth(-1, 43) != 0 {
 		t.Error("non-positive rate or bandwidth must mean no pacing")
 	}
-	// getinfo with scout's 16-hex-digit challenge.
-	if got := RequestSize(Q3Info); got != len("\xff\xff\xff\xffgetinfo 0123456789abcdef") {
+	// getinfo with scout's 11-character challenge.
+	if got := RequestSize(Q3Info); got != len("\xff\xff\xff\xffgetinfo 1ITGmfJN2wC") {
 		t.Errorf("RequestSize(Q3Info) = %d", got)
 	}
 	if got := WindowForRate(1000, time.Second); got != 1000 {

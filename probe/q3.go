@@ -3,6 +3,7 @@ package probe
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 
@@ -12,12 +13,24 @@ import (
 
 // Q3 queries Quake III family servers (Q3A, Enemy Territory, RtCW,
 // OpenArena and ioquake3, DarkPlaces-protocol games) with getinfo and
-// getstatus, sent together, each with its own challenge of 16 lowercase
-// hex digits (64 random bits) that the server echoes as the "challenge"
-// key of its infoResponse or statusResponse:
+// getstatus, sent together, each with its own challenge that the server
+// echoes as the "challenge" key of its infoResponse or statusResponse. The
+// challenge is a 64-bit random token written as [Q3ChallengeLen] (11)
+// letters and digits, base 62, most significant first:
 //
-//	FF FF FF FF "getinfo 0f1e2d3c4b5a6978"    ->  "infoResponse\n\...\challenge\0f1e2d3c4b5a6978"
-//	FF FF FF FF "getstatus 8796a5b4c3d2e1f0"  ->  "statusResponse\n\...\challenge\8796a5b4c3d2e1f0\n" + players
+//	FF FF FF FF "getinfo 1ITGmfJN2wC"    ->  "infoResponse\n\...\challenge\1ITGmfJN2wC"
+//	FF FF FF FF "getstatus BdjWLqlnlfU"  ->  "statusResponse\n\...\challenge\BdjWLqlnlfU\n" + players
+//
+// (tokens 0x0f1e2d3c4b5a6978 and 0x8796a5b4c3d2e1f0.)
+//
+// Letters and digits are the part of the challenge alphabet that no
+// Quake III family server alters: ioquake3, OpenArena, Enemy Territory
+// and RtCW tokenize the argument (splitting on bytes <= ' ', reading
+// quotes and "//" comments), turn '%' into '.' and drop a value with '\',
+// ';' or '"'; DarkPlaces echoes the rest of the packet as it is; colour
+// codes ('^') are stripped by some browsers. Eleven is the fewest base-62
+// digits that hold 64 bits (62^11 is about 2^65.5), against 16 in hex: a
+// getinfo is 23 bytes, not 28, and every echo 5 bytes shorter.
 //
 // Servers that echo no challenge (before Quake III 1.32) are matched by
 // address and reply type. The result's Info holds the infoResponse keys,
@@ -59,8 +72,54 @@ func (q3Dialect) stepName(st *step) string {
 	return "getstatus"
 }
 
-// q3Challenge formats a token as the challenge sent.
-func q3Challenge(tok uint64) string { return fmt.Sprintf("%016x", tok) }
+// Q3ChallengeLen is the length of the challenge a Q3 query sends: the
+// fewest base-62 digits that hold a 64-bit token.
+const Q3ChallengeLen = 11
+
+// q3Digits is the base-62 alphabet of challenges, in ASCII order.
+const q3Digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// q3Challenge formats a token as the challenge sent: Q3ChallengeLen
+// base-62 digits, zero-padded.
+func q3Challenge(tok uint64) string {
+	var d [Q3ChallengeLen]byte
+	for i := len(d) - 1; i >= 0; i-- {
+		d[i] = q3Digits[tok%62]
+		tok /= 62
+	}
+	return string(d[:])
+}
+
+// parseQ3Challenge reads a challenge written by q3Challenge. It reports
+// false for anything else: another length, a byte outside the alphabet,
+// or a value past 64 bits (62^11 > 2^64), so every token has one
+// spelling.
+func parseQ3Challenge(c string) (uint64, bool) {
+	if len(c) != Q3ChallengeLen {
+		return 0, false
+	}
+	var v uint64
+	for i := 0; i < len(c); i++ {
+		var d uint64
+		switch ch := c[i]; {
+		case ch >= '0' && ch <= '9':
+			d = uint64(ch - '0')
+		case ch >= 'A' && ch <= 'Z':
+			d = uint64(ch-'A') + 10
+		case ch >= 'a' && ch <= 'z':
+			d = uint64(ch-'a') + 36
+		default:
+			return 0, false
+		}
+		hi, lo := bits.Mul64(v, 62)
+		sum, carry := bits.Add64(lo, d, 0)
+		if hi != 0 || carry != 0 {
+			return 0, false
+		}
+		v = sum
+	}
+	return v, true
+}
 
 func (q3Dialect) appendRequest(b []byte, st *step, tok uint64) ([]byte, error) {
 	if st.kind == q3Info {
@@ -93,8 +152,8 @@ func q3Reply(kind uint8, info infostring.Info, m any) reply {
 	if !ok {
 		return reply{kind: kind, msg: m} // matched by address and kind
 	}
-	tok, err := strconv.ParseUint(c, 16, 64)
-	if err != nil || c != q3Challenge(tok) {
+	tok, ok := parseQ3Challenge(c)
+	if !ok {
 		tok = 0
 	}
 	return reply{token: tok, hasToken: true, kind: kind, msg: m}

@@ -3,6 +3,8 @@ package probe
 import (
 	"encoding/hex"
 	"errors"
+	"math"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
@@ -12,7 +14,7 @@ import (
 )
 
 // xxd reads a dump in xxd's format ("00000000: ffff ffff 696e  ....in").
-func xxd(t *testing.T, name string) []byte {
+func xxd(t testing.TB, name string) []byte {
 	t.Helper()
 	text, err := os.ReadFile("testdata/" + name)
 	if err != nil {
@@ -155,4 +157,96 @@ func TestStripColours(t *testing.T) {
 			t.Errorf("StripColours(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+func TestQ3Challenge_RoundTripAndOneSpelling(t *testing.T) {
+	toks := []uint64{1, 61, 62, 0x0f1e2d3c4b5a6978, 0x8796a5b4c3d2e1f0, math.MaxUint64 - 1, math.MaxUint64}
+	for i := range 1000 {
+		toks = append(toks, rand.Uint64()>>(i%64))
+	}
+	for _, tok := range toks {
+		c := q3Challenge(tok)
+		if len(c) != Q3ChallengeLen {
+			t.Fatalf("q3Challenge(%#x) = %q: %d bytes, want %d", tok, c, len(c), Q3ChallengeLen)
+		}
+		if err := q3.ValidateChallenge(c); err != nil {
+			t.Fatalf("q3Challenge(%#x) = %q: %v", tok, c, err)
+		}
+		for j := 0; j < len(c); j++ {
+			if !isAlnum(c[j]) {
+				t.Fatalf("q3Challenge(%#x) = %q: byte %q is no letter or digit", tok, c, c[j])
+			}
+		}
+		if got, ok := parseQ3Challenge(c); !ok || got != tok {
+			t.Fatalf("parseQ3Challenge(%q) = %#x, %v; want %#x", c, got, ok, tok)
+		}
+	}
+	// The largest token is the largest challenge; one past it overflows.
+	if c := q3Challenge(math.MaxUint64); c != "LygHa16AHYF" {
+		t.Errorf("q3Challenge(MaxUint64) = %q", c)
+	}
+	for _, bad := range []string{
+		"", "0", "0000000000", "000000000000", // lengths
+		"LygHa16AHYG", "zzzzzzzzzzz", "M0000000000", // past 64 bits
+		"0000000000-", "00000 00000", "0000000000\x00", "000000000\xc3\xa9", // not in the alphabet
+		"0123456789abcdef", // the old 16-hex-digit form
+	} {
+		if tok, ok := parseQ3Challenge(bad); ok {
+			t.Errorf("parseQ3Challenge(%q) = %#x, true; want refused", bad, tok)
+		}
+	}
+}
+
+func TestQ3_ReplyWithUndecodableChallengeIsNoOnesToken(t *testing.T) {
+	info, err := q3.Parse(xxd(t, "openarena_infoResponse.hex"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"LygHa16AHYG", "0123456789abcdef", "1ITGmfJN2w", "1ITGmfJN2w!"} {
+		r := info.(q3.InfoResponse)
+		r.Info = append(r.Info[:0:0], r.Info...)
+		r.Info.Set("challenge", c)
+		b, err := r.AppendBinary(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Q3.parse(b)
+		if err != nil || !rep.hasToken || rep.token != 0 {
+			t.Errorf("challenge %q: %+v, %v; want token 0 (unknown)", c, rep, err)
+		}
+	}
+}
+
+// FuzzQ3Parse: any datagram is read without panicking; a reply that
+// parses carries either no challenge (matched by address) or a token that
+// is 0 (no send has it) or whose spelling is exactly the echoed challenge.
+func FuzzQ3Parse(f *testing.F) {
+	for _, name := range []string{"openarena_infoResponse.hex", "openarena_infoResponse_nochallenge.hex",
+		"openarena_statusResponse_3bots.hex", "openarena_print_gamemismatch.hex"} {
+		f.Add(xxd(f, name))
+	}
+	f.Add([]byte("\xff\xff\xff\xffinfoResponse\n\\challenge\\1ITGmfJN2wC\\hostname\\x"))
+	f.Add([]byte("\xff\xff\xff\xffstatusResponse\n\\challenge\\LygHa16AHYG\\sv_hostname\\x\n0 0 \"a\"\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rep, err := Q3.parse(b)
+		if err != nil {
+			return
+		}
+		var info interface{ Get(string) (string, bool) }
+		switch m := rep.msg.(type) {
+		case q3.InfoResponse:
+			info = m.Info
+		case q3.StatusResponse:
+			info = m.Info
+		default:
+			t.Fatalf("parse returned %T", rep.msg)
+		}
+		c, has := info.Get("challenge")
+		if has != rep.hasToken {
+			t.Fatalf("challenge %q present %v, hasToken %v", c, has, rep.hasToken)
+		}
+		if has && rep.token != 0 && q3Challenge(rep.token) != c {
+			t.Fatalf("challenge %q read as %#x, which is spelt %q", c, rep.token, q3Challenge(rep.token))
+		}
+	})
 }
