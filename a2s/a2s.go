@@ -48,6 +48,8 @@ const (
 	TypeChallenge     = 0x41 // 'A' S2C_CHALLENGE
 	TypePlayerRequest = 0x55 // 'U' A2S_PLAYER
 	TypePlayers       = 0x44 // 'D' A2S_PLAYER reply
+	TypeRulesRequest  = 0x56 // 'V' A2S_RULES
+	TypeRules         = 0x45 // 'E' A2S_RULES reply
 )
 
 // Message is one A2S packet.
@@ -57,9 +59,10 @@ type Message interface {
 
 // Parse decodes one datagram, dispatching on its header and type byte.
 // The result is one of [InfoRequest], [Challenge], [Info], [GoldSrcInfo],
-// [PlayerRequest], [Players] or [SplitPacket]. Headers that belong to no
-// A2S packet give an error wrapping [ErrNotA2S]. On any error the Message
-// is nil; [ParsePlayers] returns the players of a truncated reply too.
+// [PlayerRequest], [Players], [RulesRequest], [Rules] or [SplitPacket].
+// Headers that belong to no A2S packet give an error wrapping [ErrNotA2S].
+// On any error the Message is nil; [ParsePlayers] and [ParseRules] return
+// what parsed of a truncated reply too.
 func Parse(b []byte) (Message, error) {
 	if len(b) < 4 {
 		if len(b) > 0 && (isPrefix(b, 0xFF, 0xFF, 0xFF, 0xFF) || isPrefix(b, 0xFE, 0xFF, 0xFF, 0xFF)) {
@@ -94,6 +97,10 @@ func Parse(b []byte) (Message, error) {
 		return message(ParsePlayerRequest(b))
 	case TypePlayers:
 		return message(ParsePlayers(b))
+	case TypeRulesRequest:
+		return message(ParseRulesRequest(b))
+	case TypeRules:
+		return message(ParseRules(b))
 	}
 	return nil, fmt.Errorf("%w: type byte %#02x", ErrNotA2S, b[4])
 }

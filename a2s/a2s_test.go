@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/scout-discovery/scout/internal/xxd"
@@ -75,6 +77,9 @@ func goldenMessages() map[string]Message {
 			Ship: &Ship{Mode: 1, Witnesses: 2, Duration: 3}, Version: "1.0.0.4"},
 		"ours_info_full_edf.hex":    sampleInfo(),
 		"ours_players.hex":          samplePlayers(),
+		"ours_rules_request.hex":    RulesRequest{Challenge: 0x22D5A14B},
+		"ours_rules.hex":            sampleRules(),
+		"ours_rules_empty.hex":      Rules{},
 		"ours_split_packet_0.hex":   SplitPacket{ID: 0x01020304, Total: 2, Number: 0, Size: DefaultSplitSize, Payload: []byte("\xff\xff\xff\xffD\x01")},
 		"ours_split_compressed.hex": SplitPacket{ID: 0x81020304, Total: 2, Number: 0, Size: DefaultSplitSize, DecompressedSize: 100, CRC32: 0xDEADBEEF, Payload: []byte("BZh")},
 	}
@@ -96,6 +101,15 @@ func samplePlayers() Players {
 	return Players{Players: []Player{
 		{Name: "Alice", Score: 12, Duration: 754.5},
 		{Name: "Bob", Score: -1, Duration: 61.25},
+	}}
+}
+
+// sampleRules is a rules reply with an empty value and a value with
+// spaces, as Source servers send them.
+func sampleRules() Rules {
+	return Rules{Rules: []Rule{
+		{Name: "mp_friendlyfire", Value: "0"}, {Name: "mp_timelimit", Value: "30"},
+		{Name: "sv_password", Value: ""}, {Name: "sv_tags", Value: "alltalk, increased_maxplayers"},
 	}}
 }
 
@@ -170,6 +184,59 @@ func TestParsePlayers_KeepsWhatParsed(t *testing.T) {
 	}
 }
 
+func TestParseRules_KeepsWhatParsed(t *testing.T) {
+	b := mustEncode(t, sampleRules())
+	m, err := ParseRules(b[:len(b)-3]) // inside the last value
+	want := sampleRules().Rules[:3]
+	if !errors.Is(err, ErrTruncated) || !reflect.DeepEqual(m.Rules, want) {
+		t.Fatalf("got %#v, %v; want the first 3 rules and ErrTruncated", m, err)
+	}
+	// A count that promises more than the packet holds: the rules present
+	// are kept, the error says how many of how many.
+	b[5], b[6] = 0xff, 0xff
+	m, err = ParseRules(b)
+	if !errors.Is(err, ErrTruncated) || !reflect.DeepEqual(m, sampleRules()) ||
+		!strings.Contains(err.Error(), "after 4 of 65535 rules") {
+		t.Fatalf("got %#v, %v", m, err)
+	}
+}
+
+// TestRules_SplitReply: a rules reply larger than the split size (a
+// modded server's few hundred variables) crosses the reassembly whole.
+func TestRules_SplitReply(t *testing.T) {
+	var big Rules
+	for i := range 300 {
+		big.Rules = append(big.Rules, Rule{Name: "sm_var_" + strconv.Itoa(i), Value: strings.Repeat("v", i%17)})
+	}
+	whole := mustEncode(t, big)
+	parts, err := Split(whole, 0x0BADCAFE, DefaultSplitSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parts) < 3 {
+		t.Fatalf("%d-byte reply in %d packets; want at least 3", len(whole), len(parts))
+	}
+	var asm Reassembler
+	var joined []byte
+	for i := len(parts) - 1; i >= 0; i-- { // out of order
+		p, err := Parse(mustEncode(t, parts[i]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if joined, err = asm.Add(p.(SplitPacket)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := Parse(joined)
+	if err != nil || !reflect.DeepEqual(m, big) {
+		t.Fatalf("reassembled %d rules, %v", len(m.(Rules).Rules), err)
+	}
+	// One packet alone is not a rules reply.
+	if _, err := ParseRules(parts[0].Payload); !errors.Is(err, ErrTruncated) {
+		t.Fatalf("first packet's payload alone: %v, want ErrTruncated", err)
+	}
+}
+
 func TestHostile(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -177,6 +244,12 @@ func TestHostile(t *testing.T) {
 		want error
 	}{
 		{"player count larger than payload", "\xff\xff\xff\xffD\xff\x00A\x00\x01\x00\x00\x00\x00\x00\x80\x3f", ErrTruncated},
+		{"rule count larger than payload", "\xff\xff\xff\xffE\xff\xffsv_gravity\x00800\x00", ErrTruncated},
+		{"rule count 1, no rule", "\xff\xff\xff\xffE\x01\x00", ErrTruncated},
+		{"rule name without NUL", "\xff\xff\xff\xffE\x01\x00sv_gravity", ErrTruncated},
+		{"rule value without NUL", "\xff\xff\xff\xffE\x01\x00sv_gravity\x00800", ErrTruncated},
+		{"rules count cut in half", "\xff\xff\xff\xffE\x01", ErrTruncated},
+		{"rules request cut", "\xff\xff\xff\xffV\xff\xff", ErrTruncated},
 		{"info request wrong payload", "\xff\xff\xff\xffTSource Engine Quark\x00", ErrMalformed},
 		{"info request trailing garbage", "\xff\xff\xff\xffTSource Engine Query\x00\x01\x02\x03\x04\x05", ErrMalformed},
 		{"info string unterminated", "\xff\xff\xff\xffI\x11name", ErrTruncated},
@@ -206,6 +279,9 @@ func TestEncode_Refuses(t *testing.T) {
 		{"app id 2400 without ship", Info{AppID: AppIDTheShip}},
 		{"challenge without HasChallenge", InfoRequest{Challenge: 1}},
 		{"too many players", Players{Players: make([]Player, 256)}},
+		{"too many rules", Rules{Rules: make([]Rule, MaxRules+1)}},
+		{"NUL in rule name", Rules{Rules: []Rule{{Name: "a\x00b", Value: "1"}}}},
+		{"NUL in rule value", Rules{Rules: []Rule{{Name: "a", Value: "1\x002"}}}},
 		{"split number beyond total", SplitPacket{Total: 1, Number: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

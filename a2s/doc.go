@@ -1,5 +1,6 @@
 // Package a2s speaks Valve's Source server query protocol (A2S): the
-// info and player queries, the S2C_CHALLENGE round trip, and split replies.
+// info, player and rules queries, the S2C_CHALLENGE round trip, and split
+// replies.
 //
 // All integers are little-endian; strings are NUL-terminated bytes.
 // Every single-packet message starts FF FF FF FF and a type byte:
@@ -15,15 +16,23 @@
 //	                protocol:1 type:1 env:1 visibility:1 mod:1 [mod fields] vac:1 bots:1
 //	A2S_PLAYER      FF FF FF FF 55 challenge:4                (FF FF FF FF asks for one)
 //	player reply    FF FF FF FF 44 count:1 {index:1 name score:4 duration:float32}...
+//	A2S_RULES       FF FF FF FF 56 challenge:4                (FF FF FF FF asks for one)
+//	rules reply     FF FF FF FF 45 count:2 {name value}...
 //	split packet    FE FF FF FF id:4 total:1 number:1 size:2 [size:4 crc32:4] payload
 //
 // Servers updated since December 2020 answer an A2S_INFO without a
 // challenge with S2C_CHALLENGE; the client repeats the request with the
-// challenge appended. A2S_PLAYER works the same way. A reply larger than
-// the server's split size (1248 bytes by default) comes as split packets
-// whose payloads, joined in number order, form the FF FF FF FF reply; the
-// id's high bit marks bzip2 compression, which this package reports as
-// [ErrCompressed] rather than decompressing.
+// challenge appended. A2S_PLAYER and A2S_RULES work the same way (a
+// request carrying FF FF FF FF asks for the challenge). A reply larger
+// than the server's split size (1248 bytes by default; in practice a
+// rules or player reply) comes as split packets whose payloads, joined in
+// number order, form the FF FF FF FF reply; the id's high bit marks bzip2
+// compression, which this package reports as [ErrCompressed] rather than
+// decompressing.
+//
+// Counts in replies (players, rules) come from the wire and are never
+// trusted: nothing is allocated from them, and a reply that ends before
+// its count keeps what parsed and reports [ErrTruncated].
 //
 // The info reply from Valve's documentation (Counter-Strike: Source):
 //
@@ -38,6 +47,6 @@
 // protocol 2, app id 240, 5 of 16 players, 4 bots, dedicated, Linux,
 // public, not VAC-secured, version 1.0.0.22, no Extra Data Flag.
 //
-// Not implemented: A2S_RULES, the GoldSrc split format (4-bit number and
+// Not implemented: the GoldSrc split format (4-bit number and
 // total) and pre-Orange Box split packets without the size field.
 package a2s

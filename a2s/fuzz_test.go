@@ -75,3 +75,22 @@ func FuzzParseSplitPacket(f *testing.F) {
 	seedVectors(f)
 	f.Fuzz(func(t *testing.T, b []byte) { roundTrip(t, b, ParseSplitPacket) })
 }
+
+func FuzzParseRulesRequest(f *testing.F) {
+	seedVectors(f)
+	f.Fuzz(func(t *testing.T, b []byte) { roundTrip(t, b, ParseRulesRequest) })
+}
+
+// FuzzParseRules also checks that a reply that parsed lists no more rules
+// than its bytes can hold: the count from the wire is not trusted.
+func FuzzParseRules(f *testing.F) {
+	seedVectors(f)
+	f.Add([]byte("\xff\xff\xff\xffE\xff\xff\x00\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, _ := ParseRules(b)
+		if len(m.Rules) > len(b)/minRuleSize {
+			t.Fatalf("%d rules from %d bytes", len(m.Rules), len(b))
+		}
+		roundTrip(t, b, ParseRules)
+	})
+}
