@@ -114,6 +114,14 @@ func (o Options) Settings(ctx context.Context) (Settings, error) {
 		Policy:               policy,
 		AddrMap:              am,
 	}
+	if o.VerifyRetries != nil {
+		s.Registry.VerifyRetries = *o.VerifyRetries
+		if *o.VerifyRetries == 0 {
+			s.Registry.VerifyRetries = -1 // none; the Config's 0 is the default
+		} else if *o.VerifyRetries < 0 || *o.VerifyRetries > MaxVerifyRetries {
+			return s, fmt.Errorf("%w: verify-retries: want 0 to %d, got %d", ErrUsage, MaxVerifyRetries, *o.VerifyRetries)
+		}
+	}
 	if len(o.MOTD) > MaxMOTDLen || strings.ContainsAny(o.MOTD, "\"\\\x00\n") {
 		return s, fmt.Errorf(`%w: --motd: at most %d bytes without '"', '\', NUL or newline`, ErrUsage, MaxMOTDLen)
 	}

@@ -27,8 +27,13 @@
 // servers whose heartbeat- or flatline-triggered check went unanswered. A
 // flatline (or ioquake3's double shutdown heartbeat) only triggers a check:
 // a spoofed flatline cannot delist a live server, which answers the check.
-// The price is that a check lost in the network drops a live server until
-// its next heartbeat (at most 5 minutes for Quake III engines).
+//
+// An unanswered check is sent again with a fresh challenge, at most
+// Config.VerifyRetries times (default 2: 1 s and 3 s after the first try,
+// within ChallengeLifetime), so one lost packet neither leaves a new server
+// unlisted until its next heartbeat nor drops a listed one. A reply to any
+// of the check's tries verifies; a heartbeat costs its source at most
+// 1+VerifyRetries getinfo packets.
 //
 // # Queries
 //

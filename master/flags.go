@@ -53,6 +53,7 @@ type Options struct {
 	OutBurst         int      `json:"out-burst"`          // --out-burst BYTES
 	HBThrottle       int      `json:"hb-throttle"`        // --hb-throttle: heartbeat flood protection
 	HBDecayTime      int      `json:"hb-decay-time"`      // --hb-decay-time SECONDS
+	VerifyRetries    *int     `json:"verify-retries"`     // --verify-retries N: resends of an unanswered check; nil: 2; 0: none
 	ConfigFile       string   `json:"-"`                  // --config FILE
 
 	zeroes uint8 // explicit zero values: -v 0, -p 0, --motd-port 0
@@ -200,6 +201,14 @@ var options = []optSpec{
 	{"out-rate", 0, argOne, intOpt(func(o *Options) *int { return &o.OutRate }, 1), "BYTES: global outbound budget per second (12500000)"},
 	{"out-burst", 0, argOne, intOpt(func(o *Options) *int { return &o.OutBurst }, 1), "BYTES: outbound burst (1048576)"},
 	{"hb-throttle", 0, argOne, intOpt(func(o *Options) *int { return &o.HBThrottle }, 2), "heartbeat flood protection throttle per source (64)"},
+	{"verify-retries", 0, argOne, func(o *Options, v []string) error {
+		n, err := strconv.Atoi(v[0])
+		if err != nil || n < 0 || n > MaxVerifyRetries {
+			return fmt.Errorf("want 0 to %d, got %q", MaxVerifyRetries, v[0])
+		}
+		o.VerifyRetries = &n
+		return nil
+	}, "N: resend an unanswered getinfo check N times, 1 s then 2 s apart (2); 0: never"},
 	{"hb-decay-time", 0, argOne, intOpt(func(o *Options) *int { return &o.HBDecayTime }, 1), "heartbeat flood protection decay time in seconds (1)"},
 }
 

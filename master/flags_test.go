@@ -101,3 +101,31 @@ func TestParseArgs_ConfigFile(t *testing.T) {
 		t.Fatal("unknown key accepted")
 	}
 }
+
+func TestParseArgs_VerifyRetries(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want int // Registry.VerifyRetries after Settings; -2: a usage error
+	}{
+		{nil, 0}, // the registry's default
+		{[]string{"--verify-retries", "0"}, -1},
+		{[]string{"--verify-retries=1"}, 1},
+		{[]string{"--verify-retries", "2"}, 2},
+		{[]string{"--verify-retries", "4"}, -2},
+		{[]string{"--verify-retries", "-1"}, -2},
+	} {
+		o, err := ParseArgs(c.args)
+		var s Settings
+		if err == nil {
+			s, err = o.Settings(context.Background())
+		}
+		switch {
+		case c.want == -2 && !errors.Is(err, ErrUsage):
+			t.Errorf("%q: err %v, want a usage error", c.args, err)
+		case c.want != -2 && err != nil:
+			t.Errorf("%q: %v", c.args, err)
+		case c.want != -2 && s.Registry.VerifyRetries != c.want:
+			t.Errorf("%q: VerifyRetries %d, want %d", c.args, s.Registry.VerifyRetries, c.want)
+		}
+	}
+}

@@ -277,7 +277,11 @@ func (h *Handler) probe(now time.Time, p Probe, dst []Outgoing) []Outgoing {
 			add(KindGetInfo, b, err)
 		}
 	}
-	h.stats.probes[p.Cause].Add(1)
+	if p.Try > 0 {
+		h.stats.retries[p.Cause].Add(1)
+	} else {
+		h.stats.probes[p.Cause].Add(1)
+	}
 	return h.send(now, p.To, dst, outs[:n]...)
 }
 
@@ -597,8 +601,9 @@ func (h *Handler) HandleMOTD(now time.Time, from netip.AddrPort, pkt []byte, dst
 }
 
 // Tick does the master's timed work at now: it removes the servers that
-// must go (telling the Persister) and appends the re-probes that are due.
-// The server calls it about once a second.
+// must go (telling the Persister) and appends the retries and re-probes
+// that are due. The server calls it about once a second, so a retry goes
+// out up to a second after it is due.
 func (h *Handler) Tick(now time.Time, dst []Outgoing) []Outgoing {
 	for _, r := range h.reg.Expire(now, nil) {
 		h.stats.removed[r.Reason].Add(1)

@@ -141,7 +141,8 @@ type Stats struct {
 	dropped     [numReasons]atomic.Uint64
 	removed     [numReasons]atomic.Uint64
 	changes     [4]atomic.Uint64 // by Change
-	probes      [4]atomic.Uint64 // by ProbeCause
+	probes      [4]atomic.Uint64 // checks started, by ProbeCause
+	retries     [4]atomic.Uint64 // checks' retries, by ProbeCause
 	answers     atomic.Uint64    // queries answered
 	unknownGame atomic.Uint64    // queries for no known game, answered empty
 	denied      atomic.Uint64    // bytes the budget refused
@@ -179,12 +180,21 @@ func (s *Stats) Changes(c Change) uint64 {
 	return s.changes[c].Load()
 }
 
-// Probes returns the probes sent for cause c.
+// Probes returns the checks started (first tries) for cause c.
 func (s *Stats) Probes(c ProbeCause) uint64 {
 	if int(c) >= len(s.probes) {
 		return 0
 	}
 	return s.probes[c].Load()
+}
+
+// Retries returns the retries of checks for cause c (tries after the
+// first; see Config.VerifyRetries).
+func (s *Stats) Retries(c ProbeCause) uint64 {
+	if int(c) >= len(s.retries) {
+		return 0
+	}
+	return s.retries[c].Load()
 }
 
 // Answers returns the queries answered (getservers, getServers, gameAuth,

@@ -12,6 +12,7 @@ type Collector struct {
 
 	packetsIn, packetsOut, bytesOut, bytesIn *prometheus.Desc
 	dropped, removed, changes, probes        *prometheus.Desc
+	retries, afterRetry                      *prometheus.Desc
 	answers, unknownGame, budgetDenied       *prometheus.Desc
 	listed, pending, listedByGame            *prometheus.Desc
 	sendErrors, stateErrors                  *prometheus.Desc
@@ -31,7 +32,9 @@ func NewCollector(m *Master) *Collector {
 		dropped:      d("dropped_total", "Datagrams that produced nothing, by reason.", "reason"),
 		removed:      d("removed_total", "Servers removed from the registry, by reason.", "reason"),
 		changes:      d("verified_total", "Verified server replies, by what they changed.", "change"),
-		probes:       d("probes_total", "Probes sent to servers, by cause.", "cause"),
+		probes:       d("probes_total", "Checks started (first tries of probes sent to servers), by cause.", "cause"),
+		retries:      d("probe_retries_total", "Retries of unanswered checks, by cause.", "cause"),
+		afterRetry:   d("verified_after_retry_total", "Checks verified after at least one retry had been sent."),
 		answers:      d("answers_total", "Queries answered (getservers, getServers, gameAuth, getmotd)."),
 		unknownGame:  d("answers_unknown_game_total", "Queries for no known game, answered with the empty list."),
 		budgetDenied: d("budget_denied_bytes_total", "Outbound bytes the global byte budget refused."),
@@ -46,7 +49,7 @@ func NewCollector(m *Master) *Collector {
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.packetsIn, c.bytesIn, c.packetsOut, c.bytesOut, c.dropped, c.removed,
-		c.changes, c.probes, c.answers, c.unknownGame, c.budgetDenied, c.listed, c.pending, c.listedByGame,
+		c.changes, c.probes, c.retries, c.afterRetry, c.answers, c.unknownGame, c.budgetDenied, c.listed, c.pending, c.listedByGame,
 		c.sendErrors, c.stateErrors} {
 		ch <- d
 	}
@@ -80,7 +83,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, p := range []ProbeCause{CauseHeartbeat, CauseFlatline, CauseReprobe, CauseRestored} {
 		counter(c.probes, st.Probes(p), p.String())
+		counter(c.retries, st.Retries(p), p.String())
 	}
+	counter(c.afterRetry, c.m.Registry.VerifiedAfterRetry())
 	counter(c.answers, st.Answers())
 	counter(c.unknownGame, st.UnknownGame())
 	counter(c.budgetDenied, st.BudgetDeniedBytes())

@@ -40,6 +40,34 @@ const (
 	MaxGametypeLen = 31
 )
 
+// Verification retries. A check (the probe that a heartbeat, a flatline,
+// a re-probe or a restart starts) whose reply has not come is sent again,
+// with a fresh challenge, DefaultVerifyRetryDelay after its first try,
+// then 2×, 4×... that delay later (by default at 1 s and 3 s), at most
+// VerifyRetries times, all within the check's ChallengeLifetime. So one
+// lost packet (one way or the other) no longer leaves a new server
+// unlisted until its next heartbeat, nor drops a listed one.
+//
+// Amplification stays bounded: a heartbeat, spoofed or not, costs its
+// source address at most 1+VerifyRetries tries of one small getinfo each
+// (a heartbeat during a check sends nothing), and per-source heartbeat
+// limits apply before any of it. A reply is valid if it carries the
+// challenge of any try of the check in flight and comes before the
+// check's deadline; a challenge of an earlier check, or any reply after
+// the deadline, is refused.
+const (
+	// DefaultVerifyRetries is how many times an unanswered check is sent
+	// again.
+	DefaultVerifyRetries = 2
+	// MaxVerifyRetries bounds Config.VerifyRetries: a check is at most
+	// 1+MaxVerifyRetries tries.
+	MaxVerifyRetries = 3
+	// DefaultVerifyRetryDelay is the wait from a check's first try to its
+	// first retry; each further retry waits twice as long as the one
+	// before.
+	DefaultVerifyRetryDelay = time.Second
+)
+
 // Config configures a Registry. The zero value of each field means its
 // default, except the booleans, which default to false.
 type Config struct {
@@ -49,11 +77,18 @@ type Config struct {
 	ChallengeLifetime    time.Duration // default DefaultChallengeLifetime; must not exceed the Challenger's period
 	Timeout              time.Duration // silent-server expiry; default DefaultTimeout
 	MaxMissedProbes      int           // default DefaultMaxMissedProbes
-	AllowLoopback        bool          // accept servers on loopback addresses (tests only)
-	RefusePrivate        bool          // refuse unmapped servers on private / link-local addresses
-	Catalogue            *game.Catalogue
-	Policy               game.Policy
-	AddrMap              *AddrMap // dpmaster -m; nil maps nothing
+	// VerifyRetries is how many times an unanswered check is sent again,
+	// at most MaxVerifyRetries; default DefaultVerifyRetries; negative:
+	// none. The last retry must go out before ChallengeLifetime.
+	VerifyRetries int
+	// VerifyRetryDelay is the wait before the first retry, doubling for
+	// each next; default DefaultVerifyRetryDelay.
+	VerifyRetryDelay time.Duration
+	AllowLoopback    bool // accept servers on loopback addresses (tests only)
+	RefusePrivate    bool // refuse unmapped servers on private / link-local addresses
+	Catalogue        *game.Catalogue
+	Policy           game.Policy
+	AddrMap          *AddrMap // dpmaster -m; nil maps nothing
 }
 
 func (c *Config) setDefaults() {
@@ -66,6 +101,13 @@ func (c *Config) setDefaults() {
 	def(&c.MaxServersPerAddress, DefaultMaxServersPerAddress)
 	def(&c.MaxPending, DefaultMaxPending)
 	def(&c.MaxMissedProbes, DefaultMaxMissedProbes)
+	def(&c.VerifyRetries, DefaultVerifyRetries)
+	if c.VerifyRetries < 0 {
+		c.VerifyRetries = 0
+	}
+	if c.VerifyRetryDelay == 0 {
+		c.VerifyRetryDelay = DefaultVerifyRetryDelay
+	}
 	if c.ChallengeLifetime == 0 {
 		c.ChallengeLifetime = DefaultChallengeLifetime
 	}
@@ -145,6 +187,7 @@ type Probe struct {
 	Requests  game.Requests
 	Challenge Challenge
 	Cause     ProbeCause
+	Try       int // 0 for a check's first try, k for its k-th retry
 }
 
 // ReplyKind is the kind of a server's reply.
@@ -219,11 +262,31 @@ type entry struct {
 	hbGame   *game.Game   // game announced by heartbeat tag; nil for DarkPlaces
 	expireAt time.Time    // listed: drop when now >= expireAt
 
-	// The check in flight, if inFlight.
-	inFlight bool
-	sentAt   time.Time
-	reqs     game.Requests
-	cause    ProbeCause
+	chk *check // the check in flight; nil if none
+}
+
+// check is one verification in flight: its requests, sent up to
+// 1+VerifyRetries times, each try with the challenge of its time. It is
+// allocated per check and let go when the check ends, so an idle entry
+// pays one pointer for it.
+type check struct {
+	sentAt time.Time // the first try; the check ends at sentAt+ChallengeLifetime
+	reqs   game.Requests
+	cause  ProbeCause
+	tries  int                             // sent so far, 1..1+VerifyRetries
+	chals  [1 + MaxVerifyRetries]Challenge // the challenge of each try
+}
+
+// issued reports whether the reply's challenge is one of c's tries'.
+func (c *check) issued(family game.Family, rep *Reply) bool {
+	text, _ := rep.get("challenge")
+	for _, ch := range c.chals[:c.tries] {
+		if family == game.FamilyDoom3 && ch.Int32 == rep.Challenge32 ||
+			family != game.FamilyDoom3 && ch.Text == text {
+			return true
+		}
+	}
+	return false
 }
 
 // Registry is the master's server list and the decisions about it. It
@@ -235,9 +298,10 @@ type Registry struct {
 	cfg  Config
 	chal *Challenger
 
-	rotation atomic.Uint64            // fair-rotation counter, one step per Select
-	snap     atomic.Pointer[snapshot] // immutable; rebuilt after changes
-	dirty    atomic.Bool              // snap is stale
+	rotation   atomic.Uint64            // fair-rotation counter, one step per Select
+	afterRetry atomic.Uint64            // checks verified after a retry was sent
+	snap       atomic.Pointer[snapshot] // immutable; rebuilt after changes
+	dirty      atomic.Bool              // snap is stale
 
 	mu      sync.Mutex
 	servers map[netip.AddrPort]*entry
@@ -251,8 +315,14 @@ func NewRegistry(cfg Config, chal *Challenger) (*Registry, error) {
 	if cfg.ChallengeLifetime > chal.Period() {
 		return nil, fmt.Errorf("master: challenge lifetime %v exceeds the secret rotation period %v", cfg.ChallengeLifetime, chal.Period())
 	}
-	if cfg.MaxServers < 0 || cfg.MaxPending < 0 || cfg.ChallengeLifetime < 0 || cfg.Timeout < 0 || cfg.MaxMissedProbes < 0 {
+	if cfg.MaxServers < 0 || cfg.MaxPending < 0 || cfg.ChallengeLifetime < 0 || cfg.Timeout < 0 || cfg.MaxMissedProbes < 0 || cfg.VerifyRetryDelay < 0 {
 		return nil, fmt.Errorf("master: negative registry limit in %+v", cfg)
+	}
+	if cfg.VerifyRetries > MaxVerifyRetries {
+		return nil, fmt.Errorf("master: %d verification retries; at most %d", cfg.VerifyRetries, MaxVerifyRetries)
+	}
+	if last := retryOffset(cfg.VerifyRetryDelay, cfg.VerifyRetries); cfg.VerifyRetries > 0 && last >= cfg.ChallengeLifetime {
+		return nil, fmt.Errorf("master: the last of %d verification retries would go out %v after the first try, not within the challenge lifetime %v", cfg.VerifyRetries, last, cfg.ChallengeLifetime)
 	}
 	r := &Registry{
 		cfg:     cfg,
@@ -266,6 +336,16 @@ func NewRegistry(cfg Config, chal *Challenger) (*Registry, error) {
 
 // Config returns the registry's configuration with defaults filled in.
 func (r *Registry) Config() Config { return r.cfg }
+
+// VerifiedAfterRetry returns the checks verified after at least one retry
+// had been sent (the reply may answer any of the check's tries).
+func (r *Registry) VerifiedAfterRetry() uint64 { return r.afterRetry.Load() }
+
+// retryOffset is when the k-th retry is due, from the check's first try:
+// delay × (2^k − 1), so 1 s, 3 s, 7 s with a 1 s delay.
+func retryOffset(delay time.Duration, k int) time.Duration {
+	return delay * time.Duration(1<<k-1)
+}
 
 // Heartbeat handles a heartbeat from src. It returns the probe to send, or
 // a reason to send nothing. It never extends a listing: only a verified
@@ -311,7 +391,7 @@ func (r *Registry) Heartbeat(now time.Time, src netip.AddrPort, hb Heartbeat) (P
 		r.pending++
 	}
 	e.LastHeartbeat = now
-	if e.inFlight {
+	if e.chk != nil {
 		return Probe{}, ReasonProbeOutstanding
 	}
 	if e.Listed && (e.Family != hb.Family || (e.hbGame != g)) {
@@ -339,22 +419,33 @@ func (r *Registry) Flatline(now time.Time, src netip.AddrPort) (Probe, Reason) {
 		return Probe{}, ReasonNotListed
 	}
 	e.LastHeartbeat = now
-	if e.inFlight {
-		e.cause = CauseFlatline // the check in flight now decides
+	if e.chk != nil {
+		e.chk.cause = CauseFlatline // the check in flight now decides
 		return Probe{}, ReasonProbeOutstanding
 	}
 	return r.startProbeLocked(now, e, game.GetInfo, CauseFlatline), OK
 }
 
 func (r *Registry) startProbeLocked(now time.Time, e *entry, reqs game.Requests, cause ProbeCause) Probe {
-	e.inFlight, e.sentAt, e.reqs, e.cause = true, now, reqs, cause
-	return Probe{To: e.Addr, Family: e.Family, Requests: reqs, Challenge: r.chal.Issue(now, e.Addr), Cause: cause}
+	e.chk = &check{sentAt: now, reqs: reqs, cause: cause}
+	return r.tryLocked(now, e)
+}
+
+// tryLocked records and returns the next try of e's check, with the
+// challenge of now.
+func (r *Registry) tryLocked(now time.Time, e *entry) Probe {
+	c := e.chk
+	ch := r.chal.Issue(now, e.Addr)
+	c.chals[c.tries] = ch
+	c.tries++
+	return Probe{To: e.Addr, Family: e.Family, Requests: c.reqs, Challenge: ch, Cause: c.cause, Try: c.tries - 1}
 }
 
 // Verify handles a reply from src: the server is listed or refreshed, or
 // the reply is rejected with a reason. The reply must come from the address
-// the challenge was sent to, carry that challenge within
-// ChallengeLifetime, and hold valid required keys.
+// the challenge was sent to, carry the challenge of one of the check's
+// tries within ChallengeLifetime of its first, and hold valid required
+// keys.
 func (r *Registry) Verify(now time.Time, src netip.AddrPort, rep Reply) (Server, Change, Reason) {
 	src = netip.AddrPortFrom(src.Addr().Unmap(), src.Port())
 	r.mu.Lock()
@@ -363,17 +454,18 @@ func (r *Registry) Verify(now time.Time, src netip.AddrPort, rep Reply) (Server,
 	if !ok {
 		return Server{}, ChangeNone, ReasonUnknownServer
 	}
-	if !e.inFlight {
+	c := e.chk
+	if c == nil {
 		return Server{}, ChangeNone, ReasonUnsolicited
 	}
 	want := game.GetInfo
 	if rep.Kind == ReplyStatus {
 		want = game.GetStatus
 	}
-	if e.reqs&want == 0 {
+	if c.reqs&want == 0 {
 		return Server{}, ChangeNone, ReasonUnsolicited
 	}
-	if !now.Before(e.sentAt.Add(r.cfg.ChallengeLifetime)) {
+	if !now.Before(c.sentAt.Add(r.cfg.ChallengeLifetime)) {
 		return Server{}, ChangeNone, ReasonChallengeExpired
 	}
 	var why Reason
@@ -385,6 +477,10 @@ func (r *Registry) Verify(now time.Time, src netip.AddrPort, rep Reply) (Server,
 	}
 	if why != OK {
 		return Server{}, ChangeNone, why
+	}
+	if !c.issued(e.Family, &rep) {
+		// Issued to this address, but for an earlier check: stale.
+		return Server{}, ChangeNone, ReasonChallengeExpired
 	}
 	s, why := r.parseReplyLocked(e, &rep)
 	if why != OK {
@@ -410,7 +506,10 @@ func (r *Registry) Verify(now time.Time, src netip.AddrPort, rep Reply) (Server,
 	e.LastVerified = now
 	e.expireAt = now.Add(r.cfg.Timeout)
 	e.Missed = 0
-	e.inFlight = false
+	if c.tries > 1 {
+		r.afterRetry.Add(1)
+	}
+	e.chk = nil
 	e.NextProbe = time.Time{}
 	if g, ok := r.cfg.Catalogue.ByName(e.Game); ok && g.Reprobe.Interval > 0 {
 		e.NextProbe = now.Add(g.Reprobe.Interval)
@@ -575,20 +674,27 @@ func equalInfo(a, b []Pair) bool {
 	return true
 }
 
-// DueProbes appends to dst, and returns, up to max probes due at now:
-// listed servers whose re-probe time has come (with their game's
-// requests), and restored servers awaiting re-verification. Each is marked
-// in flight; its answer goes to Verify and its silence is judged by Expire.
-// max <= 0 means no bound. The scan is linear in the number of servers.
+// DueProbes appends to dst, and returns, the probes due at now: the
+// retries of unanswered checks whose time has come (every one due: at most
+// one per check in flight, at most VerifyRetries per check), then up to
+// max new checks: listed servers whose re-probe time has come (with their
+// game's requests), and restored servers awaiting re-verification. Each
+// new check is marked in flight; its answer goes to Verify and its silence
+// is judged by Expire. max <= 0 means no bound. The scan is linear in the
+// number of servers.
 func (r *Registry) DueProbes(now time.Time, dst []Probe, max int) []Probe {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
 	for _, e := range r.servers {
-		if max > 0 && n >= max {
-			break
+		if c := e.chk; c != nil {
+			if c.tries <= r.cfg.VerifyRetries && !now.Before(c.sentAt.Add(retryOffset(r.cfg.VerifyRetryDelay, c.tries))) &&
+				now.Before(c.sentAt.Add(r.cfg.ChallengeLifetime)) {
+				dst = append(dst, r.tryLocked(now, e))
+			}
+			continue
 		}
-		if !e.Listed || e.inFlight || e.NextProbe.IsZero() || now.Before(e.NextProbe) {
+		if (max > 0 && n >= max) || !e.Listed || e.NextProbe.IsZero() || now.Before(e.NextProbe) {
 			continue
 		}
 		reqs, interval, cause := game.GetInfo, game.DefaultReprobeInterval, CauseReprobe
@@ -609,21 +715,21 @@ func (r *Registry) DueProbes(now time.Time, dst []Probe, max int) []Probe {
 // Expire removes, at now, the servers that must go, appending them to dst:
 // new servers that never answered their challenge, listed servers silent
 // for Timeout, servers whose heartbeat- or flatline-triggered check went
-// unanswered for ChallengeLifetime, and servers that missed
-// MaxMissedProbes periodic re-probes in a row. A check is unanswered at
-// sentAt+ChallengeLifetime exactly; a server is silent at
-// LastVerified+Timeout exactly.
+// unanswered for ChallengeLifetime (retries included), and servers that
+// missed MaxMissedProbes periodic re-probes in a row. A check is
+// unanswered at its first try + ChallengeLifetime exactly; a server is
+// silent at LastVerified+Timeout exactly.
 func (r *Registry) Expire(now time.Time, dst []Removal) []Removal {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for a, e := range r.servers {
 		why := OK
-		if e.inFlight && !now.Before(e.sentAt.Add(r.cfg.ChallengeLifetime)) {
-			e.inFlight = false
+		if c := e.chk; c != nil && !now.Before(c.sentAt.Add(r.cfg.ChallengeLifetime)) {
+			e.chk = nil
 			switch {
 			case !e.Listed:
 				why = ReasonChallengeTimedOut
-			case e.cause == CauseHeartbeat || e.cause == CauseFlatline:
+			case c.cause == CauseHeartbeat || c.cause == CauseFlatline:
 				why = ReasonCheckUnanswered
 			default:
 				e.Missed++
