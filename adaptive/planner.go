@@ -124,8 +124,9 @@ type StopInfo struct {
 	// Bottom is RTTbottom over the last Window (or fewer, for StopEstimate)
 	// step-6 outcomes; NoAnswer when it fell on lost probes.
 	Bottom time.Duration
-	// Nearest is the lowest RTT estimate among the clusters with servers
-	// left, for StopEstimate; NoAnswer when no such cluster has an estimate.
+	// Nearest is the lowest RTT estimate (StopEstimate) or lower bound
+	// (StopBound) among the clusters with servers left; NoAnswer when no
+	// such cluster has one.
 	Nearest time.Duration
 	// Unprobed is the number of servers never handed out.
 	Unprobed int
@@ -173,6 +174,8 @@ type cluster struct {
 	prefix    netip.Prefix
 	members   []int32 // slot indices, master order
 	samples   []int32 // slots probed in steps 4(c) and 4(e)iii, in the order they were chosen
+	later     []int32 // FarCut: step 4(b)'s samples held back for the second round
+	far       bool    // FarCut: one sample, at StopRTT + FarCut or more; not split
 	parent    int32
 	pending   int32 // samples whose outcomes are not yet observed
 	rtt       time.Duration
@@ -183,7 +186,10 @@ type cluster struct {
 	probed    int
 	heapAt    int           // position in Planner.order, -1 when not in it
 	est       time.Duration // step-6 ordering key: rtt, or the running median with Rerank
-	med       *median       // Rerank only
+	low       time.Duration // lowest answered RTT of any member, when lowOK (StopBound)
+	lowOK     bool
+	inflight  int     // members handed out whose outcome is not observed yet
+	med       *median // Rerank only
 }
 
 // Planner is the adaptive planner: Algorithm 1 and Algorithm 2.
@@ -391,6 +397,10 @@ func (pl *Planner) calibrate() {
 				}
 			}
 		}
+		if pl.p.FarCut > 0 && pl.p.StopRTT > 0 && len(c.samples) > 1 {
+			c.later = slices.Clone(c.samples[1:])
+			c.samples = c.samples[:1]
+		}
 		c.pending = int32(len(c.samples))
 		pl.queue = append(pl.queue, c.samples...)
 	}
@@ -431,6 +441,7 @@ func (pl *Planner) send(s int32) Target {
 	sl := &pl.slots[s]
 	sl.status = outstanding
 	pl.cl[sl.cluster].probed++
+	pl.cl[sl.cluster].inflight++
 	switch sl.phase {
 	case Calibrate:
 		pl.stats.Calibrate++
@@ -481,9 +492,13 @@ func (pl *Planner) Observe(addr netip.AddrPort, rtt time.Duration, answered bool
 	sl.status, sl.rtt, sl.answered = observed, rtt, answered
 	pl.stats.Observed++
 	c := sl.cluster
+	pl.cl[c].inflight--
+	if answered {
+		pl.lower(c, rtt)
+	}
 	switch sl.phase {
 	case Calibrate:
-		if pl.cl[c].pending--; pl.cl[c].pending == 0 {
+		if pl.cl[c].pending--; pl.cl[c].pending == 0 && !pl.secondRound(c) {
 			pl.estimate(c)
 		}
 		pl.calibrationDone()
@@ -501,6 +516,30 @@ func (pl *Planner) Observe(addr netip.AddrPort, rtt time.Duration, answered bool
 		}
 	}
 	return nil
+}
+
+// secondRound is FarCut's second round for cluster c, whose first sample is
+// in: it queues the samples held back, unless the first sample answered at
+// StopRTT + FarCut or more. It reports whether it queued any.
+func (pl *Planner) secondRound(c int32) bool {
+	cl := &pl.cl[c]
+	if len(cl.later) == 0 {
+		return false
+	}
+	later := cl.later
+	cl.later = nil
+	if rtts := pl.answeredRTTs(cl.samples); len(rtts) > 0 && rtts[0] >= pl.p.StopRTT+pl.p.FarCut {
+		cl.far = true
+		return false
+	}
+	for _, s := range later {
+		pl.slots[s].phase = Calibrate
+	}
+	cl.samples = append(cl.samples, later...)
+	cl.pending += int32(len(later))
+	pl.queue = append(pl.queue, later...)
+	pl.pending += len(later)
+	return true
 }
 
 func (pl *Planner) calibrationDone() {
@@ -528,6 +567,9 @@ func (pl *Planner) estimate(c int32) {
 		return // no estimate: ranked last
 	}
 	pl.cl[c].rtt, pl.cl[c].known = medianOf(rtts), true
+	if pl.cl[c].far {
+		return // FarCut: one sample says nothing of the spread
+	}
 	// Only step 2's clusters get here: a cluster made by a split has one
 	// split probe (estimateSplit) and is not split again.
 	spread := percentile(rtts, pl.p.SplitHigh) - percentile(rtts, pl.p.SplitLow)
@@ -557,6 +599,9 @@ func (pl *Planner) estimate(c int32) {
 			default:
 				pl.cl[child].samples = append(pl.cl[child].samples, s)
 				pl.cl[child].probed++
+				if sl := pl.slots[s]; sl.status == observed && sl.answered {
+					pl.lower(child, sl.rtt)
+				}
 			}
 		}
 		if fresh == 0 {
@@ -581,6 +626,13 @@ func (pl *Planner) estimate(c int32) {
 	}
 }
 
+// lower folds an answered RTT into cluster c's lower bound.
+func (pl *Planner) lower(c int32, rtt time.Duration) {
+	if cl := &pl.cl[c]; !cl.lowOK || rtt < cl.low {
+		cl.low, cl.lowOK = rtt, true
+	}
+}
+
 // estimateSplit is step 4(e)iii's "The probed RTT becomes RTTcluster".
 func (pl *Planner) estimateSplit(c, s int32) {
 	if sl := pl.slots[s]; sl.answered {
@@ -600,6 +652,9 @@ func (pl *Planner) fallback(c int32) {
 	}
 	parent := pl.cl[cl.parent]
 	cl.rtt, cl.known = parent.rtt, parent.known
+	if !cl.lowOK {
+		cl.low, cl.lowOK = parent.low, parent.lowOK
+	}
 }
 
 // medianOf returns the median of sorted, non-empty rtts: the middle one, or
@@ -741,6 +796,11 @@ func (pl *Planner) checkStop() {
 			}
 			fire = nearest >= pl.p.StopRTT+pl.p.StopMargin
 		}
+	case StopBound:
+		if w.high >= pl.p.StopAgree {
+			nearest = pl.lowestBound()
+			fire = nearest >= pl.p.StopRTT+pl.p.StopMargin
+		}
 	}
 	if !fire {
 		return
@@ -755,6 +815,20 @@ func (pl *Planner) checkStop() {
 		Nearest:   nearest,
 		Unprobed:  len(pl.targets) - sent,
 	}
+}
+
+// lowestBound is the lowest lower bound among the clusters with servers not
+// yet handed out or whose outcomes are not all in (StopBound); NoAnswer when
+// none of them has one.
+func (pl *Planner) lowestBound() time.Duration {
+	low := NoAnswer
+	for i := range pl.cl {
+		c := &pl.cl[i]
+		if !c.dissolved && c.lowOK && (c.probed < len(c.members) || c.inflight > 0) && c.low < low {
+			low = c.low
+		}
+	}
+	return low
 }
 
 // Stopped reports whether auto-stop fired, and when and why.

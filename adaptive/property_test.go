@@ -68,7 +68,9 @@ func randomParams(rng *rand.Rand) Params {
 		return p
 	}
 	p.ClusterBy = Key(rng.IntN(3))
-	p.Stop = Rule(rng.IntN(3))
+	p.Stop = Rule(rng.IntN(4))
+	p.FarCut = []time.Duration{0, 0, ms(10), ms(50)}[rng.IntN(4)]
+	p.StopMargin = ms(float64(rng.IntN(30)))
 	p.Rerank = rng.IntN(2) == 0
 	p.SampleScale = []float64{0.5, 1, 2}[rng.IntN(3)]
 	p.Window = 1 + rng.IntN(150)

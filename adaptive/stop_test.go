@@ -3,6 +3,8 @@ package adaptive
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"net/netip"
 	"testing"
 	"time"
 )
@@ -276,5 +278,198 @@ func TestWindow_HighIncludesStopRTT(t *testing.T) {
 	w.push(ms(200)-1, true)
 	if w.high != 0 {
 		t.Errorf("high run %d after 200 ms - 1 ns, want 0", w.high)
+	}
+}
+
+// TestStopBound checks the bound rule on two countries: it waits for
+// StopAgree high outcomes, and for every cluster with servers left to have
+// answered nothing under StopRTT + StopMargin.
+func TestStopBound(t *testing.T) {
+	// NZ is near (30 ms); US is at `us` except one server at `low`.
+	for _, tc := range []struct {
+		us, low time.Duration
+		want    int // US step-6 outcomes before the stop, 0 for never
+	}{
+		{ms(240), ms(240), 20},     // NZ's 90 step-6 probes, then 20 US outcomes agree
+		{ms(205), ms(205), 20},     // exactly StopRTT + margin
+		{ms(240), ms(205) - 1, 90}, // one US server under the bound: the US is probed to its end
+	} {
+		t.Run(fmt.Sprint(tc.us, tc.low), func(t *testing.T) {
+			ts := append(addrs("NZ", 1, 1, 100), addrs("US", 2, 1, 100)...)
+			p := Scout()
+			p.ClusterBy = ByCountry // no ASes here
+			p.FarCut = 0
+			pl := newPlanner(t, ts, p, 1)
+			world := func(x Target) (time.Duration, bool) {
+				switch {
+				case x.Country == "NZ":
+					return ms(30), true
+				case x.Addr == ts[100].Addr: // the first US server: a calibration sample or the first US step-6 probe
+					return tc.low, true
+				}
+				return tc.us, true
+			}
+			ps := drive(t, pl, world)
+			stopped, info := pl.Stopped()
+			us := 0
+			for _, p := range phases(ps, Reordered) {
+				if p.t.Country == "US" {
+					us++
+				}
+			}
+			if tc.want == 90 {
+				if stopped && info.Unprobed > 0 {
+					t.Errorf("stopped with %d unprobed under a bound of %v: %+v", info.Unprobed, tc.low, info)
+				}
+				if us != 90 {
+					t.Errorf("%d US step-6 outcomes, want 90", us)
+				}
+				return
+			}
+			if !stopped || us != tc.want || info.Nearest != tc.us || info.Rule != StopBound {
+				t.Errorf("stopped %v after %d US outcomes (want %d), info %+v", stopped, us, tc.want, info)
+			}
+		})
+	}
+}
+
+// TestProperty_StopBound checks, over random worlds and orders of outcomes,
+// that StopBound never fires while a cluster with a server not handed out
+// or not yet observed has answered under StopRTT + StopMargin (its lower
+// bound, computed here from the outcomes alone), nor before StopAgree
+// step-6 outcomes in a row were high or lost.
+func TestProperty_StopBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(14, 14))
+	fired := 0
+	for i := range 80 {
+		w := randomWorld(rng, 50+rng.IntN(1500))
+		p := Scout()
+		p.ClusterBy = Key(rng.IntN(3))
+		p.FarCut = []time.Duration{0, ms(20), ms(50)}[rng.IntN(3)]
+		p.StopMargin = ms(float64(rng.IntN(20)))
+		p.StopAgree = 1 + rng.IntN(30)
+		p.Rerank = rng.IntN(2) == 0
+		pl := newPlanner(t, w.targets, p, uint64(i))
+		type out struct {
+			rtt      time.Duration
+			answered bool
+		}
+		seen := map[netip.AddrPort]*out{} // handed out; outcome when observed
+		var step6 []out
+		var flying []Target
+		inflight := 1 + rng.IntN(32)
+		for stopped := false; !stopped; {
+			for len(flying) < inflight {
+				x, _, ok := pl.Next()
+				if !ok {
+					break
+				}
+				seen[x.Addr] = nil
+				flying = append(flying, x)
+			}
+			if len(flying) == 0 {
+				break
+			}
+			j := rng.IntN(len(flying))
+			x := flying[j]
+			flying = append(flying[:j], flying[j+1:]...)
+			rtt, ok := w.truth(x)
+			ph := pl.slots[pl.index[x.Addr]].phase
+			if err := pl.Observe(x.Addr, rtt, ok); err != nil {
+				t.Fatal(err)
+			}
+			seen[x.Addr] = &out{rtt, ok}
+			if ph == Reordered {
+				step6 = append(step6, out{rtt, ok})
+			}
+			stopped, _ = pl.Stopped()
+		}
+		stopped, info := pl.Stopped()
+		if !stopped {
+			continue
+		}
+		fired++
+		if len(step6) < p.StopAgree {
+			t.Fatalf("world %d: stopped after %d step-6 outcomes, want %d or more", i, len(step6), p.StopAgree)
+		}
+		for _, o := range step6[len(step6)-p.StopAgree:] {
+			if o.answered && o.rtt < p.StopRTT {
+				t.Fatalf("world %d: stopped with a step-6 outcome of %v among the last %d", i, o.rtt, p.StopAgree)
+			}
+		}
+		// Each live cluster's bound from the outcomes: its members' lowest
+		// answered RTT, or for a cluster made by a split with none, its
+		// parent's lowest answered calibration sample.
+		cs := pl.Clusters()
+		for ci, c := range cs {
+			if c.Dissolved {
+				continue
+			}
+			open, bound, has := false, time.Duration(0), false
+			for _, s := range pl.cl[ci].members {
+				o, handed := seen[pl.targets[s].Addr]
+				if !handed || o == nil {
+					open = true
+					continue
+				}
+				if o.answered && (!has || o.rtt < bound) {
+					bound, has = o.rtt, true
+				}
+			}
+			if !has && c.Parent >= 0 {
+				for _, s := range cs[c.Parent].Samples {
+					if s.Answered && (!has || s.RTT < bound) {
+						bound, has = s.RTT, true
+					}
+				}
+			}
+			if open && has && bound < p.StopRTT+p.StopMargin {
+				t.Fatalf("world %d: stopped (%+v) with cluster %s open at a bound of %v < %v", i, info, c.ID, bound, p.StopRTT+p.StopMargin)
+			}
+		}
+	}
+	if fired < 10 {
+		t.Errorf("the bound rule fired in %d of 80 worlds: the property was barely tested", fired)
+	}
+}
+
+// TestFarCut checks FarCut's two rounds: a cluster whose first sample is
+// far gets no more samples; a near one, and one whose first sample was
+// lost, get the paper's sqrt(N).
+func TestFarCut(t *testing.T) {
+	var ts []Target
+	for b := range 10 { // 100 servers in 10 /16s per country
+		ts = append(ts, addrs("NZ", 1, b, 10)...)
+		ts = append(ts, addrs("DE", 2, b, 10)...)
+		ts = append(ts, addrs("FR", 3, b, 10)...)
+	}
+	for _, far := range []time.Duration{0, ms(50)} {
+		p := Paper()
+		p.FarCut = far
+		pl := newPlanner(t, ts, p, 3)
+		first := true
+		world := func(x Target) (time.Duration, bool) {
+			switch x.Country {
+			case "NZ":
+				return ms(30), true
+			case "FR":
+				if first { // FR's first sample is lost
+					first = false
+					return 0, false
+				}
+				return ms(300), true
+			}
+			return ms(300), true
+		}
+		drive(t, pl, world)
+		want := map[string]int{"NZ": 10, "DE": 10, "FR": 10}
+		if far > 0 {
+			want["DE"] = 1
+		}
+		for id, c := range live(pl.Clusters()) {
+			if got := len(c.Samples); got != want[c.Group] {
+				t.Errorf("FarCut %v: cluster %s has %d samples, want %d", far, id, got, want[c.Group])
+			}
+		}
 	}
 }

@@ -38,7 +38,10 @@ type Variant struct {
 }
 
 // Variants returns the paper's parameters ("paper") and the options beyond
-// the paper, each alone and combined.
+// the paper, each alone and combined, ending with adaptive.Scout() ("scout").
+// A variant's calibration samples are drawn from a stream of the row's seed
+// numbered by its position here, so new variants go at the end: the ones
+// before keep their figures.
 func Variants() []Variant {
 	p := adaptive.Paper()
 	as := p
@@ -51,7 +54,17 @@ func Variants() []Variant {
 	rr.Rerank = true
 	all := as
 	all.Rerank, all.Stop = true, adaptive.StopRun
-	return []Variant{{"paper", p}, {"as", as}, {"run", run}, {"estimate", est}, {"rerank", rr}, {"as+rerank+run", all}}
+	sc := adaptive.Scout()
+	bound := p
+	bound.Stop, bound.StopMargin, bound.StopAgree = sc.Stop, sc.StopMargin, sc.StopAgree
+	asBound := bound
+	asBound.ClusterBy = adaptive.ByCountryAS
+	far := p
+	far.FarCut = sc.FarCut
+	asFar := as
+	asFar.FarCut = sc.FarCut
+	return []Variant{{"paper", p}, {"as", as}, {"run", run}, {"estimate", est}, {"rerank", rr}, {"as+rerank+run", all},
+		{"bound", bound}, {"as+bound", asBound}, {"far", far}, {"as+far", asFar}, {"scout", sc}}
 }
 
 // Outcome is one strategy's figures in a row, times in seconds.
