@@ -27,7 +27,13 @@
 //     the master lists;
 //   - probes: datagrams the world's servers received during the run
 //     (retries and rate-limited requests included), counted by the
-//     emulator, the same for both clients; bytes: scout's own count of
+//     emulator, the same for both clients;
+//   - traffic ([Traffic]): every datagram between the client and the
+//     world's servers and between the client and the master, both ways,
+//     as the loopback interface carried it (a packet socket, Linux, needs
+//     CAP_NET_RAW), payload bytes and bytes on the wire (HeaderBytes more
+//     per datagram), and the shapes of the requests the servers got.
+//     Without the tap ([Env.TapErr]), bytes are scout's own count of
 //     request payload bytes, and for quakestat probes times its request
 //     size, captured from one quakestat run against a scripted socket
 //     ([QuakestatRequest]);
@@ -96,6 +102,11 @@ type Env struct {
 	// Emulator runs it; its Stats count what the servers received.
 	Emulator *world.Emulator
 
+	// TapErr is why traffic is not counted on loopback (see Traffic),
+	// nil when it is.
+	TapErr error
+
+	tap   *tap
 	reg   *master.Registry
 	stats *master.Stats
 	truth map[netip.AddrPort]*world.Server // by bound loopback address
@@ -163,7 +174,15 @@ func Start(ctx context.Context, cfg Config) (*Env, error) {
 	e.Emulator = em
 	wdone := make(chan error, 1)
 	go func() { wdone <- em.Run(runCtx) }()
-	e.stop = func() { cancel(); <-wdone; <-mdone }
+	e.tap, e.TapErr = openTap()
+	e.stop = func() {
+		cancel()
+		<-wdone
+		<-mdone
+		if e.tap != nil {
+			e.tap.close()
+		}
+	}
 
 	e.truth = make(map[netip.AddrPort]*world.Server, len(w.Servers))
 	byPublic := make(map[netip.AddrPort]*world.Server, len(w.Servers))

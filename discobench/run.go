@@ -30,9 +30,15 @@ type Measurement struct {
 	Found  int `json:"found"`
 	Known  int `json:"known"`
 	// Probes are the datagrams the world received during the run; Bytes
-	// the request payload bytes the client sent (see the package doc).
-	Probes uint64 `json:"probes"`
-	Bytes  int64  `json:"bytes"`
+	// the request payload bytes the client sent to the servers, counted
+	// as BytesFrom says: "tap" (Traffic.ToServers), "client" (scout's own
+	// count) or "estimate" (quakestat's probes times its request size).
+	Probes    uint64 `json:"probes"`
+	Bytes     int64  `json:"bytes"`
+	BytesFrom string `json:"bytes_from"`
+	// Traffic is what the client exchanged, as loopback carried it; nil
+	// without the tap (Env.TapErr).
+	Traffic *Traffic `json:"traffic,omitempty"`
 	// ClientProbes is the client's own count of requests (scout only).
 	ClientProbes int `json:"client_probes,omitempty"`
 	// RTTErrP50 and RTTErrP99 are quantiles of reported minus injected
@@ -114,7 +120,10 @@ func (e *Env) Scout(ctx context.Context, name, bin string, args ...string) (Meas
 		}
 		switch l.Type {
 		case "summary":
-			m.ClientProbes, m.Bytes = l.Probes, l.BytesOut
+			m.ClientProbes = l.Probes
+			if m.Traffic == nil {
+				m.Bytes, m.BytesFrom = l.BytesOut, "client"
+			}
 		case "server":
 			a, err := netip.ParseAddrPort(l.Address)
 			if err != nil {
@@ -188,13 +197,15 @@ func (e *Env) Quakestat(ctx context.Context, name string, reqSize int, flags ...
 		}
 		servers = append(servers, s)
 	}
-	m.Bytes = int64(m.Probes) * int64(reqSize)
+	if m.Traffic == nil {
+		m.Bytes, m.BytesFrom = int64(m.Probes)*int64(reqSize), "estimate"
+	}
 	e.judge(&m, servers)
 	return m, servers, nil
 }
 
 // run runs a client with a bounded lifetime and counts what the world
-// received meanwhile.
+// received meanwhile, and the traffic when the tap works.
 func (e *Env) run(ctx context.Context, name, path string, args ...string) ([]byte, Measurement, error) {
 	m := Measurement{Name: name, Listed: len(e.Listed())}
 	ctx, cancel := context.WithTimeout(ctx, RunTimeout)
@@ -202,11 +213,25 @@ func (e *Env) run(ctx context.Context, name, path string, args ...string) ([]byt
 	cmd := exec.CommandContext(ctx, path, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if e.tap != nil {
+		e.tap.begin()
+	}
 	before := e.received()
 	start := time.Now()
 	err := cmd.Run()
 	m.Wall = time.Since(start)
 	m.Probes = e.received() - before
+	if e.tap != nil {
+		pkts, drops, over, terr := e.tap.end()
+		if terr == nil {
+			t := classify(pkts, e.Master, func(a netip.AddrPort) bool { _, ok := e.truth[a]; return ok })
+			t.Drops, t.Overflow = drops, over
+			m.Traffic = &t
+			m.Bytes, m.BytesFrom = int64(t.ToServers.Payload), "tap"
+		} else if err == nil {
+			err = terr
+		}
+	}
 	if err != nil {
 		return nil, m, fmt.Errorf("%s: %s %s: %w\nstderr: %s", name, path, strings.Join(args, " "), err, clip(stderr.String()))
 	}

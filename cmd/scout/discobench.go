@@ -29,9 +29,16 @@ discovers the world through the master with:
   qstat-default   quakestat -q3m,71 with its defaults
   qstat-fast      quakestat -q3m,71 -maxsim 900 -sendinterval 0 (fastest)
 
-and reports, for each, wall time, servers found, probes and bytes sent,
-and RTT error (reported minus injected RTT) at p50 and p99, then the
-medians over the runs. The master lists loopback addresses only (no
+and reports, for each, wall time, servers found, probes, traffic and RTT
+error (reported minus injected RTT) at p50 and p99, then the medians over
+the runs, and every client's traffic against qstat-default's as ratios
+both ways. Traffic is counted on the loopback interface (a packet
+socket: Linux, CAP_NET_RAW): every datagram between the client and the
+world's servers and the master, both directions, UDP payload and on the
+wire (28 bytes of IPv4 and UDP headers more per datagram), with the
+shapes of the requests the servers got. Without the tap, only request
+bytes are given: scout's own count, and quakestat's probes times its
+request size (an estimate). The master lists loopback addresses only (no
 address translation), so quakestat can take part; nothing leaves
 loopback. scout servers is run as this executable's 'servers' command.`
 
@@ -100,6 +107,9 @@ func runDiscobench(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	fmt.Fprintf(stderr, "world of %d servers (delay %v-%v, loss %v, seed %d) listed by %v after %v\n",
 		*servers, lo, hi, *loss, *seed, env.Master, time.Since(start).Round(time.Millisecond))
+	if env.TapErr != nil {
+		fmt.Fprintf(stderr, "traffic not counted on loopback (%v): request bytes from the clients' counts and an estimate\n", env.TapErr)
+	}
 
 	results := map[string][]discobench.Measurement{}
 	enc := json.NewEncoder(stdout)
@@ -123,6 +133,9 @@ func runDiscobench(ctx context.Context, args []string, stdout, stderr io.Writer)
 				enc.Encode(map[string]any{"run": r + 1, "measurement": m})
 			} else {
 				fmt.Fprintf(stdout, "run %d %-13s %s\n", r+1, c.name, discobenchLine(m))
+				if t := m.Traffic; t != nil {
+					fmt.Fprintf(stdout, "      %-13s %s\n", "", trafficLine(*t))
+				}
 			}
 		}
 	}
@@ -144,13 +157,113 @@ func runDiscobench(ctx context.Context, args []string, stdout, stderr io.Writer)
 			time.Duration(medianOf(ms, func(m discobench.Measurement) float64 { return float64(m.RTTErrP50) })).Round(time.Microsecond),
 			time.Duration(medianOf(ms, func(m discobench.Measurement) float64 { return float64(m.RTTErrP99) })).Round(time.Microsecond))
 	}
+	printTraffic(stdout, clients, results)
 	return 0
 }
 
 func discobenchLine(m discobench.Measurement) string {
-	return fmt.Sprintf("wall %7.2fs  found %d/%d  probes %d (client says %d)  bytes %d  RTT err p50 %v p99 %v max %v",
-		m.Wall.Seconds(), m.Found, m.Listed, m.Probes, m.ClientProbes, m.Bytes,
+	return fmt.Sprintf("wall %7.2fs  found %d/%d  probes %d (client says %d)  bytes %d (%s)  RTT err p50 %v p99 %v max %v",
+		m.Wall.Seconds(), m.Found, m.Listed, m.Probes, m.ClientProbes, m.Bytes, m.BytesFrom,
 		m.RTTErrP50.Round(time.Microsecond), m.RTTErrP99.Round(time.Microsecond), m.RTTErrMax.Round(time.Microsecond))
+}
+
+// trafficLine is one run's traffic: datagrams/payload bytes/wire bytes
+// each way, and the request shapes.
+func trafficLine(t discobench.Traffic) string {
+	f := func(x discobench.Flow) string { return fmt.Sprintf("%d/%d/%d", x.Datagrams, x.Payload, x.Wire()) }
+	var req []string
+	for _, s := range t.Requests {
+		req = append(req, fmt.Sprintf("%q %dB x%d", s.Shape, s.Size, s.Count))
+	}
+	return fmt.Sprintf("dgrams/payload/wire: to servers %s, from servers %s, to master %s, from master %s; drops %d+%d; requests %s",
+		f(t.ToServers), f(t.FromServers), f(t.ToMaster), f(t.FromMaster), t.Drops, t.Overflow, strings.Join(req, ", "))
+}
+
+// trafficBase is the client every other's traffic is compared with.
+const trafficBase = "qstat-default"
+
+// printTraffic prints the median traffic of every client (sent, received,
+// total; payload and wire) and its ratios to trafficBase's, both ways.
+func printTraffic(w io.Writer, clients []discobenchClient, results map[string][]discobench.Measurement) {
+	type side struct {
+		name string
+		flow func(discobench.Traffic) discobench.Flow
+	}
+	sides := []side{{"sent", discobench.Traffic.Sent}, {"received", discobench.Traffic.Received}, {"total", discobench.Traffic.Total}}
+	med := func(name string, sd side, wire bool) (float64, bool) {
+		var ms []discobench.Measurement
+		for _, m := range results[name] {
+			if m.Traffic != nil {
+				ms = append(ms, m)
+			}
+		}
+		if len(ms) == 0 {
+			return 0, false
+		}
+		return medianOf(ms, func(m discobench.Measurement) float64 {
+			f := sd.flow(*m.Traffic)
+			if wire {
+				return float64(f.Wire())
+			}
+			return float64(f.Payload)
+		}), true
+	}
+	fmt.Fprintln(w, "\nmedian traffic in bytes, payload / on the wire (+28 per datagram); to and from servers and master:")
+	fmt.Fprintln(w, "| client | datagrams sent | datagrams received | sent | received | total |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
+	any := false
+	for _, c := range clients {
+		var cells []string
+		for _, sd := range sides {
+			p, ok := med(c.name, sd, false)
+			if !ok {
+				break
+			}
+			wi, _ := med(c.name, sd, true)
+			cells = append(cells, fmt.Sprintf("%.0f / %.0f", p, wi))
+		}
+		if len(cells) != len(sides) {
+			continue
+		}
+		any = true
+		var ms []discobench.Measurement
+		for _, m := range results[c.name] {
+			if m.Traffic != nil {
+				ms = append(ms, m)
+			}
+		}
+		fmt.Fprintf(w, "| %s | %.0f | %.0f | %s |\n", c.name,
+			medianOf(ms, func(m discobench.Measurement) float64 { return float64(m.Traffic.Sent().Datagrams) }),
+			medianOf(ms, func(m discobench.Measurement) float64 { return float64(m.Traffic.Received().Datagrams) }),
+			strings.Join(cells, " | "))
+	}
+	if !any {
+		return
+	}
+	if _, ok := med(trafficBase, sides[0], false); !ok {
+		return
+	}
+	fmt.Fprintf(w, "\nratios of median traffic (payload, wire), client / %s and, after \"inverse\", %s / client:\n", trafficBase, trafficBase)
+	for _, c := range clients {
+		if c.name == trafficBase {
+			continue
+		}
+		var parts, inv []string
+		for _, sd := range sides {
+			p, ok := med(c.name, sd, false)
+			wi, _ := med(c.name, sd, true)
+			bp, _ := med(trafficBase, sd, false)
+			bw, _ := med(trafficBase, sd, true)
+			if !ok || p == 0 || wi == 0 || bp == 0 || bw == 0 {
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("%s %.3fx, %.3fx", sd.name, p/bp, wi/bw))
+			inv = append(inv, fmt.Sprintf("%s %.3fx, %.3fx", sd.name, bp/p, bw/wi))
+		}
+		if len(parts) > 0 {
+			fmt.Fprintf(w, "  %-13s %s; inverse %s\n", c.name, strings.Join(parts, "; "), strings.Join(inv, "; "))
+		}
+	}
 }
 
 func medianOf(ms []discobench.Measurement, f func(discobench.Measurement) float64) float64 {
