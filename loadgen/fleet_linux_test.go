@@ -18,11 +18,13 @@ import (
 // fakeMaster is the smallest master the fleet and the load can be checked
 // against: heartbeat -> getinfo with a challenge, infoResponse with that
 // challenge from that address -> listed, getservers -> the list split as
-// dpmaster does (1400 bytes, EOT on the last packet). drop, when set,
-// decides which packets of an answer are not sent.
+// dpmaster does (1400 bytes, EOT on the last packet, or on every packet
+// when every is set). drop, when set, decides which packets of an answer
+// are not sent.
 type fakeMaster struct {
-	conn *net.UDPConn
-	drop func(packet, of int) bool
+	conn  *net.UDPConn
+	drop  func(packet, of int) bool
+	every bool
 
 	mu      sync.Mutex
 	pending map[netip.AddrPort]string
@@ -32,11 +34,16 @@ type fakeMaster struct {
 
 func startFakeMaster(t *testing.T, drop func(packet, of int) bool) netip.AddrPort {
 	t.Helper()
+	return startFakeMasterLayout(t, drop, false)
+}
+
+func startFakeMasterLayout(t *testing.T, drop func(packet, of int) bool, every bool) netip.AddrPort {
+	t.Helper()
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &fakeMaster{conn: c, drop: drop, pending: map[netip.AddrPort]string{}, seen: map[netip.AddrPort]bool{}}
+	m := &fakeMaster{conn: c, drop: drop, every: every, pending: map[netip.AddrPort]string{}, seen: map[netip.AddrPort]bool{}}
 	done := make(chan struct{})
 	go func() { defer close(done); m.serve() }()
 	t.Cleanup(func() { c.Close(); <-done })
@@ -75,7 +82,7 @@ func (m *fakeMaster) serve() {
 			m.mu.Unlock()
 		case q3.GetServers:
 			m.mu.Lock()
-			pkts, _ := q3.EncodeServersResponses(m.listed, q3.SplitOptions{End: q3.EndEOT, MaxBytes: 1400})
+			pkts, _ := q3.EncodeServersResponses(m.listed, q3.SplitOptions{End: q3.EndEOT, EndOnEvery: m.every, MaxBytes: 1400})
 			m.mu.Unlock()
 			for i, p := range pkts {
 				if m.drop == nil || !m.drop(i, len(pkts)) {
@@ -109,7 +116,12 @@ func newTestFleet(t *testing.T, n int, base string) *Fleet {
 
 func populated(t *testing.T, n int, base string, drop func(int, int) bool) (*Fleet, netip.AddrPort) {
 	t.Helper()
-	master := startFakeMaster(t, drop)
+	return populatedLayout(t, n, base, drop, false)
+}
+
+func populatedLayout(t *testing.T, n int, base string, drop func(int, int) bool, every bool) (*Fleet, netip.AddrPort) {
+	t.Helper()
+	master := startFakeMasterLayout(t, drop, every)
 	f := newTestFleet(t, n, base)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -285,5 +297,90 @@ func TestRun_RefusesBadConfig(t *testing.T) {
 		if _, err := Run(context.Background(), c); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+}
+
+// With the end marker on every packet (scout master's default), the
+// default rule counts whole answers; the first-marker rule cannot.
+func TestRun_MarkerOnEveryPacket(t *testing.T) {
+	f, master := populatedLayout(t, 400, "127.98.0.1", nil, true)
+	q, _ := q3.GetServers{Protocol: 68, Empty: true, Full: true}.AppendBinary(nil)
+	cfg := Config{
+		Master: master, Query: q, Expect: 400, Sources: 8, SourceBase: netip.MustParseAddr("127.98.100.1"),
+		Outstanding: 4, MaxRequests: 50, Duration: time.Minute, Timeout: 5 * time.Second,
+		CheckEvery: 10, Want: f.Addrs(),
+	}
+	r, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 400 servers: 195 + 195 + 10 entries, each packet with its marker.
+	if r.Requests != 50 || r.Complete != 50 || r.Incomplete+r.Unanswered+r.LostPackets+int(r.Stray) != 0 {
+		t.Errorf("result %+v", r)
+	}
+	if r.PacketsPerAnswer != 3 || r.Packets != 150 || r.Checked != 6 || r.CheckFailed != 0 {
+		t.Errorf("packets/answer %d, packets %d, checked %d (failed %d)", r.PacketsPerAnswer, r.Packets, r.Checked, r.CheckFailed)
+	}
+	cfg.FirstMarkerEnds, cfg.SourceBase = true, netip.MustParseAddr("127.98.101.1")
+	r, err = Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Complete != 0 || r.Incomplete == 0 {
+		t.Errorf("first-marker rule on every-packet markers: complete %d, incomplete %d; want none complete", r.Complete, r.Incomplete)
+	}
+}
+
+// A lost packet, markers on every packet: the answer ends EndGrace after
+// its last packet, short of that packet's servers, in the closed loop and
+// in an open loop whose next answer to the same source follows at once.
+func TestRun_MarkerOnEveryPacketLost(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		packet       func(of int) int // the packet lost in every fourth answer
+		rate         float64
+		fleet, spout string
+	}{
+		{"closed loop, middle packet", func(int) int { return 1 }, 0, "127.99.0.1", "127.99.100.1"},
+		{"open loop on one source, last packet", func(of int) int { return of - 1 }, 100, "127.99.50.1", "127.99.101.1"},
+	} {
+		t.Run(c.name, func(t *testing.T) { lostOnEveryPacketLayout(t, c.packet, c.rate, c.fleet, c.spout) })
+	}
+}
+
+func lostOnEveryPacketLayout(t *testing.T, lost func(of int) int, rate float64, fleet, spout string) {
+	var mu sync.Mutex
+	var armed bool
+	answers := 0
+	drop := func(packet, of int) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if !armed {
+			return false
+		}
+		if packet == 0 {
+			answers++
+		}
+		return packet == lost(of) && answers%4 == 0
+	}
+	_, master := populatedLayout(t, 400, fleet, drop, true)
+	mu.Lock()
+	armed = true
+	mu.Unlock()
+	q, _ := q3.GetServers{Protocol: 68, Empty: true, Full: true}.AppendBinary(nil)
+	r, err := Run(context.Background(), Config{
+		Master: master, Query: q, Expect: 400, Sources: 1, SourceBase: netip.MustParseAddr(spout),
+		Outstanding: 1, Rate: rate, MaxRequests: 20, Duration: time.Minute, Timeout: 5 * time.Second, CheckEvery: -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lostEntries := 195
+	if rate > 0 {
+		lostEntries = 10
+	}
+	if r.Complete != 15 || r.Incomplete != 5 || r.Unanswered != 0 || r.LostPackets != 5 || r.MissingEntries != 5*lostEntries || r.Stray != 0 {
+		t.Errorf("complete %d incomplete %d unanswered %d lost %d missing %d stray %d; want 15 5 0 5 %d 0",
+			r.Complete, r.Incomplete, r.Unanswered, r.LostPackets, r.MissingEntries, r.Stray, 5*lostEntries)
 	}
 }

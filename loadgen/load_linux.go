@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/scout-discovery/scout/discover"
 	"github.com/scout-discovery/scout/q3"
 )
 
@@ -31,6 +32,10 @@ const (
 	// DefaultRecvBuffer is each source socket's receive buffer: room for a
 	// few full answers (a 5,000-server answer is about 36 KB of payload).
 	DefaultRecvBuffer = 1 << 20
+	// DefaultEndGrace is how long an answer that has had an end marker
+	// but not every server stays open for more packets: package
+	// discover's rule for masters that end every packet with the marker.
+	DefaultEndGrace = discover.EndGrace
 )
 
 // DefaultSourceBase is the first source address.
@@ -57,6 +62,18 @@ type Config struct {
 	// PID is the master's process, whose CPU time is read before and
 	// after; 0 skips it.
 	PID int
+	// FirstMarkerEnds ends each answer at its first end marker, which
+	// reads only dpmaster 2.x's layout (the marker on the last packet)
+	// and is the old rule. By default an answer ends either at the packet
+	// with a marker that brings it to Expect servers (complete at once,
+	// whatever the layout), or EndGrace after the last packet, if that
+	// came after a marker (servers missing): this reads both layouts, the
+	// marker on every packet (scout master's default, id's master) and on
+	// the last only.
+	FirstMarkerEnds bool
+	// EndGrace is the silence after a marker that ends an answer still
+	// short of Expect servers; default DefaultEndGrace.
+	EndGrace time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -81,6 +98,9 @@ func (c *Config) setDefaults() {
 	if c.RecvBuffer == 0 {
 		c.RecvBuffer = DefaultRecvBuffer
 	}
+	if c.EndGrace == 0 {
+		c.EndGrace = DefaultEndGrace
+	}
 }
 
 // Result is what one run measured.
@@ -89,7 +109,7 @@ type Result struct {
 	Requests   int           `json:"requests"`    // requests sent
 	SendErrors int           `json:"send_errors"` // requests the kernel refused to send
 	Complete   int           `json:"complete"`    // answers with EOT and every server
-	Incomplete int           `json:"incomplete"`  // answers with EOT but servers missing
+	Incomplete int           `json:"incomplete"`  // answers with EOT but servers missing (or too many)
 	Unanswered int           `json:"unanswered"`  // no EOT within Timeout
 	Silent     int           `json:"silent"`      // of those, no reply packet at all (refused, or lost whole)
 	Packets    uint64        `json:"packets"`     // reply datagrams received
@@ -140,12 +160,14 @@ type source struct {
 	packets int
 	bytes   int
 	entries int
+	ended   bool             // an end marker came (the grace rule: done EndGrace after last)
+	last    time.Time        // arrival of the answer's latest packet
 	check   bool             // decode this answer in full
 	list    []netip.AddrPort // its servers, when check
 }
 
 func (s *source) reset() {
-	s.packets, s.bytes, s.entries, s.check, s.list = 0, 0, 0, false, s.list[:0]
+	s.packets, s.bytes, s.entries, s.ended, s.check, s.list = 0, 0, 0, false, false, s.list[:0]
 }
 
 // Run sends requests to the master and receives the answers for
@@ -160,8 +182,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return res, errors.New("loadgen: master, query and expected list size are required")
 	case cfg.Rate <= 0 && (cfg.Outstanding < 1 || cfg.Outstanding > cfg.Sources):
 		return res, fmt.Errorf("loadgen: %d outstanding requests over %d sources", cfg.Outstanding, cfg.Sources)
-	case cfg.Duration < 0 || cfg.Timeout < 0 || cfg.MaxRequests < 0:
-		return res, errors.New("loadgen: negative duration, timeout or request bound")
+	case cfg.Duration < 0 || cfg.Timeout < 0 || cfg.MaxRequests < 0 || cfg.EndGrace < 0:
+		return res, errors.New("loadgen: negative duration, timeout, grace or request bound")
 	}
 	addrs, err := Layout(cfg.SourceBase, 0, cfg.Sources, 1)
 	if err != nil {
@@ -309,6 +331,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 						res.Stray++
 						continue
 					}
+					// The grace rule, with the next request's answer
+					// already due: a packet that would take an ended
+					// answer past Expect servers starts the next one.
+					if s.ended && len(s.sent) > 1 && s.entries+entries > cfg.Expect {
+						finish(s, now, true)
+					}
 					res.Packets++
 					res.Bytes += uint64(len(p))
 					if s.packets == 0 {
@@ -328,12 +356,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 							}
 						}
 					}
-					// An answer ends at its first end marker: this checker
-					// assumes dpmaster 2.x's layout (the marker on the last
-					// packet only), so scout master is measured with
-					// --eot-last-only; with a marker on every packet each
-					// answer would count as incomplete.
-					if eot {
+					s.last = now
+					s.ended = s.ended || eot
+					// See Config.FirstMarkerEnds: an answer short of
+					// servers is otherwise ended by the grace rule below.
+					if eot && (cfg.FirstMarkerEnds || s.entries == cfg.Expect) {
 						finish(s, now, true)
 					}
 				}
@@ -350,6 +377,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				// give-up does not cut it in two.
 				for len(s.sent) > 0 && (s.packets == 0 && now.Sub(s.sent[0]) > cfg.Timeout || now.Sub(s.sent[0]) > 2*cfg.Timeout) {
 					finish(s, now, false)
+				}
+				// Nothing followed a marker within EndGrace: the answer
+				// is over, short of servers (or past them).
+				if len(s.sent) > 0 && s.ended && now.Sub(s.last) >= cfg.EndGrace {
+					finish(s, now, true)
 				}
 			}
 			if !sending(now) && inflight == 0 {
