@@ -27,10 +27,19 @@
 // distinct 127.x.y.z addresses, so per-source flood protection is not what
 // is measured, unless one source is asked for) either closed-loop, with K
 // requests outstanding, or open-loop at a fixed rate. The reply to one
-// request is the burst of getserversResponse datagrams a source receives
-// until the one that ends with \EOT\0\0\0; it is complete when it carries
-// every server. Requests are matched to replies by source socket, in
-// order. Packets lost are counted against the packet count of a complete
+// request is the burst of getserversResponse datagrams a source receives;
+// it is complete at the datagram ending with \EOT\0\0\0 that brings it to
+// every server, whether the master ends every datagram with the marker
+// (scout master's default, id's master) or only the last (dpmaster 2.x).
+// One short of servers ends EndGrace (package discover's rule, 100 ms)
+// after its last datagram if that carried a marker; with another request
+// of the same source in flight, a datagram that would take it past every
+// server starts the next reply. Answers to one source are told apart by
+// time and count only, so an open loop should leave more than EndGrace
+// between a source's requests (Sources/Rate: 320 ms at 256 sources and
+// 800/s). Config.FirstMarkerEnds restores the rule that a reply ends at
+// its first marker (dpmaster 2.x's layout only). Requests are matched to
+// replies by source socket, in order. Packets lost are counted against the packet count of a complete
 // answer; entries missing are counted exactly.
 //
 // The master's CPU time and memory come from /proc/<pid>/stat (utime +
