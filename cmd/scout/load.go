@@ -32,6 +32,12 @@ the list request for --duration from --sources sockets on distinct
 127.x.y.z addresses: closed-loop with --outstanding requests in flight, or
 open-loop at --rate requests per second. Every answer is checked (EOT and
 all servers; every 1000th decoded in full and compared with the fleet).
+An answer is complete at the packet with an end marker that brings it to
+--servers servers, whether the master puts the marker on every packet
+(scout master's default) or on the last only (dpmaster 2.x); one short of
+servers ends 100 ms after its last packet if that carried a marker (package
+discover's rule). --first-marker-ends ends each answer at its first marker
+instead (the last-only layout alone).
 "unansw" counts requests without an EOT within --timeout, "silent" those
 of them that got no packet at all (refused by flood protection or a byte
 budget); "lost" counts the packets missing from answers that did arrive.
@@ -114,6 +120,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	runs := fs.Int("runs", 5, "runs per target, taking turns between targets")
 	timeout := fs.Duration("timeout", loadgen.DefaultAnswerTimeout, "how long an answer may take")
 	startTimeout := fs.Duration("start-timeout", 10*time.Second, "how long an --exec master may take to answer")
+	firstMarker := fs.Bool("first-marker-ends", false, "end each answer at its first end marker: reads the marker-on-the-last-packet layout (dpmaster 2.x) only")
 	asJSON := fs.Bool("json", false, "print one JSON object per run and one per target summary")
 	if code, done := parseFlags(fs, args); done {
 		return code
@@ -241,7 +248,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				Master: t.addr, Query: req, Expect: *servers,
 				Sources: *sources, SourceBase: sb, Outstanding: *outstanding, Rate: *rate,
 				Duration: *duration, MaxRequests: *maxRequests, Timeout: *timeout,
-				Want: fleet.Addrs(), PID: t.pid,
+				Want: fleet.Addrs(), PID: t.pid, FirstMarkerEnds: *firstMarker,
 			})
 			if err != nil {
 				fmt.Fprintf(stderr, "scout load: %s run %d: %v\n", t.name, run, err)

@@ -87,6 +87,47 @@ func TestLoad_RegistersAndMeasuresScoutMaster(t *testing.T) {
 	}
 }
 
+// scout master's default layout, the end marker on every packet of a
+// three-packet answer: every answer complete by default, none with
+// --first-marker-ends.
+func TestLoad_MarkerOnEveryPacket(t *testing.T) {
+	addr := startInProcessMaster(t, "127.95.10.1")
+	for _, c := range []struct {
+		flags    []string
+		complete bool
+		sources  string
+	}{
+		{nil, true, "127.95.20.1"},
+		{[]string{"--first-marker-ends"}, false, "127.95.21.1"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"load", "--target", "scout=" + addr.String(),
+			"--servers", "400", "--per-addr", "4", "--fleet-base", "127.95.11.1", "--fleet-port", "41000",
+			"--sources", "4", "--source-base", c.sources, "--outstanding", "2",
+			"--max-requests", "40", "--duration", "10s", "--runs", "1", "--json"}, c.flags...), &stdout, &stderr)
+		// Exit 1: the summary found incomplete answers.
+		if want := map[bool]int{true: 0, false: 1}[c.complete]; code != want {
+			t.Fatalf("%q: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", c.flags, code, want, stdout.String(), stderr.String())
+		}
+		for line := range strings.Lines(stdout.String()) {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatalf("line %q: %v", line, err)
+			}
+			if m["run"] == nil {
+				continue
+			}
+			complete, requests := m["complete"].(float64), m["requests"].(float64)
+			if c.complete && (requests != 40 || complete != 40 || m["packets_per_answer"].(float64) != 3) {
+				t.Errorf("default rule: %s", line)
+			}
+			if !c.complete && complete != 0 {
+				t.Errorf("--first-marker-ends: %s", line)
+			}
+		}
+	}
+}
+
 func TestLoad_UsageErrors(t *testing.T) {
 	for name, args := range map[string][]string{
 		"no target":          {},
