@@ -15,11 +15,15 @@ import (
 //
 //	A2S_INFO    FF FF FF FF 54 "Source Engine Query" 00 [<challenge>]  ->  49 <info> | 41 <challenge>
 //	A2S_PLAYER  FF FF FF FF 55 <challenge>                              ->  44 <players> | 41 <challenge>
+//	A2S_RULES   FF FF FF FF 56 <challenge>                              ->  45 <rules> | 41 <challenge>
 //
 // Servers updated since December 2020 answer a request without a challenge
 // with S2C_CHALLENGE (41); the request is sent again with it, and the same
-// challenge is offered with A2S_PLAYER. Replies split over several packets
-// (FE FF FF FF) are joined.
+// challenge is offered with A2S_PLAYER, then A2S_RULES (whose reply goes to
+// Result.Rules). Replies split over several packets (FE FF FF FF) are
+// joined. A server that does not answer A2S_RULES costs the rules
+// request's attempts and leaves its timeout in Result.Err, its info and
+// players kept.
 //
 // A2S replies echo nothing the client chose, so the two requests go one
 // after the other and a reply is matched to the one open request at its
@@ -33,6 +37,7 @@ const DefaultPortA2S = 27015
 const (
 	a2sInfo uint8 = iota
 	a2sPlayer
+	a2sRules
 )
 
 type a2sDialect struct{}
@@ -42,10 +47,13 @@ func (a2sDialect) DefaultPort() uint16 { return DefaultPortA2S }
 func (a2sDialect) begin() []step       { return []step{{kind: a2sInfo}} }
 func (a2sDialect) tokenMask() uint64   { return ^uint64(0) } // unused on the wire
 func (a2sDialect) stepName(st *step) string {
-	if st.kind == a2sInfo {
+	switch st.kind {
+	case a2sInfo:
 		return "A2S_INFO"
+	case a2sPlayer:
+		return "A2S_PLAYER"
 	}
-	return "A2S_PLAYER"
+	return "A2S_RULES"
 }
 
 func (a2sDialect) appendRequest(b []byte, st *step, _ uint64) ([]byte, error) {
@@ -60,6 +68,9 @@ func (a2sDialect) appendRequest(b []byte, st *step, _ uint64) ([]byte, error) {
 	if !has {
 		chal = a2s.NoChallenge
 	}
+	if st.kind == a2sRules {
+		return a2s.RulesRequest{Challenge: chal}.AppendBinary(b)
+	}
 	return a2s.PlayerRequest{Challenge: chal}.AppendBinary(b)
 }
 
@@ -73,6 +84,8 @@ func (a2sDialect) parse(b []byte) (reply, error) {
 		return reply{kind: a2sInfo, msg: m}, nil
 	case a2s.Players:
 		return reply{kind: a2sPlayer, msg: m}, nil
+	case a2s.Rules:
+		return reply{kind: a2sRules, msg: m}, nil
 	case a2s.Challenge, a2s.SplitPacket:
 		return reply{kind: anyKind, msg: m}, nil
 	}
@@ -143,6 +156,15 @@ func (d a2sDialect) handle(st *step, rep reply, res *Result) ([]step, bool, erro
 		for _, p := range m.Players {
 			res.Players = append(res.Players, Player{Name: p.Name, Score: int(p.Score),
 				Time: time.Duration(float64(p.Duration) * float64(time.Second))})
+		}
+		return []step{{kind: a2sRules, challenge: st.challenge}}, true, nil
+	case a2s.Rules:
+		if st.kind != a2sRules {
+			return nil, false, errors.New("a2s: rules reply to another request")
+		}
+		res.Rules = make(infostring.Info, 0, len(m.Rules))
+		for _, r := range m.Rules {
+			res.Rules = append(res.Rules, infostring.Pair{Key: r.Name, Value: r.Value})
 		}
 		return nil, true, nil
 	}

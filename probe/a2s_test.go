@@ -1,6 +1,10 @@
 package probe
 
 import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -46,6 +50,26 @@ func TestQuery_A2SChallengeRoundTripsOverUDP(t *testing.T) {
 				b0, _ := pkts[0].AppendBinary(nil)
 				return [][]byte{b1, b0}
 			}
+		case a2s.RulesRequest:
+			mu.Lock()
+			log = append(log, "rules")
+			mu.Unlock()
+			out = a2s.Challenge{Challenge: challenge}
+			if m.Challenge == challenge {
+				// Larger than a packet: a split reply, in order.
+				reply, _ := manyRules().AppendBinary(nil)
+				pkts, err := a2s.Split(reply, 8, a2s.DefaultSplitSize)
+				if err != nil || len(pkts) < 2 {
+					t.Errorf("split: %v, %d packets", err, len(pkts))
+					return nil
+				}
+				var out [][]byte
+				for _, p := range pkts {
+					b, _ := p.AppendBinary(nil)
+					out = append(out, b)
+				}
+				return out
+			}
 		default:
 			return nil
 		}
@@ -68,11 +92,53 @@ func TestQuery_A2SChallengeRoundTripsOverUDP(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	// info without challenge, info with it, player with it straight away.
-	if len(log) != 3 || log[0] != "info" || log[1] != "info" || log[2] != "player" {
+	// info without challenge, info with it, player and rules with it
+	// straight away.
+	if !slices.Equal(log, []string{"info", "info", "player", "rules"}) {
 		t.Errorf("requests %v", log)
 	}
-	if c.Sent != 3 || c.Matched != 4 || c.Late+c.Unknown+c.Garbled != 0 {
+	if want := manyRules(); len(r.Rules) != len(want.Rules) || r.Rules[0].Key != want.Rules[0].Name ||
+		r.Rules[len(r.Rules)-1].Value != want.Rules[len(want.Rules)-1].Value {
+		t.Errorf("%d rules, want %d: %v", len(r.Rules), len(want.Rules), r.Rules)
+	}
+	if c.Sent != 4 || c.Matched != c.Received || c.Received < 6 || c.Late+c.Unknown+c.Garbled != 0 {
 		t.Errorf("counts %+v", c)
+	}
+}
+
+// manyRules is a modded server's rules: more than one packet's worth.
+func manyRules() a2s.Rules {
+	var m a2s.Rules
+	for i := range 150 {
+		m.Rules = append(m.Rules, a2s.Rule{Name: fmt.Sprintf("sm_plugin_%03d_version", i), Value: "1.10.0"})
+	}
+	return m
+}
+
+// TestQuery_A2SRulesUnansweredKeepsInfoAndPlayers: a server that ignores
+// A2S_RULES still gives its info and players; the rules request's timeout
+// is the result's error.
+func TestQuery_A2SRulesUnansweredKeepsInfoAndPlayers(t *testing.T) {
+	addr := responder(t, func(b []byte) [][]byte {
+		var out a2s.Message
+		switch m, _ := a2s.Parse(b); m.(type) {
+		case a2s.InfoRequest:
+			out = a2s.Info{Name: "no rules", Map: "cs_office", Players: 1, MaxPlayers: 10,
+				ServerType: a2s.ServerDedicated, Environment: a2s.EnvLinux}
+		case a2s.PlayerRequest:
+			out = a2s.Players{Players: []a2s.Player{{Name: "Alice"}}}
+		default:
+			return nil
+		}
+		enc, _ := out.AppendBinary(nil)
+		return [][]byte{enc}
+	})
+	r, c := queryOne(t, &Prober{Timeout: 50 * time.Millisecond, Attempts: 2}, Target{addr, A2S})
+	if !r.Answered() || r.Map != "cs_office" || len(r.Players) != 1 || r.Rules != nil ||
+		!errors.Is(r.Err, ErrTimeout) || !strings.HasPrefix(r.Err.Error(), "A2S_RULES: ") {
+		t.Fatalf("result %+v", r)
+	}
+	if c.Sent != 4 || c.Answered != 1 {
+		t.Errorf("counts %+v; want info, player and the rules request twice", c)
 	}
 }

@@ -45,9 +45,40 @@
 //
 // # ICMP errors
 //
-// An unreachable server shows as a timeout. Linux reports ICMP port
-// unreachable to an unconnected UDP socket only when IP_RECVERR is set
-// (and then on the error queue), and Go on Windows turns off
-// SIO_UDP_CONNRESET, so a socket shared by many targets cannot learn which
-// one refused. TestRun_ClosedPortIsTimeout pins this behaviour.
+// A UDP socket shared by many targets learns nothing of ICMP errors by
+// default: Linux drops them for an unconnected socket, the BSDs report
+// them to connected sockets only, and Go on Windows turns off
+// SIO_UDP_CONNRESET. A dead server then shows as a timeout, after every
+// attempt, holding its window slot all the while.
+//
+// On Linux, [Wrap] sets IP_RECVERR and IPV6_RECVERR: the kernel queues
+// each ICMP error that answers one of the socket's datagrams on the
+// socket's error queue, with the datagram's destination, the ICMP type
+// and code, the sender of the ICMP and the quoted payload. It also makes
+// the next read or write on the socket fail once (ECONNREFUSED for a
+// closed port), whatever that call's own destination; the engine takes
+// such a failure as a sign to read the queue ([ICMPConn]), never as a
+// socket error, and writes a datagram whose write failed so again (at
+// most maxStaleSendRetries times; counted in StaleSendErrors).
+//
+// An ICMP error is weaker evidence than a reply: anyone on the path, or
+// anyone who can guess the socket's port and a target, can forge one. So
+// the engine believes one only for a request in flight to exactly the
+// address and port it names, only for a destination unreachable (not time
+// exceeded or fragmentation needed, which are transient or about the
+// path), and, when the ICMP quotes the datagram (Linux quotes it whole),
+// only if the quote is the start of the latest datagram of that request,
+// whose token an off-path forger cannot know. A believed error ends every
+// open request of the target at once with an [*UnreachableError]
+// ("getinfo: unreachable: port"), with no retry, and frees their window
+// slots; it is counted in Counts.Unreachable, not Silent. Every other ICMP
+// error changes nothing and is counted in ICMPUnmatched. A forger can thus
+// at worst make one server, to which a request is in flight, look
+// unreachable to this run: what dropping the request on the path would
+// do, a little sooner. Broadcast targets ignore ICMP errors (other
+// servers may still answer).
+//
+// Elsewhere, and for a Conn that is not an [ICMPConn], a closed port
+// still times out. TestRun_ClosedPortWithoutICMPIsTimeout pins that; the
+// Linux behaviour is pinned by TestQuery_ClosedPortIsUnreachable.
 package probe

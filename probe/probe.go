@@ -52,6 +52,9 @@ var (
 	ErrTooManyTargets = errors.New("too many targets")
 )
 
+// ErrUnreachable (icmp.go) is the error of a request ended by an ICMP
+// destination unreachable.
+
 // Conn is the part of *net.UDPConn a Prober uses, so tests and the
 // simulator drive the same code as production.
 type Conn interface {
@@ -124,6 +127,10 @@ type Result struct {
 	Info infostring.Info
 	// Players is the player list, nil when the server did not send one.
 	Players []Player
+	// Rules holds the server's variables, in wire order, where the
+	// dialect asks for them apart from Info (A2S_RULES); nil when the
+	// server did not send them.
+	Rules infostring.Info
 
 	// RTT is the smallest round-trip time of the server's replies, each
 	// measured from the send it answered; 0 when nothing was answered.
@@ -156,6 +163,10 @@ type Counts struct {
 	Targets  int // targets given, duplicates and refusals included
 	Answered int // targets that answered at least one request
 	Silent   int // targets that answered nothing before every attempt timed out
+	// Unreachable counts targets ended by an ICMP destination unreachable
+	// (ErrUnreachable); one that had answered a first request is counted
+	// in Answered too.
+	Unreachable int
 
 	Sent         int   // requests sent, retries included (the paper's probes)
 	Retries      int   // sends that repeated an unanswered request
@@ -174,6 +185,15 @@ type Counts struct {
 	ReadErrors  int   // reads that failed with an error other than a deadline
 	Expired     int   // tokens forgotten after their lifetime
 
+	// ICMPErrors counts the ICMP errors read from the socket's error queue
+	// (an [ICMPConn] only); ICMPUnmatched those of them that ended nothing
+	// (see the package doc's policy); StaleSendErrors the writes that
+	// failed because an ICMP error for an earlier datagram was pending, and
+	// were repeated.
+	ICMPErrors      int
+	ICMPUnmatched   int
+	StaleSendErrors int
+
 	// KernelStamped counts the datagrams timed by the kernel's receive
 	// timestamp (see [KernelTimestamps]); StampLag sums, and StampLagMax
 	// is the largest of, the time each of them waited between the kernel
@@ -184,14 +204,16 @@ type Counts struct {
 }
 
 // Query opens a UDP socket on all interfaces, runs the targets and
-// returns their results in the order given.
+// returns their results in the order given. The socket is read through
+// [Wrap]: where the platform reports ICMP errors, a closed port ends
+// with ErrUnreachable instead of a timeout.
 func (p *Prober) Query(ctx context.Context, targets []Target) ([]Result, Counts, error) {
 	conn, err := net.ListenUDP("udp", nil)
 	if err != nil {
 		return nil, Counts{}, err
 	}
 	defer conn.Close()
-	c, _ := KernelTimestamps(conn)
+	c, _ := Wrap(conn)
 	results := make([]Result, len(targets))
 	counts, err := p.Run(ctx, c, targets, func(i int, r Result) { results[i] = r })
 	return results, counts, err
@@ -258,11 +280,20 @@ type datagram struct {
 	at   time.Time
 	lag  time.Duration // kernel stamp to read; -1 when unstamped
 	err  error         // a read error that ends the run
+	icmp []ICMPError   // instead of a datagram: ICMP errors from the error queue
 }
 
 // maxReadBatch bounds the datagrams handled between two polls, so a flood
 // of replies cannot starve the sends and deadlines.
 const maxReadBatch = 64
+
+// maxStaleSendRetries bounds how often one datagram is written again
+// after a write failed only because an ICMP error for an earlier datagram
+// was pending on the socket (Linux with IP_RECVERR: the failing write
+// consumes the error, so one repeat normally goes through; a local error
+// that looks the same, such as EACCES for a broadcast, fails again and is
+// reported).
+const maxStaleSendRetries = 2
 
 // loop drives s: one goroutine reads conn and stamps each datagram as it
 // arrives; this one owns the session, writes the sends and sleeps until
@@ -292,11 +323,27 @@ func loop(ctx context.Context, conn Conn, s *session, in <-chan Target, each fun
 	if in == nil {
 		s.closeInput()
 	}
+	ic, _ := conn.(ICMPConn)
 	for {
+		var icmps []ICMPError // read while writing, handled after the batch
 		for _, sd := range s.poll(time.Now()) {
 			at := time.Now()
 			_, werr := conn.WriteToUDPAddrPort(sd.b, sd.r.t.addr)
+			for try := 0; werr != nil && ic != nil && ic.ICMPReported(werr) && try < maxStaleSendRetries; try++ {
+				// An ICMP error for an earlier datagram, not this one's
+				// fault: this datagram did not leave. Take the queued
+				// errors (the reader may not wake for them now that the
+				// write consumed the socket error) and write again.
+				s.counts.StaleSendErrors++
+				q, _ := ic.ReadICMP()
+				icmps = append(icmps, q...)
+				at = time.Now()
+				_, werr = conn.WriteToUDPAddrPort(sd.b, sd.r.t.addr)
+			}
 			s.wrote(sd, at, werr)
+		}
+		for _, e := range icmps {
+			s.icmp(e)
 		}
 		emit(s, each, found)
 		if s.done() {
@@ -347,9 +394,14 @@ func loop(ctx context.Context, conn Conn, s *session, in <-chan Target, each fun
 					s.counts.StampLag += d.lag
 					s.counts.StampLagMax = max(s.counts.StampLagMax, d.lag)
 				}
-				if d.from.IsValid() {
+				switch {
+				case d.icmp != nil:
+					for _, e := range d.icmp {
+						s.icmp(e)
+					}
+				case d.from.IsValid():
 					s.receive(d.at, unmap(d.from), d.b)
-				} else {
+				default:
 					s.counts.ReadErrors++
 				}
 				if i == maxReadBatch {
@@ -383,6 +435,7 @@ func emit(s *session, each func(int, Result), found func(Result)) {
 // ends with one datagram carrying the error.
 func read(conn Conn, out chan<- datagram, stop <-chan struct{}) {
 	sc, stamped := conn.(StampedConn)
+	ic, _ := conn.(ICMPConn)
 	buf := make([]byte, ReadBufferSize)
 	errs := 0
 	for {
@@ -410,6 +463,20 @@ func read(conn Conn, out chan<- datagram, stop <-chan struct{}) {
 				return
 			default:
 				continue
+			}
+		case ic != nil && ic.ICMPReported(err):
+			// The socket says an ICMP error is queued; the errors are on
+			// the error queue. Not a read error, and never fatal.
+			// Such reads come once per ICMP error received, so this
+			// cannot spin.
+			q, qerr := ic.ReadICMP()
+			switch {
+			case len(q) > 0:
+				d = datagram{icmp: q, lag: -1}
+			case qerr != nil:
+				d = datagram{lag: -1} // counted as a read error
+			default:
+				continue // the writer took them first
 			}
 		case errs < maxReadErrors && !errors.Is(err, net.ErrClosed):
 			// Some platforms report ICMP errors here; the socket lives on.

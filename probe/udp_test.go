@@ -1,9 +1,11 @@
 package probe
 
 import (
+	"context"
 	"errors"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -141,21 +143,149 @@ func TestQuery_GS4ChallengeAndSplitReplyOverUDP(t *testing.T) {
 	}
 }
 
-// TestRun_ClosedPortIsTimeout pins the platform behaviour the package doc
-// describes: the ICMP port unreachable for a closed port on loopback is
-// not reported to an unconnected socket, so the server times out.
-func TestRun_ClosedPortIsTimeout(t *testing.T) {
+// closedPort returns a loopback address nothing listens on: bound, then
+// closed.
+func closedPort(t *testing.T, ip net.IP) netip.AddrPort {
+	t.Helper()
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: ip})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).AddrPort()
+}
+
+// TestRun_ClosedPortWithoutICMPIsTimeout pins what a plain unconnected
+// socket learns of a closed port: nothing (the ICMP port unreachable is
+// not reported to it), so the server times out after every attempt.
+func TestRun_ClosedPortWithoutICMPIsTimeout(t *testing.T) {
 	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	closed := c.LocalAddr().(*net.UDPAddr).AddrPort()
-	c.Close()
-	r, counts := queryOne(t, &Prober{Timeout: 50 * time.Millisecond, Attempts: 2}, Target{closed, Q4})
+	defer c.Close()
+	closed := closedPort(t, net.IPv4(127, 0, 0, 1))
+	var r Result
+	counts, err := (&Prober{Timeout: 50 * time.Millisecond, Attempts: 2}).Run(t.Context(), c, []Target{{closed, Q4}},
+		func(_ int, res Result) { r = res })
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !errors.Is(r.Err, ErrTimeout) || r.Attempts != 2 {
 		t.Fatalf("err %v after %d attempts; want ErrTimeout after 2", r.Err, r.Attempts)
 	}
-	if counts.ReadErrors != 0 {
-		t.Errorf("counts %+v: this platform reported an ICMP error; update the package doc", counts)
+	if counts.ReadErrors != 0 || counts.ICMPErrors != 0 || counts.Unreachable != 0 {
+		t.Errorf("counts %+v: this platform reported an ICMP error to a plain socket; update the package doc", counts)
+	}
+}
+
+// TestQuery_ClosedPortIsUnreachable: on a socket from Wrap (Linux), a
+// server whose port is closed ends with ErrUnreachable at its first
+// attempt, long before its (one-hour) timeout would, while a live server
+// probed from the same socket answers normally, and no write fails
+// because of the other's ICMP error. The timeout is never waited for: a
+// platform without ICMP errors fails this test through the context's
+// deadline, not a measured time.
+func TestQuery_ClosedPortIsUnreachable(t *testing.T) {
+	probeConn, err := net.ListenUDP("udp", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, f := Wrap(probeConn)
+	probeConn.Close()
+	if !f.ICMPErrors {
+		t.Skip("this platform reports no ICMP errors to an unconnected socket (see TestRun_ClosedPortWithoutICMPIsTimeout)")
+	}
+	live := responder(t, func(b []byte) [][]byte {
+		req, err := q4.ParseGetInfo(b)
+		if err != nil {
+			return nil
+		}
+		m := q4.InfoResponse{Challenge: req.Challenge, Protocol: q4.Quake4,
+			Info: infostring.Info{{Key: "si_name", Value: "live"}}}
+		out, _ := m.AppendBinary(nil)
+		return [][]byte{out}
+	})
+	// Q3 sends two requests at once to the dead port, so the second write
+	// meets the ICMP error the first drew; the live server comes after.
+	targets := []Target{
+		{closedPort(t, net.IPv4(127, 0, 0, 1)), Q3},
+		{live, Q4},
+		{closedPort(t, net.IPv4(127, 0, 0, 2)), Q4},
+	}
+	if c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv6loopback}); err == nil { // ICMPv6 too, where ::1 exists
+		targets = append(targets, Target{c.LocalAddr().(*net.UDPAddr).AddrPort(), A2S})
+		c.Close()
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	before := runtime.NumGoroutine()
+	p := &Prober{Timeout: time.Hour, Attempts: 3}
+	res, counts, err := p.Query(ctx, targets)
+	if err != nil {
+		t.Fatalf("Query: %v (counts %+v)", err, counts)
+	}
+	t.Logf("%d targets, counts %+v", len(targets), counts)
+	if after := runtime.NumGoroutine(); after > before {
+		t.Errorf("%d goroutines after Query, %d before", after, before)
+	}
+	for i, r := range res {
+		if targets[i].Addr == live {
+			if r.Err != nil || r.Name != "live" || !r.Answered() {
+				t.Errorf("live server: %+v", r)
+			}
+			continue
+		}
+		var ue *UnreachableError
+		if !errors.Is(r.Err, ErrUnreachable) || !errors.As(r.Err, &ue) || ue.Kind != UnreachablePort ||
+			ue.From.IsValid() || r.Answered() || r.Attempts != 1 {
+			t.Errorf("%v (%s): err %v, attempts %d; want unreachable: port after 1", r.Addr, r.Game, r.Err, r.Attempts)
+		}
+	}
+	if want := len(targets) - 1; counts.Unreachable != want || counts.Answered != 1 || counts.Silent != 0 ||
+		counts.ICMPErrors < want || counts.WriteErrors != 0 || counts.ReadErrors != 0 {
+		t.Errorf("counts %+v; want %d unreachable, 1 answered, no write or read errors", counts, want)
+	}
+}
+
+// TestQuery_UnreachableFreesTheWindow: with a window of one request, a
+// list of dead servers followed by a live one is probed through in one go:
+// each ICMP error frees the slot its server held, where a timeout would
+// hold it for an hour.
+func TestQuery_UnreachableFreesTheWindow(t *testing.T) {
+	probeConn, err := net.ListenUDP("udp", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, f := Wrap(probeConn)
+	probeConn.Close()
+	if !f.ICMPErrors {
+		t.Skip("this platform reports no ICMP errors to an unconnected socket")
+	}
+	live := responder(t, func(b []byte) [][]byte {
+		req, err := q4.ParseGetInfo(b)
+		if err != nil {
+			return nil
+		}
+		m := q4.InfoResponse{Challenge: req.Challenge, Protocol: q4.Quake4}
+		out, _ := m.AppendBinary(nil)
+		return [][]byte{out}
+	})
+	var targets []Target
+	for i := range 20 {
+		targets = append(targets, Target{closedPort(t, net.IPv4(127, 0, 1, byte(i+1))), Q4})
+	}
+	targets = append(targets, Target{live, Q4})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	res, counts, err := (&Prober{Timeout: time.Hour, Window: 1}).Query(ctx, targets)
+	if err != nil {
+		t.Fatalf("Query: %v (counts %+v)", err, counts)
+	}
+	if r := res[len(res)-1]; r.Err != nil || !r.Answered() {
+		t.Errorf("live server after the dead ones: %+v", r)
+	}
+	if counts.Unreachable != 20 || counts.PeakInFlight != 1 || counts.Sent != 21 {
+		t.Errorf("counts %+v; want 20 unreachable, 21 sends, one at a time", counts)
 	}
 }

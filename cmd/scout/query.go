@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -34,12 +35,17 @@ Games (--game):
   q4       Quake 4 (getInfo; port 28004)
   doom3    Doom 3 (getInfo; port 27666)
   ut3      Unreal Tournament 3, GameSpy 4 query (also: gs4; port 6500)
-  source   Valve Source, A2S_INFO + A2S_PLAYER (also: a2s; port 27015)
+  source   Valve Source, A2S_INFO + A2S_PLAYER + A2S_RULES (also: a2s;
+           port 27015)
 
-Output: a table, each server then its players; with --json one JSON object
-per line and server: address, game, name, map, gametype, protocol,
-numplayers, maxplayers, info (every key the server sent), players, rtt_ms,
-attempts, and error when a request failed.
+Output: a table, each server then its players (and, for Source, its
+rules); with --json one JSON object per line and server: address, game,
+name, map, gametype, protocol, numplayers, maxplayers, info (every key the
+server sent), players, rules (Source), rtt_ms, attempts, and when a request
+failed error and error_kind: timeout (no reply after every attempt),
+unreachable (an ICMP destination unreachable answered it, e.g. "getinfo:
+unreachable: port" for a closed port; Linux only, elsewhere a closed port
+times out), garbled, misdirected or other.
 
 Exit status: 0 when at least one server answered, 1 when none did, 2 for
 bad usage.`
@@ -216,9 +222,11 @@ type queryServerJSON struct {
 	MaxPlayers int               `json:"maxplayers"`
 	Info       infostring.Info   `json:"info"`
 	Players    []queryPlayerJSON `json:"players"`
+	Rules      infostring.Info   `json:"rules,omitempty"` // A2S_RULES, in wire order
 	RTTms      float64           `json:"rtt_ms"`
 	Attempts   int               `json:"attempts"`
 	Error      string            `json:"error,omitempty"`
+	ErrorKind  string            `json:"error_kind,omitempty"` // see errorKind
 }
 
 type queryPlayerJSON struct {
@@ -232,7 +240,7 @@ type queryPlayerJSON struct {
 func queryJSON(given string, r probe.Result) queryServerJSON {
 	j := queryServerJSON{Query: given, Game: r.Game, Name: r.Name, NamePlain: probe.StripColours(r.Name),
 		Map: r.Map, GameType: r.GameType, Protocol: r.Protocol, NumPlayers: r.NumPlayers,
-		MaxPlayers: r.MaxPlayers, Info: r.Info, Players: []queryPlayerJSON{},
+		MaxPlayers: r.MaxPlayers, Info: r.Info, Players: []queryPlayerJSON{}, Rules: r.Rules,
 		RTTms: float64(r.RTT.Microseconds()) / 1000, Attempts: r.Attempts}
 	if r.Addr.IsValid() {
 		j.Address = r.Addr.String()
@@ -246,8 +254,24 @@ func queryJSON(given string, r probe.Result) queryServerJSON {
 	}
 	if r.Err != nil {
 		j.Error = r.Err.Error()
+		j.ErrorKind = errorKind(r.Err)
 	}
 	return j
+}
+
+// errorKind names the class of a result's error for --json.
+func errorKind(err error) string {
+	switch {
+	case errors.Is(err, probe.ErrUnreachable):
+		return "unreachable"
+	case errors.Is(err, probe.ErrTimeout):
+		return "timeout"
+	case errors.Is(err, probe.ErrGarbled):
+		return "garbled"
+	case errors.Is(err, probe.ErrMisdirected):
+		return "misdirected"
+	}
+	return "other"
 }
 
 // queryTable prints the results as a table, each server's players under
@@ -268,6 +292,9 @@ func queryTable(w io.Writer, addrs []queryAddr, results []probe.Result) {
 			r.NumPlayers, r.MaxPlayers, browser.Display(r.GameType), browser.Ping(r.RTT))
 		for _, p := range r.Players {
 			fmt.Fprintf(tw, "\t  %s\tscore %d\tping %d\t\t\n", browser.Name(p.Name), p.Score, p.Ping)
+		}
+		for _, kv := range r.Rules {
+			fmt.Fprintf(tw, "\t  rule %s\t%s\t\t\t\n", browser.Display(kv.Key), browser.Display(kv.Value))
 		}
 		if r.Err != nil {
 			fmt.Fprintf(tw, "\t  error: %s\t\t\t\t\n", r.Err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/scout-discovery/scout/gs4"
 	"github.com/scout-discovery/scout/infostring"
 	"github.com/scout-discovery/scout/internal/peer"
+	"github.com/scout-discovery/scout/probe"
 	"github.com/scout-discovery/scout/q3"
 	"github.com/scout-discovery/scout/q4"
 )
@@ -117,6 +119,23 @@ func closedPort(t *testing.T) netip.AddrPort {
 	return c.LocalAddr().(*net.UDPAddr).AddrPort()
 }
 
+// deadError is the error scout query reports for a closed port whose
+// first request is step, sent attempts times: "unreachable: port" at the
+// first attempt where the platform reports ICMP errors to the probe socket
+// (Linux), a timeout elsewhere.
+func deadError(t *testing.T, step string, attempts int) (msg, kind string) {
+	t.Helper()
+	c, err := net.ListenUDP("udp", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, f := probe.Wrap(c); f.ICMPErrors {
+		return step + ": unreachable: port", "unreachable"
+	}
+	return fmt.Sprintf("%s: no reply after %d attempts", step, attempts), "timeout"
+}
+
 func TestQuery_TableGoesOnPastDeadServers(t *testing.T) {
 	srv, dead := q3Server(t), closedPort(t)
 	var out, errb bytes.Buffer
@@ -125,8 +144,9 @@ func TestQuery_TableGoesOnPastDeadServers(t *testing.T) {
 		t.Fatalf("exit %d, want 0 (one answered); stderr %q", code, errb.String())
 	}
 	text := out.String()
+	deadMsg, _ := deadError(t, "getinfo", 1)
 	for _, want := range []string{"Red ?[2Jbox", "q3dm17", "2/12", "Alice", "score 7", "ping 33",
-		dead.String(), "error: getinfo: no reply after 1 attempts"} {
+		dead.String(), "error: " + deadMsg} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
 		}
@@ -162,8 +182,13 @@ func TestQuery_JSONLines(t *testing.T) {
 	if v, _ := ok.Info.Get("mapname"); v != "q3dm17" {
 		t.Errorf("info lacks mapname: %v", ok.Info)
 	}
-	if failed.Error == "" || failed.Attempts != 2 || failed.RTTms != 0 {
-		t.Errorf("dead server: %+v", failed)
+	deadMsg, deadKind := deadError(t, "getinfo", 2)
+	if failed.Error != deadMsg || failed.ErrorKind != deadKind || failed.RTTms != 0 ||
+		(deadKind == "timeout") != (failed.Attempts == 2) {
+		t.Errorf("dead server: %+v; want error %q (%s)", failed, deadMsg, deadKind)
+	}
+	if ok.ErrorKind != "" {
+		t.Errorf("answered server has error_kind %q", ok.ErrorKind)
 	}
 }
 
@@ -279,8 +304,14 @@ func ut3Server(t *testing.T) netip.AddrPort {
 // sourceChallenge is the S2C_CHALLENGE sourceServer demands.
 const sourceChallenge = 0x5eed1234
 
+// sourceRules are what sourceServer answers A2S_RULES with; a value holds
+// a terminal escape, which the table must not pass on.
+var sourceRules = a2s.Rules{Rules: []a2s.Rule{{Name: "mp_timelimit", Value: "25"},
+	{Name: "sv_tags", Value: "alltalk\x1b[2J"}, {Name: "sv_password", Value: ""}}}
+
 // sourceServer answers A2S like a Source server updated since December
-// 2020: A2S_INFO and A2S_PLAYER without its challenge get S2C_CHALLENGE.
+// 2020: A2S_INFO, A2S_PLAYER and A2S_RULES without its challenge get
+// S2C_CHALLENGE.
 // It records the requests it saw ("info", "info+chal", "player+chal",
 // ...).
 func sourceServer(t *testing.T) (netip.AddrPort, func() []string) {
@@ -309,6 +340,12 @@ func sourceServer(t *testing.T) (netip.AddrPort, func() []string) {
 			if m.Challenge == sourceChallenge {
 				what += "+chal"
 				reply = a2s.Players{Players: []a2s.Player{{Name: "Alice", Score: 12, Duration: 61.5}, {Name: "Bob", Score: -2, Duration: 3}}}
+			}
+		case a2s.RulesRequest:
+			what = "rules"
+			if m.Challenge == sourceChallenge {
+				what += "+chal"
+				reply = sourceRules
 			}
 		default:
 			t.Errorf("source server: %T is not a request", m)
@@ -454,12 +491,14 @@ func TestQuery_Source(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, want 0:\n%s", code, out)
 	}
-	checkContains(t, out, "Scout Source", "de_dust2", "2/24", "cstrike", " ms", "Alice", "score 12", "Bob", "score -2")
-	if strings.Contains(out, "error") {
-		t.Errorf("table shows an error:\n%s", out)
+	checkContains(t, out, "Scout Source", "de_dust2", "2/24", "cstrike", " ms", "Alice", "score 12", "Bob", "score -2",
+		"rule mp_timelimit", "25", "rule sv_tags", "alltalk?[2J", "rule sv_password")
+	if strings.Contains(out, "error") || strings.Contains(out, "\x1b") {
+		t.Errorf("table shows an error or an escape:\n%q", out)
 	}
-	// The challenge round trip, then A2S_INFO and A2S_PLAYER with it.
-	if got, want := seen(), []string{"info", "info+chal", "player+chal"}; !slices.Equal(got, want) {
+	// The challenge round trip, then A2S_INFO, A2S_PLAYER and A2S_RULES
+	// with it.
+	if got, want := seen(), []string{"info", "info+chal", "player+chal", "rules+chal"}; !slices.Equal(got, want) {
 		t.Errorf("the server saw %v, want %v", got, want)
 	}
 
@@ -480,6 +519,44 @@ func TestQuery_Source(t *testing.T) {
 	if v, _ := j.Info.Get("game"); v != "Counter-Strike: Source" {
 		t.Errorf("info lacks game: %v", j.Info)
 	}
+	var want2 infostring.Info
+	for _, r := range sourceRules.Rules {
+		want2 = append(want2, infostring.Pair{Key: r.Name, Value: r.Value})
+	}
+	if !slices.Equal(j.Rules, want2) {
+		t.Errorf("rules %v, want %v", j.Rules, want2)
+	}
+}
+
+// TestQuery_ClosedPortIsUnreachable: where the platform reports ICMP
+// errors (Linux), a server whose port is closed is reported at once as
+// unreachable, in the table and in --json, with the exit status of any
+// server that did not answer. The timeout is an hour: were the ICMP error
+// not seen, the context's deadline would end the run and the error would
+// name it instead.
+func TestQuery_ClosedPortIsUnreachable(t *testing.T) {
+	if _, kind := deadError(t, "getinfo", 1); kind != "unreachable" {
+		t.Skip("this platform reports no ICMP errors to the probe socket; a closed port times out")
+	}
+	dead := closedPort(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	for _, c := range []struct{ game, step string }{{"q3", "getinfo"}, {"q4", "getInfo"}, {"ut3", "challenge"}, {"source", "A2S_INFO"}} {
+		var out, errb bytes.Buffer
+		code := run(ctx, []string{"query", "--game", c.game, "--json", "--timeout", "1h", dead.String()}, &out, &errb)
+		if code != 1 {
+			t.Errorf("%s: exit %d, want 1 (none answered); stderr %q", c.game, code, errb.String())
+		}
+		j := queryJSONLines(t, out.String())[0]
+		if want := c.step + ": unreachable: port"; j.Error != want || j.ErrorKind != "unreachable" || j.Attempts != 1 || j.RTTms != 0 {
+			t.Errorf("%s: %+v; want error %q, error_kind unreachable, 1 attempt", c.game, j, want)
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run(ctx, []string{"query", "--timeout", "1h", dead.String()}, &out, &errb); code != 1 ||
+		!strings.Contains(out.String(), "error: getinfo: unreachable: port") {
+		t.Errorf("table: exit %d:\n%s", code, out.String())
+	}
 }
 
 // TestQuery_GarbledReplyIsReportedAndTheOthersGoOn: for each game, one
@@ -494,7 +571,7 @@ func TestQuery_GarbledReplyIsReportedAndTheOthersGoOn(t *testing.T) {
 		goodMap string
 		garbage string
 		parse   func([]byte) error
-		step    string // the request the garbage answered
+		step    string // the request the garbage answered, the query's first
 	}{
 		{"q3", q3Server, "q3dm17", "\xff\xff\xff\xffinfoResponse\n\\hostname",
 			func(b []byte) error { _, err := q3.Parse(b); return err }, "getinfo"},
@@ -523,7 +600,8 @@ func TestQuery_GarbledReplyIsReportedAndTheOthersGoOn(t *testing.T) {
 			if len(lines) < 4 || !strings.HasPrefix(lines[1], garbled.String()) || !strings.Contains(lines[1], "error: "+reason) {
 				t.Errorf("garbled server's row lacks %q:\n%s", "error: "+reason, out)
 			}
-			checkContains(t, out, c.goodMap, dead.String(), "no reply after 1 attempts")
+			deadMsg, _ := deadError(t, c.step, 1)
+			checkContains(t, out, c.goodMap, dead.String(), deadMsg)
 
 			code, out = queryRun(t, append(args, "--json", garbled.String(), good.String())...)
 			if code != 0 {

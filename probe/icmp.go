@@ -1,0 +1,150 @@
+package probe
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+)
+
+// ErrUnreachable: an ICMP destination unreachable answered a request in
+// flight (see the package doc's "ICMP errors" for when one is believed).
+// The error is an [*UnreachableError], which says what was unreachable.
+var ErrUnreachable = errors.New("unreachable")
+
+// ICMPKind is what an ICMP destination unreachable says could not be
+// reached. The zero value is an ICMP error that is no destination
+// unreachable (time exceeded, fragmentation needed, packet too big,
+// parameter problem): the engine does not act on those.
+type ICMPKind uint8
+
+// The kinds of destination unreachable.
+const (
+	NotUnreachable        ICMPKind = iota
+	UnreachableNet                 // no route to the network (ICMP 3/0, 6, 11; ICMPv6 1/0, 2)
+	UnreachableHost                // the host (ICMP 3/1, 5, 7, 8, 12; ICMPv6 1/3)
+	UnreachableProtocol            // UDP itself (ICMP 3/2)
+	UnreachablePort                // nothing listens on the port (ICMP 3/3; ICMPv6 1/4)
+	UnreachableProhibited          // a filter refused it (ICMP 3/9, 10, 13-15; ICMPv6 1/1, 5, 6)
+	UnreachableOther               // a destination unreachable code not listed above
+)
+
+var icmpKindNames = [...]string{"not unreachable", "net", "host", "protocol", "port", "prohibited", "other"}
+
+func (k ICMPKind) String() string {
+	if int(k) < len(icmpKindNames) {
+		return icmpKindNames[k]
+	}
+	return fmt.Sprintf("ICMPKind(%d)", uint8(k))
+}
+
+// classifyICMP returns the kind of an ICMP (v6 false) or ICMPv6 (v6 true)
+// error of type typ and code code.
+func classifyICMP(v6 bool, typ, code uint8) ICMPKind {
+	if v6 {
+		if typ != 1 { // destination unreachable
+			return NotUnreachable
+		}
+		switch code {
+		case 0, 2:
+			return UnreachableNet
+		case 3:
+			return UnreachableHost
+		case 4:
+			return UnreachablePort
+		case 1, 5, 6:
+			return UnreachableProhibited
+		}
+		return UnreachableOther
+	}
+	if typ != 3 {
+		return NotUnreachable
+	}
+	switch code {
+	case 0, 6, 11:
+		return UnreachableNet
+	case 1, 5, 7, 8, 12:
+		return UnreachableHost
+	case 2:
+		return UnreachableProtocol
+	case 3:
+		return UnreachablePort
+	case 4: // fragmentation needed: a path MTU message, not unreachability
+		return NotUnreachable
+	case 9, 10, 13, 14, 15:
+		return UnreachableProhibited
+	}
+	return UnreachableOther
+}
+
+// ICMPError is one ICMP error the kernel queued for the socket.
+type ICMPError struct {
+	// To is the destination of the datagram that drew the error.
+	To netip.AddrPort
+	// From is the address the ICMP came from (the offender: the
+	// destination itself for a closed port, a router for an unreachable
+	// network); invalid when the kernel did not say.
+	From netip.Addr
+	// V6 is set for ICMPv6; Type and Code are the ICMP header's.
+	V6         bool
+	Type, Code uint8
+	// Quote is the start of the datagram's UDP payload as the ICMP quoted
+	// it: possibly empty (a router need quote no more than the UDP header).
+	Quote []byte
+}
+
+// Kind classifies e.
+func (e ICMPError) Kind() ICMPKind { return classifyICMP(e.V6, e.Type, e.Code) }
+
+// UnreachableError is the error of a request ended by an ICMP destination
+// unreachable. errors.Is(err, ErrUnreachable) holds for it.
+type UnreachableError struct {
+	Step string // the request it ended ("getinfo")
+	Kind ICMPKind
+	From netip.Addr // who sent the ICMP, when not the server's own address
+}
+
+func (e *UnreachableError) Error() string {
+	s := fmt.Sprintf("%s: %v: %v", e.Step, ErrUnreachable, e.Kind)
+	if e.From.IsValid() {
+		s += fmt.Sprintf(" (ICMP from %v)", e.From)
+	}
+	return s
+}
+
+// Is makes errors.Is(err, ErrUnreachable) true.
+func (e *UnreachableError) Is(target error) bool { return target == ErrUnreachable }
+
+// ICMPConn is a Conn that also reports the ICMP errors the kernel received
+// for the datagrams it sent (on Linux, with IP_RECVERR). Run, Stream and
+// Broadcast use them when conn has these methods; [Wrap] returns one where
+// the platform allows.
+type ICMPConn interface {
+	Conn
+	// ReadICMP returns the ICMP errors queued for the socket, oldest first,
+	// without waiting: nil when there are none. It may be called from
+	// another goroutine than the one reading.
+	ReadICMP() ([]ICMPError, error)
+	// ICMPReported reports whether err, returned by a read or a write,
+	// only says that an ICMP error is queued: the socket lives on, the
+	// errors are read with ReadICMP, and a write that failed so did not
+	// send its datagram and may be repeated.
+	ICMPReported(err error) bool
+}
+
+// Features says what a Conn returned by [Wrap] does on this platform.
+type Features struct {
+	// KernelTimestamps: datagrams are timed by the kernel's receive
+	// timestamp (see [KernelTimestamps]).
+	KernelTimestamps bool
+	// ICMPErrors: the Conn is an [ICMPConn], so a request to a closed port
+	// ends with [ErrUnreachable] instead of timing out.
+	ICMPErrors bool
+}
+
+// Wrap returns c as the Conn a Prober should read: on Linux with the
+// kernel's receive timestamps (SO_TIMESTAMPNS) and ICMP errors (IP_RECVERR
+// and IPV6_RECVERR on the socket, read from its error queue); elsewhere
+// what [KernelTimestamps] returns. Run must be the only reader of the
+// result, as of any Conn; c must not be read otherwise.
+func Wrap(c *net.UDPConn) (Conn, Features) { return wrap(c) }
