@@ -127,17 +127,33 @@ type Params struct {
 	StopPercentile float64
 
 	// FarCut, when above zero, draws step 4(c)'s samples in two rounds:
-	// first one sample of every cluster (the first of the samples step 4(b)
-	// chose), then the rest of the samples of every cluster whose first
-	// sample did not answer or answered under StopRTT + FarCut. A cluster
-	// whose first sample answered at StopRTT + FarCut or more keeps that one
-	// sample as its RTT and is not split: it will be probed after every
-	// playable-looking cluster whatever its exact RTT, so the paper's
-	// sqrt(N) samples would only rank it among the far ones. It saves most
-	// of the calibration of a client far from most servers, at the risk
-	// that a far-looking cluster hides a near member its one sample missed.
-	// 0 (the paper) takes every sample at once. Ignored when StopRTT is 0.
+	// first FarFirst samples of every cluster (the first of those step 4(b)
+	// chose), then, once every first-round outcome is in, the rest of the
+	// samples of every cluster that is not far. A cluster is far when the
+	// lowest of its first-round samples that answered is at StopRTT +
+	// FarCut or more: it keeps those samples as its RTT and is not split,
+	// since it will be probed after every playable-looking cluster whatever
+	// its exact RTT, and the paper's sqrt(N) samples would only rank it
+	// among the far ones. A cluster none of whose first-round samples
+	// answered is sampled in full. It saves most of the calibration of a
+	// client far from most servers, at a risk: a far-looking cluster whose
+	// first sample missed a near member, or was delayed on its way (a queue,
+	// a busy client), goes to the end of the order. 0 (the paper) takes
+	// every sample at once. Ignored when StopRTT is 0.
 	FarCut time.Duration
+	// FarFirst is the number of samples of FarCut's first round (at most
+	// the cluster's Nsample; 0 counts as 1): a cluster is far when the
+	// lowest of them that answered is at StopRTT + FarCut or more. More than
+	// one guards against a single sample delayed on its way (a queue, a busy
+	// client) sending a near cluster to the end of the order.
+	FarFirst int
+	// FarSpread, with FarCut, when above zero, calls a cluster far only if
+	// its lowest first-round sample is also within FarSpread of the lowest
+	// first-round sample answered in each of its servers' countries: a near
+	// network whose one sample was delayed on its way (a queue, a busy
+	// client) stands out from its country's and is sampled in full. 0 does
+	// not compare.
+	FarSpread time.Duration
 
 	// ClusterBy is what step 2(a) groups by: ByCountry in the paper.
 	ClusterBy Key
@@ -233,8 +249,8 @@ func (p Params) check() error {
 		return bad("SplitSpread %v < 0", p.SplitSpread)
 	case !(p.SplitLow > 0 && p.SplitLow <= p.SplitHigh && p.SplitHigh <= 1):
 		return bad("split percentiles %v, %v: want 0 < low <= high <= 1", p.SplitLow, p.SplitHigh)
-	case p.FarCut < 0:
-		return bad("FarCut %v < 0", p.FarCut)
+	case p.FarCut < 0 || p.FarFirst < 0 || p.FarSpread < 0:
+		return bad("FarCut %v, FarFirst %d or FarSpread %v < 0", p.FarCut, p.FarFirst, p.FarSpread)
 	case p.StopRTT < 0:
 		return bad("StopRTT %v < 0", p.StopRTT)
 	case p.ClusterBy > ByCountryAS:

@@ -207,7 +207,8 @@ type Planner struct {
 
 	queue   []int32 // calibration and split probes to hand out, FIFO
 	qhead   int
-	pending int // calibration and split probes queued or outstanding
+	pending int  // calibration and split probes queued or outstanding
+	round1  bool // FarCut's first round of samples is out
 	ranked  bool
 	order   []int32 // step 6: unfinished clusters, a heap by (known, est, first member)
 
@@ -397,9 +398,9 @@ func (pl *Planner) calibrate() {
 				}
 			}
 		}
-		if pl.p.FarCut > 0 && pl.p.StopRTT > 0 && len(c.samples) > 1 {
-			c.later = slices.Clone(c.samples[1:])
-			c.samples = c.samples[:1]
+		if k := max(pl.p.FarFirst, 1); pl.p.FarCut > 0 && pl.p.StopRTT > 0 && len(c.samples) > k {
+			c.later = slices.Clone(c.samples[k:])
+			c.samples = c.samples[:k]
 		}
 		c.pending = int32(len(c.samples))
 		pl.queue = append(pl.queue, c.samples...)
@@ -409,6 +410,7 @@ func (pl *Planner) calibrate() {
 		pl.slots[s].phase = Calibrate
 	}
 	pl.pending = len(pl.queue)
+	pl.round1 = pl.pending > 0 && pl.p.FarCut > 0 && pl.p.StopRTT > 0
 }
 
 // Next returns the next probe to send. ok is false when there is none now:
@@ -498,7 +500,7 @@ func (pl *Planner) Observe(addr netip.AddrPort, rtt time.Duration, answered bool
 	}
 	switch sl.phase {
 	case Calibrate:
-		if pl.cl[c].pending--; pl.cl[c].pending == 0 && !pl.secondRound(c) {
+		if pl.cl[c].pending--; pl.cl[c].pending == 0 && !pl.round1 {
 			pl.estimate(c)
 		}
 		pl.calibrationDone()
@@ -518,32 +520,71 @@ func (pl *Planner) Observe(addr netip.AddrPort, rtt time.Duration, answered bool
 	return nil
 }
 
-// secondRound is FarCut's second round for cluster c, whose first sample is
-// in: it queues the samples held back, unless the first sample answered at
-// StopRTT + FarCut or more. It reports whether it queued any.
-func (pl *Planner) secondRound(c int32) bool {
-	cl := &pl.cl[c]
-	if len(cl.later) == 0 {
-		return false
+// endRound1 ends FarCut's first round, all of whose outcomes are in: every
+// cluster whose lowest answered first-round sample is at StopRTT + FarCut or
+// more (and, with FarSpread, within FarSpread of the lowest first-round
+// sample of each of its members' countries) is far and estimated from those
+// samples; every other cluster with samples held back has them queued.
+func (pl *Planner) endRound1() {
+	cut := pl.p.StopRTT + pl.p.FarCut
+	countryLow := map[string]time.Duration{}
+	if pl.p.FarSpread > 0 {
+		for ci := range pl.cl {
+			for _, s := range pl.cl[ci].samples {
+				sl := pl.slots[s]
+				if !sl.answered {
+					continue
+				}
+				cc := pl.targets[s].Country
+				if v, ok := countryLow[cc]; !ok || sl.rtt < v {
+					countryLow[cc] = sl.rtt
+				}
+			}
+		}
 	}
-	later := cl.later
-	cl.later = nil
-	if rtts := pl.answeredRTTs(cl.samples); len(rtts) > 0 && rtts[0] >= pl.p.StopRTT+pl.p.FarCut {
-		cl.far = true
-		return false
+	n := len(pl.cl) // estimate may append clusters made by splits
+	for ci := range n {
+		cl := &pl.cl[ci]
+		if len(cl.later) == 0 {
+			pl.estimate(int32(ci))
+			continue
+		}
+		rtts := pl.answeredRTTs(cl.samples)
+		far := len(rtts) > 0 && rtts[0] >= cut
+		if far && pl.p.FarSpread > 0 {
+			for _, s := range cl.members {
+				if v, ok := countryLow[pl.targets[s].Country]; ok && rtts[0]-v > pl.p.FarSpread {
+					far = false
+					break
+				}
+			}
+		}
+		later := cl.later
+		cl.later = nil
+		if far {
+			cl.far = true
+			pl.estimate(int32(ci))
+			continue
+		}
+		for _, s := range later {
+			pl.slots[s].phase = Calibrate
+		}
+		cl.samples = append(cl.samples, later...)
+		cl.pending += int32(len(later))
+		pl.queue = append(pl.queue, later...)
+		pl.pending += len(later)
 	}
-	for _, s := range later {
-		pl.slots[s].phase = Calibrate
-	}
-	cl.samples = append(cl.samples, later...)
-	cl.pending += int32(len(later))
-	pl.queue = append(pl.queue, later...)
-	pl.pending += len(later)
-	return true
 }
 
 func (pl *Planner) calibrationDone() {
-	if pl.pending--; pl.pending == 0 {
+	if pl.pending--; pl.pending > 0 {
+		return
+	}
+	if pl.round1 {
+		pl.round1 = false
+		pl.endRound1()
+	}
+	if pl.pending == 0 {
 		pl.rank()
 	}
 }

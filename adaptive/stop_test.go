@@ -473,3 +473,42 @@ func TestFarCut(t *testing.T) {
 		}
 	}
 }
+
+// TestFarSpread checks that FarSpread rescues a cluster whose one
+// first-round sample stands out from its country's: two ASes of NZ, one of
+// whose first samples was delayed to 400 ms.
+func TestFarSpread(t *testing.T) {
+	var ts []Target
+	for b := range 10 {
+		for _, x := range addrs("NZ", 1, b, 10) {
+			x.ASN = 1
+			ts = append(ts, x)
+		}
+		for _, x := range addrs("NZ", 2, b, 10) {
+			x.ASN = 2
+			ts = append(ts, x)
+		}
+	}
+	for _, spread := range []time.Duration{0, ms(100)} {
+		p := Scout()
+		p.FarSpread = spread
+		pl := newPlanner(t, ts, p, 5)
+		delayed := false
+		drive(t, pl, func(x Target) (time.Duration, bool) {
+			if x.ASN == 2 && !delayed {
+				delayed = true
+				return ms(400), true
+			}
+			return ms(30), true
+		})
+		want := 10
+		if spread == 0 {
+			want = 1 // far on its one delayed sample
+		}
+		for id, c := range live(pl.Clusters()) {
+			if c.Group == "NZ AS2" && len(c.Samples) != want {
+				t.Errorf("FarSpread %v: %s has %d samples, want %d", spread, id, len(c.Samples), want)
+			}
+		}
+	}
+}

@@ -21,8 +21,10 @@ import (
 // --plot.
 type orderOptions struct {
 	order     string        // "master" (conventional, the default) or "adaptive"
+	variant   string        // adaptive: "paper" (the default) or "scout"
 	autoStop  time.Duration // Algorithm 2's RTTstop; 0 turns auto-stop off
 	clusterBy adaptive.Key
+	byGiven   bool // --cluster-by was given: it overrides the variant's
 	plot      string // RTT-vs-time chart to write (.svg or .png); "" for none
 	seed      uint64 // the planner's random source (calibration samples)
 }
@@ -35,14 +37,20 @@ every server (embedded tables; country and AS), clusters them by country
 (--cluster-by as: by origin AS), probes a sample of each cluster
 (calibration), then the clusters nearest first, and stops once the
 2nd-percentile RTT of the last 100 re-ordered probes reaches --auto-stop
-(0: probe every server). --plot FILE writes the run's RTT against probe
+(0: probe every server). --variant scout runs this project's variant
+instead (adaptive.Scout, measured in EVALUATION.md): clusters by country
+and origin AS, a second round of calibration samples only for clusters
+whose first sample is under --auto-stop + 50 ms, and a stop once the last
+20 re-ordered probes were at or over --auto-stop and no cluster with
+servers left has answered under it + 5 ms. --plot FILE writes the run's RTT against probe
 time (.svg or .png) with the phases, the running 2nd percentile and the
 auto-stop line.`
 
 func addOrderFlags(fs *flag.FlagSet, o *orderOptions) (check func() error) {
 	fs.StringVar(&o.order, "order", "master", "probe order: master (conventional) or adaptive")
-	fs.DurationVar(&o.autoStop, "auto-stop", adaptive.Paper().StopRTT, "adaptive: stop when the 2nd-percentile RTT of the last 100 probes reaches this (0: never)")
-	by := fs.String("cluster-by", "country", "adaptive: cluster servers by country, as (origin AS) or country+as")
+	fs.DurationVar(&o.autoStop, "auto-stop", adaptive.Paper().StopRTT, "adaptive: RTTstop, the largest playable RTT; paper: stop when the 2nd-percentile RTT of the last 100 probes reaches it (0: never stop)")
+	fs.StringVar(&o.variant, "variant", "paper", "adaptive: paper (Algorithms 1 and 2 as published) or scout (country+AS clusters, two-round calibration, bound stop rule)")
+	by := fs.String("cluster-by", "", "adaptive: cluster servers by country, as (origin AS) or country+as (default: the variant's, country for paper, country+as for scout)")
 	fs.StringVar(&o.plot, "plot", "", "write the RTT-vs-time chart of the run to `FILE` (.svg or .png)")
 	fs.Uint64Var(&o.seed, "order-seed", 1, "adaptive: seed of the calibration samples' random choice")
 	return func() error {
@@ -51,7 +59,14 @@ func addOrderFlags(fs *flag.FlagSet, o *orderOptions) (check func() error) {
 		default:
 			return fmt.Errorf("unknown --order %q (master or adaptive; oracle needs true RTTs: scout demo, scout sim)", o.order)
 		}
+		switch o.variant {
+		case "paper", "scout":
+		default:
+			return fmt.Errorf("unknown --variant %q (paper or scout)", o.variant)
+		}
+		o.byGiven = *by != ""
 		switch strings.ToLower(*by) {
+		case "":
 		case "country":
 			o.clusterBy = adaptive.ByCountry
 		case "as":
@@ -71,11 +86,17 @@ func addOrderFlags(fs *flag.FlagSet, o *orderOptions) (check func() error) {
 	}
 }
 
-// params returns the planner's constants: the paper's, with the options.
+// params returns the planner's constants: the variant's (the paper's, or
+// adaptive.Scout), with --auto-stop and --cluster-by.
 func (o orderOptions) params() adaptive.Params {
 	p := adaptive.Paper()
+	if o.variant == "scout" {
+		p = adaptive.Scout()
+	}
 	p.StopRTT = o.autoStop
-	p.ClusterBy = o.clusterBy
+	if o.byGiven {
+		p.ClusterBy = o.clusterBy
+	}
 	return p
 }
 
@@ -102,7 +123,7 @@ func serversOrdered(ctx context.Context, opt serversOptions, out *serversOutput,
 	o := opt.ordering
 	sum, ord, err := discover.Ordered(ctx, mconn, pconn, cfg, geoLocator(geo.Default()), adaptivePlanner(o.params(), o.seed), out.event)
 	sum.Masters = append(unresolved, sum.Masters...)
-	rep := newOrderReport(o.order, o.params(), sum, ord)
+	rep := newOrderReport(o.order, o.variant, o.params(), sum, ord)
 	out.ordering = &rep
 	out.finish(sum)
 	if out.enc == nil {
@@ -143,6 +164,7 @@ func (l *probeLog) wrap(each func(discover.Event)) func(discover.Event) {
 // "order" object of --json's summary.
 type orderReport struct {
 	Order     string  `json:"order"`
+	Variant   string  `json:"variant,omitempty"`
 	ClusterBy string  `json:"cluster_by,omitempty"`
 	AutoStop  float64 `json:"auto_stop_ms"`
 	Located   int     `json:"located"`
@@ -166,12 +188,12 @@ type orderReport struct {
 	Refused        int     `json:"refused,omitempty"`
 }
 
-func newOrderReport(order string, p adaptive.Params, sum discover.Summary, ord discover.Ordering) orderReport {
+func newOrderReport(order, variant string, p adaptive.Params, sum discover.Summary, ord discover.Ordering) orderReport {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	r := orderReport{Order: order, AutoStop: ms(p.StopRTT), Located: ord.Located, ProbeStart: ms(ord.ProbeStart),
 		Stopped: ord.Stopped, Refused: ord.Refused, Unprobed: max(sum.Listed-len(ord.Probes), 0)}
 	if order == "adaptive" {
-		r.ClusterBy = p.ClusterBy.String()
+		r.Variant, r.ClusterBy = variant, p.ClusterBy.String()
 	}
 	for _, c := range ord.Clusters {
 		if !c.Dissolved {
@@ -209,8 +231,8 @@ func playable(probes []discover.Outcome, stop time.Duration) (n int, lastMs floa
 func (r orderReport) print(w io.Writer) {
 	fmt.Fprintf(w, "order %s", r.Order)
 	if r.ClusterBy != "" {
-		fmt.Fprintf(w, " (clusters by %s): list complete at %.2fs; %d of the servers geolocated, %d clusters, %d initial probes",
-			r.ClusterBy, r.ProbeStart/1000, r.Located, r.Clusters, r.Initial)
+		fmt.Fprintf(w, " (%s, clusters by %s): list complete at %.2fs; %d of the servers geolocated, %d clusters, %d initial probes",
+			r.Variant, r.ClusterBy, r.ProbeStart/1000, r.Located, r.Clusters, r.Initial)
 	}
 	fmt.Fprintln(w)
 	switch {
