@@ -24,7 +24,7 @@ type orderOptions struct {
 	variant   string        // adaptive: "paper" (the default) or "scout"
 	autoStop  time.Duration // Algorithm 2's RTTstop; 0 turns auto-stop off
 	clusterBy adaptive.Key
-	byGiven   bool // --cluster-by was given: it overrides the variant's
+	byGiven   bool   // --cluster-by was given: it overrides the variant's
 	plot      string // RTT-vs-time chart to write (.svg or .png); "" for none
 	seed      uint64 // the planner's random source (calibration samples)
 }
