@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -290,6 +292,11 @@ func printSimTable(w io.Writer, rows []*sim.Row) {
 	if len(rows) == 0 || len(rows[0].Variants) == 0 {
 		return
 	}
+	for i, v := range rows[0].Variants {
+		if v.Name == "scout" {
+			printVariantRows(w, rows, i)
+		}
+	}
 	fmt.Fprintln(w, "Auto-stop % of the full probe / playable servers found %, per variant:")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "client\t")
@@ -307,6 +314,26 @@ func printSimTable(w io.Writer, rows []*sim.Row) {
 	tw.Flush()
 }
 
+// printVariantRows prints the paper's row figures for variant i of each row.
+func printVariantRows(w io.Writer, rows []*sim.Row, i int) {
+	fmt.Fprintf(w, "Variant %s (the same worlds and runs):\n", rows[0].Variants[i].Name)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "client\tinitial probes\tauto-stop s\tauto-stop %\tfound %\tlast playable s\tprobes\t")
+	for _, r := range rows {
+		if i >= len(r.Variants) {
+			continue
+		}
+		v := r.Variants[i]
+		stop := fmt.Sprintf("%.1f", v.StopTime)
+		if !v.Stopped {
+			stop += " (no stop)"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t%.1f\t%.1f\t%d\t\n", r.Client, v.Initial, stop, v.StopPct, v.FoundPct, v.LastPlayable, v.Probes)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+}
+
 // simSeeds runs Table 2 for n seeds from first and prints, per row and
 // strategy, the spread of the auto-stop share and of the playable servers
 // found.
@@ -315,22 +342,48 @@ func simSeeds(ctx context.Context, stdout, stderr io.Writer, first uint64, n int
 	var clients []string
 	var names []string
 	accs := map[string]map[string]*acc{}
-	for s := first; s < first+uint64(n); s++ {
-		specs, err := sim.Table2Specs(s)
-		if err != nil {
-			fmt.Fprintf(stderr, "scout sim: %v\n", err)
+	// Seeds run on up to two workers (the simulation is single-threaded and
+	// deterministic); their rows are gathered in seed order.
+	results := make([][]*sim.Row, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(2, runtime.GOMAXPROCS(0), n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range next {
+				specs, err := sim.Table2Specs(first + uint64(k))
+				if err != nil {
+					errs[k] = err
+					continue
+				}
+				for _, sp := range specs {
+					if err := ctx.Err(); err != nil {
+						errs[k] = err
+						break
+					}
+					r, err := sim.Simulate(sp)
+					if err != nil {
+						errs[k] = err
+						break
+					}
+					results[k] = append(results[k], r)
+				}
+			}
+		}()
+	}
+	for k := range n {
+		next <- k
+	}
+	close(next)
+	wg.Wait()
+	for k := range n {
+		if errs[k] != nil {
+			fmt.Fprintf(stderr, "scout sim: %v\n", errs[k])
 			return 1
 		}
-		for _, sp := range specs {
-			if err := ctx.Err(); err != nil {
-				fmt.Fprintf(stderr, "scout sim: %v\n", err)
-				return 1
-			}
-			r, err := sim.Simulate(sp)
-			if err != nil {
-				fmt.Fprintf(stderr, "scout sim: %v\n", err)
-				return 1
-			}
+		for _, r := range results[k] {
 			if accs[r.Client] == nil {
 				clients = append(clients, r.Client)
 				accs[r.Client] = map[string]*acc{}

@@ -8,6 +8,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -166,5 +167,24 @@ func TestSim_PlotRunPastStop(t *testing.T) {
 		if q := full.AdaptiveTrace[i]; q != p {
 			t.Fatalf("outcome %d: %+v with auto-stop, %+v without", i, p, q)
 		}
+	}
+}
+
+// TestSim_PrintScoutRows checks that the table prints the scout variant's
+// own row figures after the paper's, and nothing of the kind without it.
+func TestSim_PrintScoutRows(t *testing.T) {
+	row := &sim.Row{Client: "AU-ET", Servers: 10,
+		Variants: []sim.Outcome{{Name: "paper", StopPct: 28}, {Name: "scout", Stopped: true, StopTime: 12.3, StopPct: 17, FoundPct: 99.5, LastPlayable: 11.5, Probes: 463, Initial: 282}}}
+	var b strings.Builder
+	printSimTable(&b, []*sim.Row{row})
+	out := b.String()
+	if !strings.Contains(out, "Variant scout") || !regexp.MustCompile(`AU-ET +282 +12\.3 +17 +99\.5 +11\.5 +463`).MatchString(out) {
+		t.Errorf("no scout row in:\n%s", out)
+	}
+	row.Variants = row.Variants[:1]
+	b.Reset()
+	printSimTable(&b, []*sim.Row{row})
+	if strings.Contains(b.String(), "Variant scout") {
+		t.Errorf("a scout section without the variant:\n%s", b.String())
 	}
 }
