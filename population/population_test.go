@@ -252,3 +252,42 @@ func TestCountryRank2007_MovesAustraliaOnly(t *testing.T) {
 		t.Fatal("CountryRank2007 changed CountryRank")
 	}
 }
+
+// TestLatency_VantageResidual checks the per-vantage residual fit: every
+// client city has one for every region, and from Frankfurt, whose measured
+// paths to North America are shorter and less spread than the global fit
+// says, fewer US servers are over 200 ms than with the global residual.
+func TestLatency_VantageResidual(t *testing.T) {
+	for name, p := range Places() {
+		for _, r := range []string{"AF", "AS", "EU", "NA", "OC", "SA"} {
+			if _, s, ok := vantageResidual(p.City.Name, r); !ok || !(s > 0) {
+				t.Errorf("%s (%s) to %s: no residual fit", name, p.City.Name, r)
+			}
+		}
+	}
+	over := func(cfg Config) (n, us int) {
+		w, err := Build(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, d := range w.RTTs(Places()["DE"]) {
+			if w.Servers[i].Country == "US" {
+				us++
+				if d >= 200*time.Millisecond {
+					n++
+				}
+			}
+		}
+		return n, us
+	}
+	var vant, glob, us int
+	for seed := uint64(1); seed <= 6; seed++ {
+		v, u := over(Fitted(CSS, 5000, seed))
+		g, _ := over(FittedGlobalResidual(CSS, 5000, seed))
+		vant, glob, us = vant+v, glob+g, us+u
+	}
+	t.Logf("seeds 1-6: %d of %d US servers over 200 ms from Frankfurt with the vantage fit, %d with the global residual", vant, us, glob)
+	if us < 1000 || vant >= glob {
+		t.Errorf("%d of %d US servers over 200 ms from Frankfurt with the vantage fit, %d with the global residual; want fewer", vant, us, glob)
+	}
+}

@@ -81,6 +81,17 @@ func Fitted(g Game, servers int, seed uint64) Config {
 	}
 }
 
+// FittedGlobalResidual returns Fitted with the latency model as it was
+// before the per-vantage residual fit (GlobalLatency): every client's
+// city-to-city residual drawn from the fit over all city pairs. The worlds
+// of EVALUATION.md up to commit a6af4d1 are these.
+func FittedGlobalResidual(g Game, servers int, seed uint64) Config {
+	c := Fitted(g, servers, seed)
+	l := GlobalLatency()
+	c.Latency = &l
+	return c
+}
+
 // Modern returns the model fitted to the modern lists alone (SCUM 2024 and
 // QuakeWorld): their placement laws and ports per address, their country
 // ranking, and every AS in a uniformly drawn city. Fitted departs from it

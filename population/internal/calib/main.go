@@ -3,7 +3,7 @@
 // from Melbourne) over a grid of the placement's scale parameters, and
 // prints the fit of the chosen (calibrated) model:
 //
-//	go run ./population/internal/calib            # the calibrated model
+//	go run ./population/internal/calib            # the calibrated model (and the previous ones)
 //	go run ./population/internal/calib -grid      # the grid search
 package main
 
@@ -25,6 +25,7 @@ type result struct {
 	initial                     [6]float64 // AU-ET JP-ET CH-ET AU-CSS JP-CSS DE-CSS
 	static                      [2]float64 // Measure's InitialProbes (no splits)
 	auPlayable                  [2]float64 // share of servers under 200 ms from AU
+	nearFar                     [2]float64 // share of servers at 200 ms or more from CH (ET) and DE (CS:S)
 }
 
 var paperInitial = [6]float64{396, 446, 492, 2136, 1694, 2159}
@@ -54,6 +55,13 @@ func measure(mk func(g population.Game, n int, seed uint64) population.Config, s
 				}
 			}
 			r.auPlayable[gi] += float64(np) / float64(len(au)) / float64(seeds)
+			var nf int
+			for _, d := range w.RTTs(population.Places()[g.places[2]]) {
+				if d >= 200*time.Millisecond {
+					nf++
+				}
+			}
+			r.nearFar[gi] += float64(nf) / float64(len(au)) / float64(seeds)
 			if !withSim {
 				continue
 			}
@@ -76,9 +84,10 @@ func clusters(st population.Stats) int {
 }
 
 func (r result) String() string {
-	return fmt.Sprintf("countries %.1f/%.1f (51/70)  /8 clusters %.1f/%.1f (77-79/140-143)  step-3 clusters %.1f/%.1f  initial %.0f %.0f %.0f | %.0f %.0f %.0f (396 446 492 | 2136 1694 2159)  AU<200ms %.1f%%/%.1f%%  static %.0f/%.0f",
+	return fmt.Sprintf("countries %.1f/%.1f (51/70)  /8 clusters %.1f/%.1f (77-79/140-143)  step-3 clusters %.1f/%.1f  initial %.0f %.0f %.0f | %.0f %.0f %.0f (396 446 492 | 2136 1694 2159)  AU<200ms %.1f%%/%.1f%%  CH-ET/DE-CSS>=200ms %.1f%%/%.1f%%  static %.0f/%.0f",
 		r.countries[0], r.countries[1], r.slash8[0], r.slash8[1], r.clusters[0], r.clusters[1],
-		r.initial[0], r.initial[1], r.initial[2], r.initial[3], r.initial[4], r.initial[5], 100*r.auPlayable[0], 100*r.auPlayable[1], r.static[0], r.static[1])
+		r.initial[0], r.initial[1], r.initial[2], r.initial[3], r.initial[4], r.initial[5], 100*r.auPlayable[0], 100*r.auPlayable[1],
+		100*r.nearFar[0], 100*r.nearFar[1], r.static[0], r.static[1])
 }
 
 // loss: squared log errors of step-3 clusters (per world) and initial probes (per row).
@@ -113,8 +122,9 @@ func main() {
 	withSim := flag.Bool("sim", true, "simulate the six rows for the initial probes")
 	flag.Parse()
 	if !*grid {
-		fmt.Println("modern:    ", measure(population.Modern, *seeds, true))
-		fmt.Println("calibrated:", measure(population.Fitted, *seeds, true))
+		fmt.Println("modern:         ", measure(population.Modern, *seeds, *withSim))
+		fmt.Println("global residual:", measure(population.FittedGlobalResidual, *seeds, *withSim))
+		fmt.Println("calibrated:     ", measure(population.Fitted, *seeds, *withSim))
 		return
 	}
 	if *auRanks != "" {
