@@ -91,6 +91,9 @@ type Config struct {
 	FloodProtection bool
 	// ListTimeout bounds Start's wait; 0 means DefaultListTimeout.
 	ListTimeout time.Duration
+	// RealTime runs the world's releaser on a SCHED_FIFO thread
+	// (world.Config.RealTime), as scout world --realtime does.
+	RealTime bool
 }
 
 // Env is a running master and identity world.
@@ -165,7 +168,7 @@ func Start(ctx context.Context, cfg Config) (*Env, error) {
 	mdone := make(chan error, 1)
 	go func() { mdone <- m.Run(runCtx) }()
 
-	em, err := world.Listen(w, world.Config{Masters: []netip.AddrPort{e.Master}})
+	em, err := world.Listen(w, world.Config{Masters: []netip.AddrPort{e.Master}, RealTime: cfg.RealTime})
 	if err != nil {
 		cancel()
 		<-mdone

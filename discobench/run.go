@@ -39,6 +39,12 @@ type Measurement struct {
 	// Traffic is what the client exchanged, as loopback carried it; nil
 	// without the tap (Env.TapErr).
 	Traffic *Traffic `json:"traffic,omitempty"`
+	// WorldLateP99 and WorldLateP999 are how late the world's datagrams
+	// left after their due time (world.Stats), over everything it sent
+	// since it started, read at the end of the run: the emulator's own
+	// share of the RTT error.
+	WorldLateP99  time.Duration `json:"world_late_p99"`
+	WorldLateP999 time.Duration `json:"world_late_p999"`
 	// ClientProbes is the client's own count of requests (scout only).
 	ClientProbes int `json:"client_probes,omitempty"`
 	// RTTErrP50 and RTTErrP99 are quantiles of reported minus injected
@@ -221,6 +227,8 @@ func (e *Env) run(ctx context.Context, name, path string, args ...string) ([]byt
 	err := cmd.Run()
 	m.Wall = time.Since(start)
 	m.Probes = e.received() - before
+	st := e.Emulator.Stats()
+	m.WorldLateP99, m.WorldLateP999 = st.LatenessP99, st.LatenessP999
 	if e.tap != nil {
 		pkts, drops, over, terr := e.tap.end()
 		if terr == nil {

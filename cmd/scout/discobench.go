@@ -65,6 +65,7 @@ func runDiscobench(ctx context.Context, args []string, stdout, stderr io.Writer)
 	runs := fs.Int("runs", 3, "rounds of every client")
 	only := fs.String("only", "", "comma-separated client names to run (default: all)")
 	asJSON := fs.Bool("json", false, "print every measurement as a JSON line")
+	tune := fs.Bool("tune", true, "run the world as scout world --realtime does: world.TuneRuntime (more Ps, rarer GC) and its releaser on a SCHED_FIFO thread where allowed")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -93,9 +94,12 @@ func runDiscobench(ctx context.Context, args []string, stdout, stderr io.Writer)
 		reqSize = len(req)
 		fmt.Fprintf(stderr, "quakestat's server request: %q (%d bytes)\n", req, reqSize)
 	}
+	if *tune {
+		defer world.TuneRuntime()()
+	}
 	start := time.Now()
 	env, err := discobench.Start(ctx, discobench.Config{Servers: *servers, Full: 0.3, Empty: 0.4,
-		RTTMin: lo, RTTMax: hi, Loss: *loss, Seed: *seed})
+		RTTMin: lo, RTTMax: hi, Loss: *loss, Seed: *seed, RealTime: *tune})
 	if err != nil {
 		fmt.Fprintf(stderr, "scout discobench: %v\n", err)
 		return 1
@@ -162,9 +166,10 @@ func runDiscobench(ctx context.Context, args []string, stdout, stderr io.Writer)
 }
 
 func discobenchLine(m discobench.Measurement) string {
-	return fmt.Sprintf("wall %7.2fs  found %d/%d  probes %d (client says %d)  bytes %d (%s)  RTT err p50 %v p99 %v max %v",
+	return fmt.Sprintf("wall %7.2fs  found %d/%d  probes %d (client says %d)  bytes %d (%s)  RTT err p50 %v p99 %v max %v  world late p99 %v p99.9 %v (since start)",
 		m.Wall.Seconds(), m.Found, m.Listed, m.Probes, m.ClientProbes, m.Bytes, m.BytesFrom,
-		m.RTTErrP50.Round(time.Microsecond), m.RTTErrP99.Round(time.Microsecond), m.RTTErrMax.Round(time.Microsecond))
+		m.RTTErrP50.Round(time.Microsecond), m.RTTErrP99.Round(time.Microsecond), m.RTTErrMax.Round(time.Microsecond),
+		m.WorldLateP99, m.WorldLateP999)
 }
 
 // trafficLine is one run's traffic: datagrams/payload bytes/wire bytes
