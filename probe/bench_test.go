@@ -124,3 +124,52 @@ func TestKernelTimestamps_OverLoopback(t *testing.T) {
 		t.Fatalf("counts %+v; want 4 replies stamped by the kernel", counts)
 	}
 }
+
+// BenchmarkEngine_DeadServers probes a list where half the servers are
+// gone (closed ports on loopback), interleaved with live ones, with the
+// default window of 16, a 200 ms timeout and 2 attempts: "icmp" reads the
+// socket through Wrap (Linux: a closed port ends at its ICMP error),
+// "plain" through KernelTimestamps (a closed port holds its slot for
+// both timeouts). One op is one run of the whole list; the unreachable
+// and silent metrics say how the dead servers ended (the kernel's ICMP
+// rate limit, net.ipv4.icmp_msgs_per_sec and _burst, can leave some
+// without an ICMP error).
+func BenchmarkEngine_DeadServers(b *testing.B) {
+	const half = 64
+	live := loopbackFleet(b, half)
+	var targets []Target
+	for i := range half {
+		dead := closedPort(b, net.IPv4(127, 0, 3, byte(i+1)))
+		targets = append(targets, live[i], Target{dead, Q3Info})
+	}
+	for _, mode := range []string{"icmp", "plain"} {
+		b.Run(mode, func(b *testing.B) {
+			c, err := net.ListenUDP("udp", nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			conn, _ := KernelTimestamps(c)
+			if mode == "icmp" {
+				var f Features
+				if conn, f = Wrap(c); !f.ICMPErrors {
+					b.Skip("no ICMP errors on this platform")
+				}
+			}
+			p := &Prober{Timeout: 200 * time.Millisecond, Attempts: 2}
+			var total Counts
+			for b.Loop() {
+				counts, err := p.Run(b.Context(), conn, targets, func(int, Result) {})
+				if err != nil {
+					b.Fatal(err)
+				}
+				total.Answered += counts.Answered
+				total.Unreachable += counts.Unreachable
+				total.Silent += counts.Silent
+			}
+			b.ReportMetric(float64(total.Answered)/float64(b.N), "answered")
+			b.ReportMetric(float64(total.Unreachable)/float64(b.N), "unreachable")
+			b.ReportMetric(float64(total.Silent)/float64(b.N), "silent")
+		})
+	}
+}

@@ -78,6 +78,14 @@
 // do, a little sooner. Broadcast targets ignore ICMP errors (other
 // servers may still answer).
 //
+// What it buys, on this project's 2-core machine (loopback, 64 live and 64
+// dead servers interleaved, window 16, 200 ms timeout, 2 attempts):
+// median 2.46 ms per run through Wrap, against 1.607 s when each dead
+// server holds its slot for both timeouts (654x), all 64 dead servers
+// ended by their ICMP error, from
+//
+//	flock /tmp/scout-bench.lock go test -run XXX -bench DeadServers -benchtime 3x -count 5 ./probe
+//
 // Elsewhere, and for a Conn that is not an [ICMPConn], a closed port
 // still times out. TestRun_ClosedPortWithoutICMPIsTimeout pins that; the
 // Linux behaviour is pinned by TestQuery_ClosedPortIsUnreachable.

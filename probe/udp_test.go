@@ -145,7 +145,7 @@ func TestQuery_GS4ChallengeAndSplitReplyOverUDP(t *testing.T) {
 
 // closedPort returns a loopback address nothing listens on: bound, then
 // closed.
-func closedPort(t *testing.T, ip net.IP) netip.AddrPort {
+func closedPort(t testing.TB, ip net.IP) netip.AddrPort {
 	t.Helper()
 	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: ip})
 	if err != nil {
