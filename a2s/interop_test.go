@@ -21,6 +21,7 @@ type fakeSource struct {
 
 	mu                  sync.Mutex // guards the fields below
 	infoOK, playersOK   bool
+	rulesOK             bool // an A2S_RULES with the challenge was answered
 	challenges, garbage int
 }
 
@@ -64,8 +65,16 @@ func (s *fakeSource) reply(t *testing.T, req []byte) [][]byte {
 			s.challenges++
 			replies = append(replies, Challenge{Challenge: interopChallenge})
 		}
+	case RulesRequest:
+		if m.Challenge == interopChallenge {
+			s.rulesOK = true
+			replies = append(replies, sampleRules())
+		} else {
+			s.challenges++
+			replies = append(replies, Challenge{Challenge: interopChallenge})
+		}
 	default:
-		s.garbage++ // a2s_rules etc.: never answered
+		s.garbage++ // never answered
 	}
 	s.mu.Unlock()
 	var out [][]byte
@@ -156,6 +165,26 @@ func TestInterop_Gamedig(t *testing.T) {
 		t.Fatalf("gamedig decoded %+v\nwe encoded %+v", got, want)
 	}
 	srv.check(t)
+}
+
+// TestInterop_QstatRules: qstat 2.17 asks for A2S_RULES (-R) and decodes
+// sampleRules as scout encodes it.
+func TestInterop_QstatRules(t *testing.T) {
+	srv := startFakeSource(t)
+	got := peer.RunQuakestat(t, "-a2s", srv.addr.String(), "-R")
+	if len(got) != 1 || got[0].Status != "online" {
+		t.Fatalf("qstat reported %+v", got)
+	}
+	for _, r := range sampleRules().Rules {
+		if v, ok := got[0].Rules[r.Name]; !ok || v != r.Value {
+			t.Errorf("qstat rule %q = %q (present %v), want %q; qstat's rules: %v", r.Name, v, ok, r.Value, got[0].Rules)
+		}
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if !srv.rulesOK {
+		t.Errorf("qstat's A2S_RULES never carried the challenge")
+	}
 }
 
 func TestInterop_Qstat(t *testing.T) {
