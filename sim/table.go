@@ -240,12 +240,25 @@ func outcome(name string, r *Result, full time.Duration) Outcome {
 
 // Table2Specs returns the six rows of Table 2 for a seed: one ET world and
 // one CS:S world of the paper's sizes, shared by the clients of each game.
-func Table2Specs(seed uint64) ([]Spec, error) {
-	et, err := population.Build(population.Fitted(population.ET, population.SizeET, seed))
+func Table2Specs(seed uint64) ([]Spec, error) { return Table2SpecsOf(population.Fitted, seed) }
+
+// Models are the world models Table2SpecsOf can build, by name: "fitted"
+// (population.Fitted, the default), "global-residual"
+// (population.FittedGlobalResidual, the latency model before the
+// per-vantage residual fit) and "modern" (population.Modern).
+func Models() map[string]func(g population.Game, servers int, seed uint64) population.Config {
+	return map[string]func(population.Game, int, uint64) population.Config{
+		"fitted": population.Fitted, "global-residual": population.FittedGlobalResidual, "modern": population.Modern,
+	}
+}
+
+// Table2SpecsOf is Table2Specs with the worlds of model.
+func Table2SpecsOf(model func(g population.Game, servers int, seed uint64) population.Config, seed uint64) ([]Spec, error) {
+	et, err := population.Build(model(population.ET, population.SizeET, seed))
 	if err != nil {
 		return nil, err
 	}
-	css, err := population.Build(population.Fitted(population.CSS, population.SizeCSS, seed))
+	css, err := population.Build(model(population.CSS, population.SizeCSS, seed))
 	if err != nil {
 		return nil, err
 	}

@@ -76,6 +76,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	plotW := fs.Int("plot-width", 0, "--plot's width in pixels (0: the default)")
 	plotH := fs.Int("plot-height", 0, "--plot's height in pixels (0: the default)")
 	seeds := fs.Int("seeds", 1, "with --table2: run seeds --seed to --seed+N-1 and print each row's spread (min, mean, max)")
+	modelName := fs.String("model", "fitted", "world model: fitted, global-residual (the latency model before the per-vantage residual fit) or modern")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -102,13 +103,18 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "scout sim: --plot-width and --plot-height must not be negative")
 		return 2
 	}
+	model, ok := sim.Models()[*modelName]
+	if !ok {
+		fmt.Fprintf(stderr, "scout sim: unknown --model %q (fitted, global-residual, modern)\n", *modelName)
+		return 2
+	}
 	if *seeds > 1 {
-		return simSeeds(ctx, stdout, stderr, *seed, *seeds)
+		return simSeeds(ctx, stdout, stderr, model, *seed, *seeds)
 	}
 	var specs []sim.Spec
 	if *table2 {
 		var err error
-		if specs, err = sim.Table2Specs(*seed); err != nil {
+		if specs, err = sim.Table2SpecsOf(model, *seed); err != nil {
 			fmt.Fprintf(stderr, "scout sim: %v\n", err)
 			return 1
 		}
@@ -137,7 +143,12 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "scout sim: unknown client %q (AU, JP, CH, DE)\n", *client)
 			return 2
 		}
-		specs = []sim.Spec{{Place: p, Game: g, Servers: n, Seed: *seed}}
+		w, err := population.Build(model(g, n, *seed))
+		if err != nil {
+			fmt.Fprintf(stderr, "scout sim: %v\n", err)
+			return 1
+		}
+		specs = []sim.Spec{{Place: p, Game: g, Servers: len(w.Servers), Seed: *seed, World: w}}
 	}
 	var trace *csv.Writer
 	if *tracePath != "" {
@@ -337,7 +348,7 @@ func printVariantRows(w io.Writer, rows []*sim.Row, i int) {
 // simSeeds runs Table 2 for n seeds from first and prints, per row and
 // strategy, the spread of the auto-stop share and of the playable servers
 // found.
-func simSeeds(ctx context.Context, stdout, stderr io.Writer, first uint64, n int) int {
+func simSeeds(ctx context.Context, stdout, stderr io.Writer, model func(population.Game, int, uint64) population.Config, first uint64, n int) int {
 	type acc struct{ stop, found []float64 }
 	var clients []string
 	var names []string
@@ -353,7 +364,7 @@ func simSeeds(ctx context.Context, stdout, stderr io.Writer, first uint64, n int
 		go func() {
 			defer wg.Done()
 			for k := range next {
-				specs, err := sim.Table2Specs(first + uint64(k))
+				specs, err := sim.Table2SpecsOf(model, first+uint64(k))
 				if err != nil {
 					errs[k] = err
 					continue
