@@ -81,10 +81,15 @@
 // Each is an option that [Paper] leaves off: clustering by autonomous system
 // ([ByAS], [ByCountryAS]; the paper's section 5.2), a stopping rule that waits
 // for a run of agreeing windows ([StopRun]; the "smooth run of consistently
-// high probe RTTs" of section 5.2) or that also asks the estimates of the
-// clusters still unprobed ([StopEstimate]), a scaled Nsample
-// ([Params].SampleScale), and re-ranking clusters as step-6 RTTs arrive
-// ([Params].Rerank). [Conventional] (master order) and [Oracle] (exactly the
-// playable servers, nearest first) are planners with the same methods, so a
-// simulator drives every strategy alike through [Strategy].
+// high probe RTTs" of section 5.2), that also asks the estimates of the
+// clusters still unprobed ([StopEstimate]), or that asks their lowest
+// answered RTT instead of a window ([StopBound]), a two-round calibration
+// that stops sampling a cluster whose first sample is far past RTTstop
+// ([Params].FarCut), a scaled Nsample ([Params].SampleScale), and
+// re-ranking clusters as step-6 RTTs arrive ([Params].Rerank). [Scout]
+// combines country+AS clusters, FarCut and StopBound: the variant
+// EVALUATION.md measures as "scout". [Conventional] (master order) and
+// [Oracle] (exactly the playable servers, nearest first) are planners with
+// the same methods, so a simulator drives every strategy alike through
+// [Strategy].
 package adaptive
