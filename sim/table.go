@@ -107,6 +107,8 @@ type Row struct {
 	// when asked for.
 	AdaptiveTrace     []Probe `json:"-"`
 	ConventionalTrace []Probe `json:"-"`
+	// VariantTrace is the trace of the variant Spec.TraceVariant names.
+	VariantTrace []Probe `json:"-"`
 }
 
 // Spec says what one row simulates.
@@ -120,6 +122,9 @@ type Spec struct {
 	Trace   bool
 	// Variants to run besides the paper's; nil runs Variants().
 	Variants []Variant
+	// TraceVariant, with Trace, also keeps the trace of the variant of this
+	// name (Row.VariantTrace).
+	TraceVariant string
 }
 
 // Simulate runs conventional discovery, adaptive discovery with each
@@ -191,6 +196,9 @@ func Simulate(sp Spec) (*Row, error) {
 		o := outcome(v.Name, ar, full)
 		o.Initial = ar.Calibrate + ar.Split
 		row.Variants = append(row.Variants, o)
+		if sp.Trace && sp.TraceVariant != "" && v.Name == sp.TraceVariant {
+			row.VariantTrace = ar.Trace
+		}
 		if i == 0 {
 			row.Adaptive = o
 			row.InitialProbes = o.Initial

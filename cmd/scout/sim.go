@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -75,6 +76,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	plotPath := fs.String("plot", "", "one row: draw RTT against probe time, conventional and adaptive side by side, to `FILE` (.svg or .png)")
 	plotW := fs.Int("plot-width", 0, "--plot's width in pixels (0: the default)")
 	plotH := fs.Int("plot-height", 0, "--plot's height in pixels (0: the default)")
+	plotVariant := fs.String("plot-variant", "paper", "--plot's adaptive panel: paper, or scout (adaptive.Scout, drawn past its auto-stop the same way)")
 	seeds := fs.Int("seeds", 1, "with --table2: run seeds --seed to --seed+N-1 and print each row's spread (min, mean, max)")
 	modelName := fs.String("model", "fitted", "world model: fitted, global-residual (the latency model before the per-vantage residual fit) or modern")
 	if code, done := parseFlags(fs, args); done {
@@ -98,6 +100,10 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "scout sim: --plot %q: one row only (no --table2 or --seeds), and the name must end in .svg or .png\n", *plotPath)
 			return 2
 		}
+	}
+	if *plotVariant != "paper" && *plotVariant != "scout" {
+		fmt.Fprintf(stderr, "scout sim: --plot-variant %q: paper or scout\n", *plotVariant)
+		return 2
 	}
 	if *plotW < 0 || *plotH < 0 {
 		fmt.Fprintln(stderr, "scout sim: --plot-width and --plot-height must not be negative")
@@ -180,7 +186,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		rows = append(rows, r)
 		if *plotPath != "" {
-			if err := writeSimPlot(*plotPath, sp, r, *plotW, *plotH); err != nil {
+			if err := writeSimPlot(*plotPath, sp, r, *plotW, *plotH, *plotVariant); err != nil {
 				fmt.Fprintf(stderr, "scout sim: %v\n", err)
 				return 1
 			}
@@ -217,33 +223,71 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // re-ordered sequence, as the paper's Figures 4 to 9 do, from a second run
 // of the same spec with auto-stop off; r's auto-stop time marks where the
 // paper's run stopped.
-func writeSimPlot(path string, sp sim.Spec, r *sim.Row, width, height int) error {
+func writeSimPlot(path string, sp sim.Spec, r *sim.Row, width, height int, variant string) error {
 	p := adaptive.Paper()
 	all := p
 	all.StopRTT = 0
 	sp.Variants, sp.Trace = []sim.Variant{{Name: "paper, no auto-stop", Params: all}}, true
+	stopped, stopTime := r.Adaptive.Stopped, r.Adaptive.StopTime
+	if variant != "paper" {
+		vs, err := neverStop(variant)
+		if err != nil {
+			return err
+		}
+		sp.Variants, sp.TraceVariant = vs, variant
+		stopped = false
+		for _, v := range r.Variants {
+			if v.Name == variant {
+				stopped, stopTime = v.Stopped, v.StopTime
+			}
+		}
+	}
 	full, err := sim.Simulate(sp)
 	if err != nil {
 		return err
 	}
+	trace := full.AdaptiveTrace
+	if variant != "paper" {
+		trace = full.VariantTrace
+	}
 	var stopAt time.Duration
-	if r.Adaptive.Stopped {
-		stopAt = time.Duration(r.Adaptive.StopTime * float64(time.Second))
+	if stopped {
+		stopAt = time.Duration(stopTime * float64(time.Second))
 	}
 	city := population.Places()[sp.Place].City.Name
 	title := fmt.Sprintf("scout sim: %s, %d servers seen from %s, seed %d", r.Client, r.Servers, city, r.Seed)
+	name := "adaptive (re-ordered)"
+	if variant != "paper" {
+		title += ", variant " + variant
+		name = variant + " (re-ordered)"
+	}
 	if stopAt > 0 {
 		title += " (adaptive drawn past its auto-stop, as in the paper)"
 	}
 	c := rttplot.Chart{Title: title, Layout: rttplot.SideBySide, StopRTT: p.StopRTT, Width: width, Height: height,
 		Series: []rttplot.Series{
 			plotSeries("conventional (master order)", simOutcomes(r.ConventionalTrace), 0, p),
-			plotSeries("adaptive (re-ordered)", simOutcomes(full.AdaptiveTrace), stopAt, p),
+			plotSeries(name, simOutcomes(trace), stopAt, p),
 		}}
 	if err := rttplot.Write(path, c); err != nil {
 		return fmt.Errorf("writing the plot: %w", err)
 	}
 	return nil
+}
+
+// neverStop returns sim.Variants() with the named variant's stop made one
+// that never fires (StopBound waiting for more agreeing outcomes than there
+// are servers), at its own place in the list, so that its calibration
+// samples are drawn from the same stream: up to its stop, the same run.
+func neverStop(variant string) ([]sim.Variant, error) {
+	vs := sim.Variants()
+	for i := range vs {
+		if vs[i].Name == variant && vs[i].Params.Stop == adaptive.StopBound {
+			vs[i].Params.StopAgree = math.MaxInt32
+			return vs, nil
+		}
+	}
+	return nil, fmt.Errorf("--plot-variant %s: no such variant with the bound rule", variant)
 }
 
 // simOutcomes turns a simulated trace into the outcomes live discovery

@@ -188,3 +188,49 @@ func TestSim_PrintScoutRows(t *testing.T) {
 		t.Errorf("a scout section without the variant:\n%s", b.String())
 	}
 }
+
+// TestSim_PlotVariantRunPastStop checks --plot-variant scout the same way:
+// the never-stopping run drawn is the scout run, probe for probe, up to its
+// stop.
+func TestSim_PlotVariantRunPastStop(t *testing.T) {
+	sp := sim.Spec{Place: "AU", Game: population.ET, Servers: 600, Seed: 3, Trace: true, TraceVariant: "scout"}
+	r, err := sim.Simulate(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc sim.Outcome
+	for _, v := range r.Variants {
+		if v.Name == "scout" {
+			sc = v
+		}
+	}
+	if !sc.Stopped {
+		t.Skip("no auto-stop in this world")
+	}
+	if sp.Variants, err = neverStop("scout"); err != nil {
+		t.Fatal(err)
+	}
+	full, err := sim.Simulate(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := time.Duration(sc.StopTime * float64(time.Second))
+	n := 0
+	for _, p := range r.VariantTrace {
+		if p.Done > stop {
+			break
+		}
+		n++
+	}
+	if n < 50 || len(full.VariantTrace) <= len(r.VariantTrace) {
+		t.Fatalf("%d outcomes by the stop; %d with auto-stop, %d without", n, len(r.VariantTrace), len(full.VariantTrace))
+	}
+	for i, p := range r.VariantTrace[:n] {
+		if q := full.VariantTrace[i]; q != p {
+			t.Fatalf("outcome %d: %+v with auto-stop, %+v without", i, p, q)
+		}
+	}
+	if _, err := neverStop("paper"); err == nil {
+		t.Error("neverStop(paper): no error, but the paper's rule is not the bound rule")
+	}
+}
