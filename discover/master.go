@@ -158,7 +158,7 @@ func RequestFor(g *game.Game, protocol int, ext bool) (Request, error) {
 			return Request{}, err
 		}
 		q := steammaster.Query{Region: steammaster.RegionAll, Seed: steammaster.FirstSeed(), Filter: f}
-		return Request{Protocol: ProtocolSteam, Steam: q, Dialect: probe.A2S}, nil
+		return Request{Protocol: ProtocolSteam, Steam: q, Dialect: probe.A2SInfo}, nil
 	}
 	return Request{}, fmt.Errorf("%w: %s (%s)", ErrNoMaster, g.Name, g.Family)
 }

@@ -31,6 +31,12 @@ import (
 // from the latest send (see the package doc).
 var A2S Dialect = a2sDialect{}
 
+// A2SInfo asks A2S_INFO alone (with its S2C_CHALLENGE round trip), as a
+// server browser's list does: one request per server, where A2S also asks
+// for the players and the rules. Discovery uses it unless the full status
+// is wanted.
+var A2SInfo Dialect = a2sDialect{infoOnly: true}
+
 // DefaultPortA2S is the Source engine's server port.
 const DefaultPortA2S = 27015
 
@@ -40,9 +46,16 @@ const (
 	a2sRules
 )
 
-type a2sDialect struct{}
+type a2sDialect struct {
+	infoOnly bool // stop after A2S_INFO
+}
 
-func (a2sDialect) Name() string        { return "a2s" }
+func (d a2sDialect) Name() string {
+	if d.infoOnly {
+		return "a2s-info"
+	}
+	return "a2s"
+}
 func (a2sDialect) DefaultPort() uint16 { return DefaultPortA2S }
 func (a2sDialect) begin() []step       { return []step{{kind: a2sInfo}} }
 func (a2sDialect) tokenMask() uint64   { return ^uint64(0) } // unused on the wire
@@ -137,7 +150,7 @@ func (d a2sDialect) handle(st *step, rep reply, res *Result) ([]step, bool, erro
 		if m.Port != nil {
 			res.Info = append(res.Info, infostring.Pair{Key: "port", Value: strconv.Itoa(int(*m.Port))})
 		}
-		return []step{{kind: a2sPlayer, challenge: st.challenge}}, true, nil
+		return d.afterInfo(st), true, nil
 	case a2s.GoldSrcInfo:
 		if st.kind != a2sInfo {
 			return nil, false, errors.New("a2s: info reply to A2S_PLAYER")
@@ -147,7 +160,7 @@ func (d a2sDialect) handle(st *step, rep reply, res *Result) ([]step, bool, erro
 		res.NumPlayers, res.MaxPlayers = int(m.Players), int(m.MaxPlayers)
 		res.Info = append(res.Info, a2sPairs(m.Name, m.Map, m.Folder, m.Game, m.Players, m.MaxPlayers, m.Bots,
 			m.Protocol, m.ServerType, m.Environment, m.Private, m.VAC)...)
-		return []step{{kind: a2sPlayer, challenge: st.challenge}}, true, nil
+		return d.afterInfo(st), true, nil
 	case a2s.Players:
 		if st.kind != a2sPlayer {
 			return nil, false, errors.New("a2s: player reply to A2S_INFO")
@@ -169,6 +182,15 @@ func (d a2sDialect) handle(st *step, rep reply, res *Result) ([]step, bool, erro
 		return nil, true, nil
 	}
 	return nil, false, fmt.Errorf("a2s: unexpected %T", rep.msg)
+}
+
+// afterInfo is the step that follows A2S_INFO's reply: A2S_PLAYER, or none
+// for the info-only dialect.
+func (d a2sDialect) afterInfo(st *step) []step {
+	if d.infoOnly {
+		return nil
+	}
+	return []step{{kind: a2sPlayer, challenge: st.challenge}}
 }
 
 func a2sPairs(name, mapName, folder, game string, players, maxPlayers, bots, protocol uint8,

@@ -3,6 +3,7 @@ package probe
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -12,11 +13,15 @@ import (
 	"github.com/scout-discovery/scout/a2s"
 )
 
-func TestQuery_A2SChallengeRoundTripsOverUDP(t *testing.T) {
+// a2sResponder starts a Source server on loopback that asks for a
+// challenge first, answers the players split in reverse order and the
+// rules split in order; requests returns the requests it saw, in order.
+func a2sResponder(t *testing.T) (addr netip.AddrPort, requests func() []string) {
+	t.Helper()
 	const challenge = 0x5EED1234
 	var mu sync.Mutex // guards the request log, written by the responder
 	var log []string
-	addr := responder(t, func(b []byte) [][]byte {
+	addr = responder(t, func(b []byte) [][]byte {
 		m, err := a2s.Parse(b)
 		if err != nil {
 			return nil
@@ -79,6 +84,15 @@ func TestQuery_A2SChallengeRoundTripsOverUDP(t *testing.T) {
 		}
 		return [][]byte{enc}
 	})
+	return addr, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(log)
+	}
+}
+
+func TestQuery_A2SChallengeRoundTripsOverUDP(t *testing.T) {
+	addr, requests := a2sResponder(t)
 	r, c := queryOne(t, &Prober{}, Target{addr, A2S})
 	if r.Err != nil {
 		t.Fatalf("result %+v", r)
@@ -90,11 +104,9 @@ func TestQuery_A2SChallengeRoundTripsOverUDP(t *testing.T) {
 	if len(r.Players) != 2 || r.Players[0] != want[0] || r.Players[1] != want[1] {
 		t.Errorf("players %+v, want %+v", r.Players, want)
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	// info without challenge, info with it, player and rules with it
 	// straight away.
-	if !slices.Equal(log, []string{"info", "info", "player", "rules"}) {
+	if log := requests(); !slices.Equal(log, []string{"info", "info", "player", "rules"}) {
 		t.Errorf("requests %v", log)
 	}
 	if want := manyRules(); len(r.Rules) != len(want.Rules) || r.Rules[0].Key != want.Rules[0].Name ||
@@ -102,6 +114,28 @@ func TestQuery_A2SChallengeRoundTripsOverUDP(t *testing.T) {
 		t.Errorf("%d rules, want %d: %v", len(r.Rules), len(want.Rules), r.Rules)
 	}
 	if c.Sent != 4 || c.Matched != c.Received || c.Received < 6 || c.Late+c.Unknown+c.Garbled != 0 {
+		t.Errorf("counts %+v", c)
+	}
+}
+
+// TestQuery_A2SInfoAsksInfoAlone: the browser's dialect sends A2S_INFO
+// (and again with the challenge) and nothing else.
+func TestQuery_A2SInfoAsksInfoAlone(t *testing.T) {
+	addr, requests := a2sResponder(t)
+	r, c := queryOne(t, &Prober{}, Target{addr, A2SInfo})
+	if r.Err != nil {
+		t.Fatalf("result %+v", r)
+	}
+	if r.Name != "CSS box" || r.Map != "de_dust2" || r.NumPlayers != 2 || r.MaxPlayers != 24 {
+		t.Errorf("summary %+v", r)
+	}
+	if len(r.Players) != 0 || len(r.Rules) != 0 {
+		t.Errorf("players %v rules %v: info only asks neither", r.Players, r.Rules)
+	}
+	if log := requests(); !slices.Equal(log, []string{"info", "info"}) {
+		t.Errorf("requests %v, want info twice (the challenge round trip)", log)
+	}
+	if c.Sent != 2 || c.Received != 2 {
 		t.Errorf("counts %+v", c)
 	}
 }
