@@ -285,7 +285,7 @@ func listen(opt serversOptions, table *loopnat.Table) (probe.Conn, io.Closer, er
 	if table != nil {
 		return loopnat.Wrap(c, table), c, nil
 	}
-	sc, _ := probe.KernelTimestamps(c)
+	sc, _ := probe.Wrap(c) // kernel timestamps and ICMP errors, where the platform has them
 	return sc, c, nil
 }
 
@@ -354,11 +354,15 @@ func serversDiscover(ctx context.Context, opt serversOptions, out *serversOutput
 }
 
 // statusDialect returns the dialect that also fetches the full status
-// when status is set: Q3 (getinfo and getstatus) for Q3Info. The other
-// dialects already fetch what there is.
+// when status is set: Q3 (getinfo and getstatus) for Q3Info, A2S
+// (A2S_INFO, A2S_PLAYER and A2S_RULES) for A2SInfo. The other dialects
+// already fetch what there is.
 func statusDialect(d probe.Dialect, status bool) probe.Dialect {
-	if status && d == probe.Q3Info {
+	switch {
+	case status && d == probe.Q3Info:
 		return probe.Q3
+	case status && d == probe.A2SInfo:
+		return probe.A2S
 	}
 	return d
 }
@@ -534,8 +538,8 @@ func (o *serversOutput) masterLines(sum discover.Summary) {
 		fmt.Fprintln(o.w, line)
 	}
 	c := sum.Probe
-	fmt.Fprintf(o.w, "%d servers listed, %d probed, %d answered, %d silent; %d probes (%d retries), %d bytes out, %d flows; %.2fs\n",
-		sum.Listed, o.probed, o.answered, c.Silent, c.Sent, c.Retries, c.BytesOut, c.Destinations, sum.Took.Seconds())
+	fmt.Fprintf(o.w, "%d servers listed, %d probed, %d answered, %d silent, %d unreachable; %d probes (%d retries), %d bytes out, %d flows; %.2fs\n",
+		sum.Listed, o.probed, o.answered, c.Silent, c.Unreachable, c.Sent, c.Retries, c.BytesOut, c.Destinations, sum.Took.Seconds())
 }
 
 // serverOut is one {"type":"server"} line of --json.
@@ -600,6 +604,7 @@ type summaryOut struct {
 	Probed        int                     `json:"probed"`
 	Answered      int                     `json:"answered"`
 	Silent        int                     `json:"silent"`
+	Unreachable   int                     `json:"unreachable"` // ended by an ICMP destination unreachable (Linux)
 	Probes        int                     `json:"probes"`
 	Retries       int                     `json:"retries"`
 	BytesOut      int64                   `json:"bytes_out"`
@@ -622,7 +627,7 @@ type summaryOut struct {
 func summaryJSON(s discover.Summary, o *serversOutput) summaryOut {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	c := s.Probe
-	j := summaryOut{Type: "summary", Listed: s.Listed, Probed: o.probed, Answered: o.answered, Silent: c.Silent,
+	j := summaryOut{Type: "summary", Listed: s.Listed, Probed: o.probed, Answered: o.answered, Silent: c.Silent, Unreachable: c.Unreachable,
 		Probes: c.Sent, Retries: c.Retries, BytesOut: c.BytesOut, BytesIn: c.BytesIn, Flows: c.Destinations,
 		PeakInFlight: c.PeakInFlight, Late: c.Late, Unknown: c.Unknown, KernelStamped: c.KernelStamped,
 		MasterQueries: s.MasterQueries, MasterBytes: s.MasterBytesOut, Stray: s.Stray,
