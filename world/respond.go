@@ -1,7 +1,6 @@
 package world
 
 import (
-	"encoding/binary"
 	"net/netip"
 	"strconv"
 	"time"
@@ -396,14 +395,12 @@ func (r responder) a2s(now time.Time, idx int, s *Server, lim *limiter, from net
 	var chal uint32
 	var hasChal bool
 	msg, err := a2s.Parse(pkt)
-	if rc, ok := parseRulesRequest(pkt); ok {
-		msg, err, chal, hasChal = rulesRequest{}, nil, rc, rc != a2s.NoChallenge
-	}
 	if err != nil {
 		return out, Ignored
 	}
 	switch m := msg.(type) {
-	case rulesRequest:
+	case a2s.RulesRequest:
+		chal, hasChal = m.Challenge, m.Challenge != a2s.NoChallenge
 	case a2s.InfoRequest:
 		chal, hasChal = m.Challenge, m.HasChallenge
 	case a2s.PlayerRequest:
@@ -438,11 +435,11 @@ func (r responder) a2s(now time.Time, idx int, s *Server, lim *limiter, from net
 			info.Keywords = &kw
 		}
 		reply, err = info.AppendBinary(nil)
-	case rulesRequest:
-		reply = appendRules(nil, []infostring.Pair{
-			{Key: "mp_friendlyfire", Value: "0"}, {Key: "mp_timelimit", Value: "30"},
-			{Key: "mp_fraglimit", Value: "0"}, {Key: "sv_gravity", Value: "800"},
-		})
+	case a2s.RulesRequest:
+		reply, err = a2s.Rules{Rules: []a2s.Rule{
+			{Name: "mp_friendlyfire", Value: "0"}, {Name: "mp_timelimit", Value: "30"},
+			{Name: "mp_fraglimit", Value: "0"}, {Name: "sv_gravity", Value: "800"},
+		}}.AppendBinary(nil)
 	case a2s.PlayerRequest:
 		var ps a2s.Players
 		for _, p := range s.Players {
@@ -468,31 +465,4 @@ func (r responder) a2s(now time.Time, idx int, s *Server, lim *limiter, from net
 		out = append(out, b)
 	}
 	return out, Answered
-}
-
-// A2S_RULES, which package a2s does not implement; qstat asks for it
-// (with the challenge of the info exchange) before A2S_PLAYER:
-//
-//	request  FF FF FF FF 56 <challenge:4>            (FF FF FF FF asks for one)
-//	reply    FF FF FF FF 45 <count:2 LE> { name 00 value 00 }
-type rulesRequest struct{}
-
-func (rulesRequest) AppendBinary(b []byte) ([]byte, error) { return b, nil }
-
-// parseRulesRequest reads an A2S_RULES request: exactly the header, the
-// type byte and a 4-byte challenge.
-func parseRulesRequest(b []byte) (challenge uint32, ok bool) {
-	if len(b) != 9 || string(b[:5]) != "\xff\xff\xff\xffV" {
-		return 0, false
-	}
-	return binary.LittleEndian.Uint32(b[5:]), true
-}
-
-func appendRules(b []byte, rules []infostring.Pair) []byte {
-	b = append(b, 0xff, 0xff, 0xff, 0xff, 'E')
-	b = binary.LittleEndian.AppendUint16(b, uint16(len(rules)))
-	for _, r := range rules {
-		b = append(append(append(append(b, r.Key...), 0), r.Value...), 0)
-	}
-	return b
 }
