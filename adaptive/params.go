@@ -155,6 +155,13 @@ type Params struct {
 	// not compare.
 	FarSpread time.Duration
 
+	// BoundFirst, with Stop == StopBound, changes step 6's order once the
+	// next cluster is estimated at StopRTT or more: the clusters whose lower
+	// bound is under StopRTT + StopMargin, which the bound rule waits for,
+	// are probed first, lowest bound first. Before that point the order is
+	// step 5's.
+	BoundFirst bool
+
 	// ClusterBy is what step 2(a) groups by: ByCountry in the paper.
 	ClusterBy Key
 	// Stop is the auto-stop rule: StopPaper in the paper.

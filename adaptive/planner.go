@@ -430,6 +430,9 @@ func (pl *Planner) Next() (t Target, ph Phase, ok bool) {
 		return Target{}, Waiting, false
 	}
 	if c := pl.nearest(); c >= 0 {
+		if b := pl.blocking(c); b >= 0 {
+			c = b
+		}
 		cl := &pl.cl[c]
 		s := cl.members[cl.cursor]
 		cl.cursor++
@@ -856,6 +859,34 @@ func (pl *Planner) checkStop() {
 		Nearest:   nearest,
 		Unprobed:  len(pl.targets) - sent,
 	}
+}
+
+// blocking is BoundFirst: when c, the next cluster in step 6's order, is
+// estimated at StopRTT or more, the cluster with servers not yet handed out
+// whose lower bound is lowest and under StopRTT + StopMargin (the bound rule
+// waits for it), if there is one and it is not c; else -1. Its cursor is
+// moved past servers already handed out.
+func (pl *Planner) blocking(c int32) int32 {
+	if !pl.p.BoundFirst || pl.p.Stop != StopBound || !pl.cl[c].known || pl.cl[c].est < pl.p.StopRTT {
+		return -1
+	}
+	best, low := int32(-1), pl.p.StopRTT+pl.p.StopMargin
+	for i := range pl.cl {
+		cl := &pl.cl[i]
+		if cl.dissolved || !cl.lowOK || cl.low >= low || cl.probed >= len(cl.members) {
+			continue
+		}
+		for cl.cursor < len(cl.members) && pl.slots[cl.members[cl.cursor]].status != unprobed {
+			cl.cursor++
+		}
+		if cl.cursor < len(cl.members) {
+			best, low = int32(i), cl.low
+		}
+	}
+	if best == c {
+		return -1
+	}
+	return best
 }
 
 // lowestBound is the lowest lower bound among the clusters with servers not

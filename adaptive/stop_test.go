@@ -349,6 +349,7 @@ func TestProperty_StopBound(t *testing.T) {
 		p.StopMargin = ms(float64(rng.IntN(20)))
 		p.StopAgree = 1 + rng.IntN(30)
 		p.Rerank = rng.IntN(2) == 0
+		p.BoundFirst = rng.IntN(2) == 0
 		pl := newPlanner(t, w.targets, p, uint64(i))
 		type out struct {
 			rtt      time.Duration
@@ -509,6 +510,47 @@ func TestFarSpread(t *testing.T) {
 			if c.Group == "NZ AS2" && len(c.Samples) != want {
 				t.Errorf("FarSpread %v: %s has %d samples, want %d", spread, id, len(c.Samples), want)
 			}
+		}
+	}
+}
+
+// TestBoundFirst checks BoundFirst's order: once the next cluster is past
+// StopRTT, a cluster the bound rule waits for (one sample at 203 ms, the
+// rest at 260 ms) is probed before a nearer-estimated one at 240 ms.
+func TestBoundFirst(t *testing.T) {
+	ts := append(addrs("NZ", 1, 1, 100), addrs("US", 2, 1, 100)...)
+	for b := range 10 {
+		ts = append(ts, addrs("CA", 3, b, 10)...)
+	}
+	world := func(x Target) (time.Duration, bool) {
+		switch {
+		case x.Country == "NZ":
+			return ms(30), true
+		case x.Country == "US":
+			return ms(240), true
+		case x.Addr.Addr().As4()[1] == 0: // CA's 3.0/16
+			return ms(203), true
+		}
+		return ms(260), true
+	}
+	for _, first := range []bool{false, true} {
+		p := Scout()
+		p.ClusterBy, p.FarCut, p.BoundFirst = ByCountry, 0, first
+		pl := newPlanner(t, ts, p, 2)
+		ps := phases(drive(t, pl, world), Reordered)
+		var after string // the country probed right after NZ's step-6 probes
+		for _, x := range ps {
+			if x.t.Country != "NZ" {
+				after = x.t.Country
+				break
+			}
+		}
+		want := "US"
+		if first {
+			want = "CA"
+		}
+		if after != want {
+			t.Errorf("BoundFirst %v: %s after NZ, want %s", first, after, want)
 		}
 	}
 }

@@ -39,6 +39,7 @@ func ablationVariants() []Variant {
 		{"scout+agree10", func(p *adaptive.Params) { p.StopAgree = 10 }},
 		{"scout+rerank", func(p *adaptive.Params) { p.Rerank = true }},
 		{"scout-byAS", func(p *adaptive.Params) { p.ClusterBy = adaptive.ByAS }},
+		{"scout+boundfirst", func(p *adaptive.Params) { p.BoundFirst = true }},
 	} {
 		p := adaptive.Scout()
 		a.set(&p)
