@@ -85,8 +85,10 @@ type HandlerConfig struct {
 	// Upstreams are the masters verified IPv4 servers are forwarded to
 	// with register.
 	Upstreams []netip.AddrPort
-	// MaxProbesPerTick bounds re-probes per Tick; 0 means
-	// DefaultMaxProbesPerTick.
+	// MaxProbesPerTick bounds the new checks (re-probes, restored
+	// servers) per Tick; 0 means DefaultMaxProbesPerTick. Retries of
+	// checks in flight are not counted against it: at most one per check
+	// per Tick, VerifyRetries per check.
 	MaxProbesPerTick int
 	// Logger receives listing events at Info and drops at Debug; nil
 	// discards.
