@@ -4,7 +4,7 @@ package population
 // the paper's Table 2, where the 2007 population the paper measured differed
 // from today's lists. Reproduce with
 //
-//	go run ./population/internal/calib            # fits of Modern, FittedGlobalResidual and Fitted
+//	go run ./population/internal/calib            # fits of Modern, Fitted and FittedVantage
 //	go run ./population/internal/calib -grid -spa 4.465 -kas 1,1.5,2 -k16 1,2,2.5,3
 //	go run ./population/internal/calib -grid -sim=false -seeds 5 -aurank 5,8,10,12,15,20
 //
@@ -25,8 +25,8 @@ package population
 // little, the rest being New Zealand, Singapore and Asia.
 //
 // Latency residual per client city (vantageResidual in fitted.go, made by
-// population/internal/gen; GlobalLatency and FittedGlobalResidual keep the
-// model before it). The model's RTT is a fit over all 59,887 WonderProxy
+// population/internal/gen; VantageLatency and FittedVantage use it, Fitted
+// and DefaultLatency keep the model before it). The model's RTT is a fit over all 59,887 WonderProxy
 // city pairs times exp(e), e a random residual per (client, city); drawn
 // from the global fit N(-0.003, 0.207), it made 10.8% of the CS:S servers
 // unplayable from Frankfurt (seeds 1-10), 3.5 points of them in the US and

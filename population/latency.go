@@ -51,26 +51,25 @@ type Latency struct {
 	// Residual scales the fitted spread of the city-to-city residual; 1 is
 	// the fitted value, 0 no residual.
 	Residual float64
-	// GlobalResidual draws every client's residual from the fit over all
-	// city pairs, N(fitResidualMedian, fitSigma), the model before the
-	// per-vantage fit; false draws it from the client city's own fit to
-	// the server's region (vantageResidual) where there is one.
-	GlobalResidual bool
+	// Vantage draws the residual from the client city's own fit to the
+	// server's region (vantageResidual) where there is one; false draws
+	// every client's from the fit over all city pairs, N(fitResidualMedian,
+	// fitSigma).
+	Vantage bool
 }
 
 // DefaultLatency returns the model's defaults: 10 ms per AS and 5 ms per
 // /16 (assumptions: WonderProxy measures datacentre to datacentre; see
-// EVALUATION.md), and the fitted residual, per client city and region.
+// EVALUATION.md), and the fitted residual of all city pairs.
 func DefaultLatency() Latency {
 	return Latency{ASOffset: 10 * time.Millisecond, Slash16Offset: 5 * time.Millisecond, Residual: 1}
 }
 
-// GlobalLatency is DefaultLatency with the residual of the fit over all
-// city pairs for every client (GlobalResidual), as the model was before the
-// per-vantage fit.
-func GlobalLatency() Latency {
+// VantageLatency is DefaultLatency with each client's residual drawn from
+// its own city's fit per region (Vantage; see calibrated.go).
+func VantageLatency() Latency {
 	l := DefaultLatency()
-	l.GlobalResidual = true
+	l.Vantage = true
 	return l
 }
 
@@ -111,7 +110,7 @@ func Jitter(r *rand.Rand, base time.Duration) time.Duration {
 func (l Latency) rtt(seed uint64, p Place, s Server, c City) time.Duration {
 	base := CityRTT(p.City, c)
 	mu, sigma := fitResidualMedian, fitSigma
-	if m, s, ok := vantageResidual(p.City.Name, Region(c.Country)); ok && !l.GlobalResidual {
+	if m, s, ok := vantageResidual(p.City.Name, Region(c.Country)); ok && l.Vantage {
 		mu, sigma = m, s
 	}
 	e := mu + l.Residual*sigma*hashRand(seed, "city", p.Name, c.Name, c.Country).NormFloat64()

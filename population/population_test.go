@@ -282,8 +282,8 @@ func TestLatency_VantageResidual(t *testing.T) {
 	}
 	var vant, glob, us int
 	for seed := uint64(1); seed <= 6; seed++ {
-		v, u := over(Fitted(CSS, 5000, seed))
-		g, _ := over(FittedGlobalResidual(CSS, 5000, seed))
+		v, u := over(FittedVantage(CSS, 5000, seed))
+		g, _ := over(Fitted(CSS, 5000, seed))
 		vant, glob, us = vant+v, glob+g, us+u
 	}
 	t.Logf("seeds 1-6: %d of %d US servers over 200 ms from Frankfurt with the vantage fit, %d with the global residual", vant, us, glob)

@@ -81,13 +81,14 @@ func Fitted(g Game, servers int, seed uint64) Config {
 	}
 }
 
-// FittedGlobalResidual returns Fitted with the latency model as it was
-// before the per-vantage residual fit (GlobalLatency): every client's
-// city-to-city residual drawn from the fit over all city pairs. The worlds
-// of EVALUATION.md up to commit a6af4d1 are these.
-func FittedGlobalResidual(g Game, servers int, seed uint64) Config {
+// FittedVantage returns Fitted with the per-vantage latency residual
+// (VantageLatency; see calibrated.go): the worlds of scout sim and of
+// EVALUATION.md's tables since that fit. Fitted keeps the residual of all
+// city pairs (the worlds of EVALUATION.md up to commit a6af4d1, and of
+// scout demo).
+func FittedVantage(g Game, servers int, seed uint64) Config {
 	c := Fitted(g, servers, seed)
-	l := GlobalLatency()
+	l := VantageLatency()
 	c.Latency = &l
 	return c
 }

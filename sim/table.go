@@ -137,7 +137,7 @@ func Simulate(sp Spec) (*Row, error) {
 	w := sp.World
 	if w == nil {
 		var err error
-		if w, err = population.Build(population.Fitted(sp.Game, sp.Servers, sp.Seed)); err != nil {
+		if w, err = population.Build(population.FittedVantage(sp.Game, sp.Servers, sp.Seed)); err != nil {
 			return nil, err
 		}
 	}
@@ -248,15 +248,15 @@ func outcome(name string, r *Result, full time.Duration) Outcome {
 
 // Table2Specs returns the six rows of Table 2 for a seed: one ET world and
 // one CS:S world of the paper's sizes, shared by the clients of each game.
-func Table2Specs(seed uint64) ([]Spec, error) { return Table2SpecsOf(population.Fitted, seed) }
+func Table2Specs(seed uint64) ([]Spec, error) { return Table2SpecsOf(population.FittedVantage, seed) }
 
-// Models are the world models Table2SpecsOf can build, by name: "fitted"
-// (population.Fitted, the default), "global-residual"
-// (population.FittedGlobalResidual, the latency model before the
-// per-vantage residual fit) and "modern" (population.Modern).
+// Models are the world models Table2SpecsOf can build, by name: "vantage"
+// (population.FittedVantage, the default), "global-residual"
+// (population.Fitted, the latency model before the per-vantage residual
+// fit, which scout demo uses) and "modern" (population.Modern).
 func Models() map[string]func(g population.Game, servers int, seed uint64) population.Config {
 	return map[string]func(population.Game, int, uint64) population.Config{
-		"fitted": population.Fitted, "global-residual": population.FittedGlobalResidual, "modern": population.Modern,
+		"vantage": population.FittedVantage, "global-residual": population.Fitted, "modern": population.Modern,
 	}
 }
 

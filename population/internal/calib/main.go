@@ -123,8 +123,8 @@ func main() {
 	flag.Parse()
 	if !*grid {
 		fmt.Println("modern:         ", measure(population.Modern, *seeds, *withSim))
-		fmt.Println("global residual:", measure(population.FittedGlobalResidual, *seeds, *withSim))
 		fmt.Println("calibrated:     ", measure(population.Fitted, *seeds, *withSim))
+		fmt.Println("vantage:        ", measure(population.FittedVantage, *seeds, *withSim))
 		return
 	}
 	if *auRanks != "" {
