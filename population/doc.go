@@ -42,7 +42,10 @@
 // licence and is not shipped; the fitted constants are), d_AS and d_/16
 // exponential offsets (so that splitting a cluster by /16 has something to
 // find) and access the client's constant access delay. Each probe adds
-// jitter (Jitter) fitted to the matrix's per-ping spread.
+// jitter (Jitter) fitted to the matrix's per-ping spread. e_city is drawn
+// from the fit over all city pairs (DefaultLatency, Fitted), or from the
+// fit over the client city's own paths to the server's region
+// (VantageLatency, FittedVantage; calibrated.go gives the evidence).
 //
 // Every value is deterministic for a seed. The generator,
 // internal/gen, refits everything from ../shared/data:
