@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -24,8 +25,9 @@ var errNotList = errors.New("loadgen: not a getserversResponse")
 // and reports whether it ends with the EOT marker. It allocates nothing:
 // the load generator counts hundreds of thousands of datagrams a second
 // on the core it shares with nothing but the kernel. q3.Parse is the
-// reference it is tested against. A datagram that breaks off mid-entry,
-// or has bytes after EOT, is an error.
+// reference it is tested against (FuzzCountEntries). A datagram that
+// breaks off mid-entry, has bytes after EOT, or an entry with port 0 or
+// address 0.0.0.0, is an error.
 func countEntries(p []byte) (entries int, eot bool, err error) {
 	if len(p) < len(responseHeader) || string(p[:len(responseHeader)]) != responseHeader {
 		return 0, false, errNotList
@@ -43,6 +45,10 @@ func countEntries(p []byte) (entries int, eot bool, err error) {
 		}
 		if len(p) < entryLen {
 			return entries, false, fmt.Errorf("loadgen: entry %d cut at %d of %d bytes", entries, len(p), entryLen)
+		}
+		// What no master sends, and q3.Parse refuses: port 0, 0.0.0.0.
+		if binary.LittleEndian.Uint16(p[5:7]) == 0 || binary.LittleEndian.Uint32(p[1:5]) == 0 {
+			return entries, false, fmt.Errorf("loadgen: entry %d: port 0 or address 0.0.0.0", entries)
 		}
 		entries++
 		p = p[entryLen:]

@@ -127,3 +127,19 @@ func TestLayout(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCountEntries counts one 195-entry packet of a 5,000-server
+// answer, the load generator's inner loop.
+func BenchmarkCountEntries(b *testing.B) {
+	pkts, err := q3.EncodeServersResponses(servers(5000), q3.SplitOptions{End: q3.EndEOT, EndOnEvery: true, MaxBytes: 1400})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := pkts[0]
+	b.SetBytes(int64(len(p)))
+	for b.Loop() {
+		if n, _, err := countEntries(p); err != nil || n != 195 {
+			b.Fatal(n, err)
+		}
+	}
+}
