@@ -208,7 +208,7 @@ var options = []optSpec{
 		}
 		o.VerifyRetries = &n
 		return nil
-	}, "N: resend an unanswered getinfo check N times, 1 s then 2 s apart (2); 0: never"},
+	}, "N: resend an unanswered check (getinfo, or the game's re-probe) up to N times, 1 s and 3 s after the first (2); 0: never"},
 	{"hb-decay-time", 0, argOne, intOpt(func(o *Options) *int { return &o.HBDecayTime }, 1), "heartbeat flood protection decay time in seconds (1)"},
 }
 
