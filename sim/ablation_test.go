@@ -6,6 +6,7 @@
 //	go test -tags ablation -run Ablation/seeds -v ./sim/                  # seeds 1-10
 //	FROM=11 SEEDS=20 go test -tags ablation -run Ablation/seeds -v ./sim/
 //	SEED=5 CLIENT=JP-CSS VARIANT=paper go test -tags ablation -run Ablation/misses -v ./sim/
+//	SEEDS=30 ROWS=CH-ET,DE-CSS go test -tags ablation -run Ablation/perseed -v ./sim/
 
 package sim
 
@@ -58,6 +59,44 @@ func envInt(k string, def int) int {
 func TestAblation(t *testing.T) {
 	t.Run("seeds", ablationSeeds)
 	t.Run("misses", ablationMisses)
+	t.Run("perseed", ablationPerSeed)
+}
+
+// ablationPerSeed prints, for the rows in ROWS (default CH-ET,DE-CSS) and
+// seeds FROM to FROM+SEEDS-1, the paper's and scout's auto-stop and found
+// shares and the oracle's stop, one line per row and seed.
+func ablationPerSeed(t *testing.T) {
+	from, n := uint64(envInt("FROM", 1)), envInt("SEEDS", 10)
+	rows := strings.Split(os.Getenv("ROWS"), ",")
+	if os.Getenv("ROWS") == "" {
+		rows = []string{"CH-ET", "DE-CSS"}
+	}
+	for s := from; s < from+uint64(n); s++ {
+		specs, err := Table2Specs(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sp := range specs {
+			r, err := Simulate(sp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(rows, r.Client) {
+				continue
+			}
+			var pa, sc Outcome
+			for _, v := range r.Variants {
+				switch v.Name {
+				case "paper":
+					pa = v
+				case "scout":
+					sc = v
+				}
+			}
+			fmt.Printf("%-6s seed %2d  paper %5.1f%% found %5.1f  scout %5.1f%% found %5.1f  oracle %5.1f%%\n",
+				r.Client, s, pa.StopPct, pa.FoundPct, sc.StopPct, sc.FoundPct, r.Oracle.StopPct)
+		}
+	}
 }
 
 // ablationSeeds prints, per variant and row over seeds FROM to
