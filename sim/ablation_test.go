@@ -7,6 +7,8 @@
 //	FROM=11 SEEDS=20 go test -tags ablation -run Ablation/seeds -v ./sim/
 //	SEED=5 CLIENT=JP-CSS VARIANT=paper go test -tags ablation -run Ablation/misses -v ./sim/
 //	SEEDS=30 ROWS=CH-ET,DE-CSS go test -tags ablation -run Ablation/perseed -v ./sim/
+//
+// MODEL=global-residual (a name of Models) runs them on other worlds.
 
 package sim
 
@@ -49,6 +51,24 @@ func ablationVariants() []Variant {
 	return vs
 }
 
+// specs are Table2Specs for seed with the world model MODEL names (Models;
+// default vantage).
+func specs(t *testing.T, seed uint64) []Spec {
+	name := os.Getenv("MODEL")
+	if name == "" {
+		name = "vantage"
+	}
+	model, ok := Models()[name]
+	if !ok {
+		t.Fatalf("MODEL %q: no such model", name)
+	}
+	sp, err := Table2SpecsOf(model, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
+
 func envInt(k string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(k)); err == nil {
 		return v
@@ -72,11 +92,7 @@ func ablationPerSeed(t *testing.T) {
 		rows = []string{"CH-ET", "DE-CSS"}
 	}
 	for s := from; s < from+uint64(n); s++ {
-		specs, err := Table2Specs(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, sp := range specs {
+		for _, sp := range specs(t, s) {
 			r, err := Simulate(sp)
 			if err != nil {
 				t.Fatal(err)
@@ -118,12 +134,7 @@ func ablationSeeds(t *testing.T) {
 			defer wg.Done()
 			sem <- true
 			defer func() { <-sem }()
-			specs, err := Table2Specs(s)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			for _, sp := range specs {
+			for _, sp := range specs(t, s) {
 				sp.Variants = vs
 				r, err := Simulate(sp)
 				if err != nil {
@@ -184,11 +195,7 @@ func ablationMisses(t *testing.T) {
 	if vi < 0 {
 		t.Fatalf("no variant %q", name)
 	}
-	specs, err := Table2Specs(seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, sp := range specs {
+	for _, sp := range specs(t, seed) {
 		w := sp.World
 		if sp.Place+"-"+strings.ToUpper(map[population.Game]string{population.ET: "et", population.CSS: "css"}[sp.Game]) != client {
 			continue
