@@ -721,6 +721,20 @@ func fitLatency(w *strings.Builder, p func(string) string, cities []city, byID m
 			}
 			res[region(c.cc)] = append(res[region(c.cc)], math.Log(mean(m)/(a+b*d*fk)))
 		}
+		// Log (not shipped) the measured range to the countries that decide
+		// the near rows, for EVALUATION.md.
+		for _, cc := range []string{"US", "BR", "SG"} {
+			var ms []float64
+			for _, c := range cities {
+				if m := meas[[2]int{min(v.id, c.id), max(v.id, c.id)}]; c.cc == cc && len(m) > 0 && c.id != v.id {
+					ms = append(ms, mean(m))
+				}
+			}
+			if len(ms) > 0 {
+				slices.Sort(ms)
+				log.Printf("measured %s -> %s: %d cities, %.0f-%.0f ms", v.name, cc, len(ms), ms[0], ms[len(ms)-1])
+			}
+		}
 		regs := make([]string, 0, len(res))
 		for r := range res {
 			regs = append(regs, r)
