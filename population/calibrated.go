@@ -45,7 +45,7 @@ package population
 // seeds 1-10 (go run ./population/internal/calib -seeds 10 -sim=false) the
 // servers at 200 ms or more fall from 8.0% to 6.8% (ET, from Zurich) and
 // from 10.8% to 5.9% (CS:S, from Frankfurt: Brazil 2.1, Australia 1.5,
-// Singapore 1.0, New Zealand and Japan 0.3 each), and those under 200 ms
+// Singapore 1.0, New Zealand and Japan 0.3 each; calib -far -seeds 10), and those under 200 ms
 // from Melbourne from 5.8% to 4.7% (ET) and 7.4% to 5.8% (CS:S). No
 // country's share was changed to meet the near rows: what is left above the
 // paper's 2.5-4% is Brazil (measured 192-278 ms from Frankfurt: unplayable

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -120,7 +121,12 @@ func main() {
 	k16s := flag.String("k16", "1,2,3,4", "multipliers of the modern /16s-per-AS scale")
 	auRanks := flag.String("aurank", "", "with -grid: Australia's ranks to try instead of the scale grid")
 	withSim := flag.Bool("sim", true, "simulate the six rows for the initial probes")
+	far := flag.Bool("far", false, "print, per model, the countries of the servers at 200 ms or more from CH (ET) and DE (CS:S)")
 	flag.Parse()
+	if *far {
+		farCountries(*seeds)
+		return
+	}
 	if !*grid {
 		fmt.Println("modern:         ", measure(population.Modern, *seeds, *withSim))
 		fmt.Println("calibrated:     ", measure(population.Fitted, *seeds, *withSim))
@@ -158,6 +164,48 @@ func main() {
 				fmt.Printf("spa %.2f  kAS x%.1f  k16 x%.1f  loss %.3f  %v\n", spa, kas, k16, r.loss(), r)
 				best = append(best, cand{spa, kas, k16, r})
 			}
+		}
+	}
+}
+
+// farCountries prints the share of all servers that are 200 ms or more from
+// Zurich (ET worlds) and Frankfurt (CS:S worlds), by country, over seeds
+// 1..seeds, for Fitted and FittedVantage.
+func farCountries(seeds int) {
+	for _, m := range []struct {
+		name string
+		mk   func(population.Game, int, uint64) population.Config
+	}{{"calibrated (global residual)", population.Fitted}, {"vantage", population.FittedVantage}} {
+		for _, g := range []struct {
+			g     population.Game
+			n     int
+			place string
+		}{{population.ET, population.SizeET, "CH"}, {population.CSS, population.SizeCSS, "DE"}} {
+			by := map[string]int{}
+			total, far := 0, 0
+			for seed := uint64(1); seed <= uint64(seeds); seed++ {
+				w, err := population.Build(m.mk(g.g, g.n, seed))
+				if err != nil {
+					log.Fatal(err)
+				}
+				for i, d := range w.RTTs(population.Places()[g.place]) {
+					total++
+					if d >= 200*time.Millisecond {
+						far++
+						by[w.Servers[i].Country]++
+					}
+				}
+			}
+			var ccs []string
+			for cc := range by {
+				ccs = append(ccs, cc)
+			}
+			sort.Slice(ccs, func(a, b int) bool { return by[ccs[a]] > by[ccs[b]] || by[ccs[a]] == by[ccs[b]] && ccs[a] < ccs[b] })
+			fmt.Printf("%s, %s from %s: %.1f%% at 200 ms or more:", m.name, g.g, g.place, 100*float64(far)/float64(total))
+			for _, cc := range ccs[:min(8, len(ccs))] {
+				fmt.Printf(" %s %.2f", cc, 100*float64(by[cc])/float64(total))
+			}
+			fmt.Println()
 		}
 	}
 }
