@@ -59,6 +59,7 @@ type tap struct {
 	pkts      []tapped
 	overflow  uint64
 	seen      chan struct{} // closed when the marker is read
+	opening   bool          // the awaited marker opens a window (begin), not closes it
 	stop      atomic.Bool
 	done      chan struct{}
 }
@@ -156,6 +157,11 @@ func (t *tap) read() {
 		}
 		t.mu.Lock()
 		if p.dst == mk && string(p.head[:min(len(p.head), len(t.marker))]) == string(t.marker) {
+			if t.opening {
+				// Everything read before the opening marker was sent
+				// before begin: it is not the window's.
+				t.pkts, t.overflow, t.recording, t.opening = nil, 0, true, false
+			}
 			if t.seen != nil {
 				close(t.seen)
 				t.seen = nil
@@ -172,11 +178,25 @@ func (t *tap) read() {
 	}
 }
 
-// begin starts a window.
+// begin starts a window: at the tap's own marker datagram, so that a
+// datagram sent before the call and still queued to the tap is not
+// counted. Should the marker not come back within markerWait, the window
+// starts at once.
 func (t *tap) begin() {
 	unix.GetsockoptTpacketStats(t.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS) // counters reset on read
+	seen := make(chan struct{})
 	t.mu.Lock()
-	t.pkts, t.overflow, t.recording = nil, 0, true
+	t.pkts, t.overflow, t.recording, t.opening, t.seen = nil, 0, false, true, seen
+	t.mu.Unlock()
+	if _, err := t.mkAddr.WriteToUDPAddrPort(t.marker, t.mkAddr.LocalAddr().(*net.UDPAddr).AddrPort()); err == nil {
+		select {
+		case <-seen:
+			return
+		case <-time.After(markerWait):
+		}
+	}
+	t.mu.Lock()
+	t.recording, t.opening, t.seen = true, false, nil
 	t.mu.Unlock()
 }
 
