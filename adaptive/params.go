@@ -217,7 +217,10 @@ func Paper() Params {
 //     country), so that a cluster is one network in one place and its
 //     samples speak for its members;
 //   - FarCut = 50 ms: a cluster whose first sample answered at 250 ms or
-//     more is not sampled further;
+//     more is not sampled further, unless (FarSpread = 150 ms) that sample
+//     is more than 150 ms above the lowest first sample of its country: a
+//     near network whose one sample was delayed on its way (a queue, a busy
+//     client) is sampled in full;
 //   - Stop = StopBound with StopMargin = 5 ms and StopAgree = 20: stop once
 //     the last 20 step-6 outcomes were at or above 200 ms (or lost) and no
 //     cluster with servers left has answered under 205 ms.
@@ -228,6 +231,7 @@ func Scout() Params {
 	p := Paper()
 	p.ClusterBy = ByCountryAS
 	p.FarCut = 50 * time.Millisecond
+	p.FarSpread = 150 * time.Millisecond
 	p.Stop = StopBound
 	p.StopMargin = 5 * time.Millisecond
 	p.StopAgree = 20

@@ -37,7 +37,7 @@ func ablationVariants() []Variant {
 		set  func(*adaptive.Params)
 	}{
 		{"scout+farfirst2", func(p *adaptive.Params) { p.FarFirst = 2 }},
-		{"scout+farspread150", func(p *adaptive.Params) { p.FarSpread = 150 * time.Millisecond }},
+		{"scout-farspread", func(p *adaptive.Params) { p.FarSpread = 0 }},
 		{"scout+margin10", func(p *adaptive.Params) { p.StopMargin = 10 * time.Millisecond }},
 		{"scout+agree10", func(p *adaptive.Params) { p.StopAgree = 10 }},
 		{"scout+rerank", func(p *adaptive.Params) { p.Rerank = true }},
