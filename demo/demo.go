@@ -262,7 +262,9 @@ func Start(ctx context.Context, cfg Config) (env *Env, stop func(), err error) {
 		return nil, nil, err
 	}
 	masterAddr := mconn.LocalAddr().(*net.UDPAddr).AddrPort()
-	emu, err := world.Listen(w, world.Config{Masters: []netip.AddrPort{masterAddr}})
+	// RealTime: replies leave on time on a loaded machine where the process
+	// may (root or CAP_SYS_NICE); silently ordinary otherwise.
+	emu, err := world.Listen(w, world.Config{Masters: []netip.AddrPort{masterAddr}, RealTime: true})
 	if err != nil {
 		mconn.Close()
 		return nil, nil, err

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
 
 	"github.com/scout-discovery/scout/adaptive"
 	"github.com/scout-discovery/scout/demo"
+	"github.com/scout-discovery/scout/world"
 )
 
 func init() {
@@ -78,6 +80,14 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.Params = &p
 	cfg.Log = stdout
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		fmt.Fprintf(stderr, "scout demo: --out: %v\n", err)
+		return 1
+	}
+	// As scout world does: more Ps than cores and rarer collections, so
+	// that the emulated delays hold while three discoveries share the
+	// process (world.TuneRuntime; GOMAXPROCS and GOGC still win).
+	defer world.TuneRuntime()()
 	ctx, cancel := context.WithTimeout(ctx, *maxTime)
 	defer cancel()
 	rep, err := demo.Demo(ctx, cfg)
