@@ -172,6 +172,19 @@ func (t asTable) lookup(a netip.Addr) uint32 {
 // region is the continent the latency model uses for a country: WonderProxy
 // lumps Europe and Asia together, so it is assigned here from the country
 // code (a fact).
+// regionFactor is the fitted factor f of the region pair of countries a and
+// b (keyed by the two regions in order), 1 for a pair without one.
+func regionFactor(f map[string]float64, a, b string) float64 {
+	ra, rb := region(a), region(b)
+	if ra > rb {
+		ra, rb = rb, ra
+	}
+	if fk, ok := f[ra+rb]; ok {
+		return fk
+	}
+	return 1
+}
+
 func region(cc string) string {
 	switch cc {
 	case "AE", "BD", "CN", "HK", "ID", "IL", "IN", "JP", "KH", "KR", "KZ", "LB", "MY", "PH", "PK", "SA", "SG", "TH", "TW", "VN":
@@ -662,14 +675,7 @@ func fitLatency(w *strings.Builder, p func(string) string, cities []city, byID m
 			var ms []float64
 			for _, c := range cities {
 				if c.cc == r[0] {
-					ra, rb := region(src.cc), region(c.cc)
-					if ra > rb {
-						ra, rb = rb, ra
-					}
-					fk, ok := f[ra+rb]
-					if !ok {
-						fk = 1
-					}
+					fk := regionFactor(f, src.cc, c.cc)
 					ms = append(ms, a+b*haversineKm(src.lat, src.lon, c.lat, c.lon)*fk)
 				}
 			}
@@ -711,14 +717,7 @@ func fitLatency(w *strings.Builder, p func(string) string, cities []city, byID m
 			if d <= 300 || len(m) == 0 {
 				continue
 			}
-			ra, rb := region(src.cc), region(c.cc)
-			if ra > rb {
-				ra, rb = rb, ra
-			}
-			fk, ok := f[ra+rb]
-			if !ok {
-				fk = 1
-			}
+			fk := regionFactor(f, src.cc, c.cc)
 			res[region(c.cc)] = append(res[region(c.cc)], math.Log(mean(m)/(a+b*d*fk)))
 		}
 		// Log (not shipped) the measured range to the countries that decide
@@ -762,14 +761,7 @@ func fitLatency(w *strings.Builder, p func(string) string, cities []city, byID m
 				if c.cc != r[0] {
 					continue
 				}
-				ra, rb := region(src.cc), region(c.cc)
-				if ra > rb {
-					ra, rb = rb, ra
-				}
-				fk, ok := f[ra+rb]
-				if !ok {
-					fk = 1
-				}
+				fk := regionFactor(f, src.cc, c.cc)
 				pred := a + b*haversineKm(src.lat, src.lon, c.lat, c.lon)*fk
 				m0 = append(m0, pred)
 				if e, ok := mu[region(c.cc)]; ok {
