@@ -185,23 +185,8 @@ func regionFactor(f map[string]float64, a, b string) float64 {
 	return 1
 }
 
-func region(cc string) string {
-	switch cc {
-	case "AE", "BD", "CN", "HK", "ID", "IL", "IN", "JP", "KH", "KR", "KZ", "LB", "MY", "PH", "PK", "SA", "SG", "TH", "TW", "VN":
-		return "AS"
-	case "AL", "AT", "BE", "BG", "CH", "CY", "CZ", "DE", "DK", "EE", "ES", "FI", "FR", "GB", "GE", "GR", "HR", "HU", "IE", "IM", "IS", "IT", "LT", "LU", "LV", "MD", "MT", "NL", "NO", "PL", "PT", "RO", "RS", "RU", "SE", "SI", "SK", "TR", "UA", "XK":
-		return "EU"
-	case "CA", "CR", "GT", "HN", "MX", "PA", "PR", "US":
-		return "NA"
-	case "AR", "BR", "CL", "CO", "EC", "PE", "SR", "UY", "VE":
-		return "SA"
-	case "DZ", "EG", "GH", "KE", "MA", "NG", "TN", "TZ", "UG", "ZA":
-		return "AF"
-	case "AU", "NZ":
-		return "OC"
-	}
-	return ""
-}
+// region is the latency model's region of a country (population.Region).
+func region(cc string) string { return population.Region(cc) }
 
 type city struct {
 	id       int
