@@ -243,7 +243,7 @@ func TestPCAPNG_TimestampResolutions(t *testing.T) {
 		{0, 5, time.Unix(5, 0)},
 		{12, 2_000_000_123_999, time.Unix(2, 123)}, // picoseconds, truncated to ns
 		{0x80 | 10, 3<<10 | 512, time.Unix(3, 500_000_000)},
-		{0x80 | 0, 9, time.Unix(9, 0)},
+		{0x80, 9, time.Unix(9, 0)}, // base 2, exponent 0
 		{0x80 | 63, 1 << 62, time.Unix(0, 500_000_000)},
 		{19, ^uint64(0), time.Unix(1, 844674407)},
 	} {

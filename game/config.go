@@ -65,7 +65,7 @@ func ParseProperties(gameName string, mods ...string) ([]Property, error) {
 	for _, m := range mods {
 		i := strings.IndexByte(m, '=')
 		if i <= 0 {
-			return nil, fmt.Errorf("%w: %q: want PROPERTY=VALUE,...", ErrSyntax, m)
+			return nil, fmt.Errorf("%w: %q: want PROPERTY=VALUE[,PROPERTY=VALUE]", ErrSyntax, m)
 		}
 		key, op := m[:i], OpSet
 		switch {

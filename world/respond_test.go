@@ -202,7 +202,7 @@ func TestRespond_A2SChallengeRoundTrip(t *testing.T) {
 		if first[4] == 'T' {
 			again, _ = a2s.InfoRequest{HasChallenge: true, Challenge: ch.Challenge}.AppendBinary(nil)
 		} else {
-			again, _ = a2s.PlayerRequest{Challenge: ch.Challenge}.AppendBinary(nil)
+			again, _ = a2s.PlayerRequest(ch).AppendBinary(nil)
 		}
 		out, o = testRes.respond(t0, 1, s, &lim, prober, again, nil)
 		m, err := a2s.Parse(one(t, out, o))
