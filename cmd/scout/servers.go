@@ -135,7 +135,7 @@ func runServers(ctx context.Context, args []string, stdout, stderr io.Writer) in
 }
 
 func parseServersFlags(args []string, stderr io.Writer) (serversOptions, int, bool) {
-	fs := newFlags("servers", "[flags]", serversAbout, stderr)
+	fs := newFlags("servers", "[flags]", serversAbout+"\n\n"+orderHelp, stderr)
 	var opt serversOptions
 	var masters stringList
 	fs.Var(&masters, "master", "a master `HOST:PORT` to ask (repeatable); default: the game's well-known masters")

@@ -29,6 +29,7 @@ type orderOptions struct {
 	seed      uint64 // the planner's random source (calibration samples)
 }
 
+// orderHelp is the paragraph of scout servers -h on --order and its flags.
 const orderHelp = `Order (--order): master probes in the masters' order, starting while the
 lists arrive (conventional discovery, as the Enemy Territory client does).
 adaptive is Armitage's client-side adaptive discovery (NETWORKING 2008): it
@@ -42,9 +43,10 @@ instead (adaptive.Scout, measured in EVALUATION.md): clusters by country
 and origin AS, a second round of calibration samples only for clusters
 whose first sample is under --auto-stop + 50 ms, and a stop once the last
 20 re-ordered probes were at or over --auto-stop and no cluster with
-servers left has answered under it + 5 ms. --plot FILE writes the run's RTT against probe
-time (.svg or .png) with the phases, the running 2nd percentile and the
-auto-stop line.`
+servers left has answered under it + 5 ms.
+
+--plot FILE writes the run's RTT against probe time (.svg or .png) with
+the phases, the running 2nd percentile and the auto-stop line.`
 
 func addOrderFlags(fs *flag.FlagSet, o *orderOptions) (check func() error) {
 	fs.StringVar(&o.order, "order", "master", "probe order: master (conventional) or adaptive")

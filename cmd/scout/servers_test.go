@@ -282,3 +282,17 @@ func TestServers_OpenArenaAsksBothNames(t *testing.T) {
 		t.Fatalf("asked %q, want %q first", asked, want)
 	}
 }
+
+// TestServers_HelpExplainsOrder checks that scout servers -h explains
+// --order and its flags, not only lists them.
+func TestServers_HelpExplainsOrder(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := runServers(t.Context(), []string{"-h"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+	for _, want := range []string{"Order (--order): master probes in the masters' order", "--variant scout runs", "Exit status"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("scout servers -h lacks %q:\n%s", want, errb.String())
+		}
+	}
+}
