@@ -91,12 +91,15 @@ func (r result) String() string {
 		100*r.nearFar[0], 100*r.nearFar[1], r.static[0], r.static[1])
 }
 
-// loss: squared log errors of step-3 clusters (per world) and initial probes (per row).
+// loss: squared log errors of step-3 clusters (per world) and initial probes
+// (per row; not counted when the rows were not simulated, -sim=false).
 func (r result) loss() float64 {
 	sq := func(a, b float64) float64 { d := math.Log(a / b); return d * d }
 	l := sq(r.clusters[0], 78) + sq(r.clusters[1], 142)
 	for i, p := range paperInitial {
-		l += sq(r.initial[i], p) / 3
+		if r.initial[i] > 0 {
+			l += sq(r.initial[i], p) / 3
+		}
 	}
 	return l
 }
@@ -165,6 +168,12 @@ func main() {
 				best = append(best, cand{spa, kas, k16, r})
 			}
 		}
+	}
+	// The grid's best fits, lowest loss first.
+	sort.SliceStable(best, func(i, j int) bool { return best[i].r.loss() < best[j].r.loss() })
+	fmt.Println("best by loss:")
+	for _, c := range best[:min(5, len(best))] {
+		fmt.Printf("spa %.2f  kAS x%.1f  k16 x%.1f  loss %.3f\n", c.spa, c.kas, c.k16, c.r.loss())
 	}
 }
 
