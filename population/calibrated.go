@@ -4,9 +4,9 @@ package population
 // the paper's Table 2, where the 2007 population the paper measured differed
 // from today's lists. Reproduce with
 //
-//	go run ./population/internal/calib            # fits of Modern, Fitted and FittedVantage
-//	go run ./population/internal/calib -grid -spa 4.465 -kas 1,1.5,2 -k16 1,2,2.5,3
-//	go run ./population/internal/calib -grid -sim=false -seeds 5 -aurank 5,8,10,12,15,20
+//	go run ./sim/internal/calib            # fits of Modern, Fitted and FittedVantage
+//	go run ./sim/internal/calib -grid -spa 4.465 -kas 1,1.5,2 -k16 1,2,2.5,3
+//	go run ./sim/internal/calib -grid -sim=false -seeds 5 -aurank 5,8,10,12,15,20
 //
 // Scales (exponents and ports per address stay the modern lists' fits):
 // ASes per country and /16s per AS are 1.5 and 3 times the modern lists'
@@ -42,7 +42,7 @@ package population
 // client cities (not used in the fit), the model's |relative error| goes
 // from 11/15/17/21% (median; 90th percentile 60/77/58/105%) to
 // 12/10/16/18% (39/49/39/51%) for Melbourne/Tokyo/Zurich/Frankfurt. Over
-// seeds 1-10 (go run ./population/internal/calib -seeds 10 -sim=false) the
+// seeds 1-10 (go run ./sim/internal/calib -seeds 10 -sim=false) the
 // servers at 200 ms or more fall from 8.0% to 6.8% (ET, from Zurich) and
 // from 10.8% to 5.9% (CS:S, from Frankfurt: Brazil 2.1, Australia 1.5,
 // Singapore 1.0, New Zealand and Japan 0.3 each; calib -far -seeds 10), and those under 200 ms

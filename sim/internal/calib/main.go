@@ -1,10 +1,12 @@
 // Command calib measures how worlds of the paper's sizes compare with the
 // paper's Table 2 (countries, /8 clusters, initial probes, servers playable
 // from Melbourne) over a grid of the placement's scale parameters, and
-// prints the fit of the chosen (calibrated) model:
+// prints the fit of the chosen (calibrated) model. It lives under sim, not
+// population, because the initial probes are the simulator's (sim.Simulate)
+// and sim already imports population:
 //
-//	go run ./population/internal/calib            # the calibrated model (and the previous ones)
-//	go run ./population/internal/calib -grid      # the grid search
+//	go run ./sim/internal/calib            # the calibrated model (and the previous ones)
+//	go run ./sim/internal/calib -grid      # the grid search
 package main
 
 import (
