@@ -42,13 +42,22 @@
 //
 // # Defences
 //
-// Challenger (HMAC-SHA256 with a rotating secret), SourceLimiter
-// (dpmaster's --fp-throttle / --fp-decay-time), ByteBudget (global
-// outbound bytes per second), AddrMap (dpmaster's -m), and the limits in
-// Config. Every decision returns a Reason with a stable metrics label.
+// Challenger (HMAC-SHA256 with a rotating secret), ResponseLimiter (the
+// default defence against reflection, in the manner of DNS Response Rate
+// Limiting: the bytes of replies per victim IPv4 address or IPv6 /64,
+// whatever the source port, with a return lane that keeps answering a
+// client's refreshes while a spoofed flood of its address is cut off; by
+// default a flood aimed at one victim gets at most 896 KiB at once and
+// 48 KiB/s after, while a burst of 20 full lists of 5,000 servers and a
+// refresh every 2 s are answered), SourceLimiter (dpmaster's -f,
+// --fp-throttle / --fp-decay-time, which limit how often a source may ask,
+// used instead when an operator passes them), ByteBudget (global outbound
+// bytes per second, kept under either), AddrMap (dpmaster's -m), and the
+// limits in Config. Every decision returns a Reason with a stable metrics
+// label.
 //
 // # Concurrency
 //
-// Registry, Challenger, SourceLimiter and ByteBudget are safe for
-// concurrent use; each documents what its mutex guards.
+// Registry, Challenger, ResponseLimiter, SourceLimiter and ByteBudget are
+// safe for concurrent use; each documents what its mutex guards.
 package master

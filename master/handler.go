@@ -54,6 +54,9 @@ type HandlerConfig struct {
 	// Queries limits getservers, getServers, gameAuth and getmotd per
 	// source (dpmaster's -f, --fp-throttle, --fp-decay-time).
 	Queries *SourceLimiter
+	// Responses limits the bytes of the replies to those requests per
+	// victim prefix (the default defence, see ResponseLimiter).
+	Responses *ResponseLimiter
 	// Heartbeats limits heartbeats per source, and registrations per
 	// server named by a peer master.
 	Heartbeats *SourceLimiter
@@ -284,22 +287,36 @@ func (h *Handler) probe(now time.Time, p Probe, dst []Outgoing) []Outgoing {
 	} else {
 		h.stats.probes[p.Cause].Add(1)
 	}
-	return h.send(now, p.To, dst, outs[:n]...)
+	return h.send(now, p.To, nil, dst, outs[:n]...)
 }
 
-// send reserves the bytes of outs from the budget and appends them to dst,
-// all or nothing.
-func (h *Handler) send(now time.Time, to netip.AddrPort, dst []Outgoing, outs ...Outgoing) []Outgoing {
+// reserve takes a reply of payload bytes in datagrams datagrams to to from
+// lim (a nil lim, as for the master's own probes, skips it), then from the
+// global budget. A reply the budget refuses stays charged to lim: an
+// exhausted budget makes the per-victim limit stricter, never looser.
+func (h *Handler) reserve(now time.Time, to netip.AddrPort, lim *ResponseLimiter, payload, datagrams int) Reason {
+	if lim != nil {
+		if why := lim.Allow(now, to, Cost(to.Addr(), payload, datagrams)); why != OK {
+			return why
+		}
+	}
+	if h.cfg.Budget != nil {
+		return h.cfg.Budget.Reserve(now, payload)
+	}
+	return OK
+}
+
+// send reserves the bytes of outs from lim and the budget and appends them
+// to dst, all or nothing.
+func (h *Handler) send(now time.Time, to netip.AddrPort, lim *ResponseLimiter, dst []Outgoing, outs ...Outgoing) []Outgoing {
 	total := 0
 	for _, o := range outs {
 		total += len(o.Payload)
 	}
-	if h.cfg.Budget != nil {
-		if why := h.cfg.Budget.Reserve(now, total); why != OK {
-			h.stats.dropped[why].Add(1)
-			h.stats.denied.Add(uint64(total))
-			return dst
-		}
+	if why := h.reserve(now, to, lim, total, len(outs)); why != OK {
+		h.stats.dropped[why].Add(1)
+		h.stats.denied.Add(uint64(total))
+		return dst
 	}
 	for _, o := range outs {
 		h.stats.out[o.Kind].Add(1)
@@ -343,7 +360,7 @@ func (h *Handler) forward(now time.Time, s Server, dst []Outgoing) []Outgoing {
 		return dst
 	}
 	for _, up := range h.cfg.Upstreams {
-		dst = h.send(now, up, dst, Outgoing{To: up, Kind: KindRegister, Payload: b})
+		dst = h.send(now, up, nil, dst, Outgoing{To: up, Kind: KindRegister, Payload: b})
 	}
 	return dst
 }
@@ -428,15 +445,13 @@ func (h *Handler) getServers(now time.Time, from netip.AddrPort, m q3.GetServers
 }
 
 // sendList sends a cached server-list reply, all or nothing: its bytes
-// are reserved from the budget at once, and its packets rotated for
+// are reserved from the response limiter and the budget at once, and its packets rotated for
 // fairness (see answer).
 func (h *Handler) sendList(now time.Time, to netip.AddrPort, k Kind, a *answer, dst []Outgoing) []Outgoing {
-	if h.cfg.Budget != nil {
-		if why := h.cfg.Budget.Reserve(now, a.bytes); why != OK {
-			h.stats.dropped[why].Add(1)
-			h.stats.denied.Add(uint64(a.bytes))
-			return dst
-		}
+	if why := h.reserve(now, to, h.cfg.Responses, a.bytes, len(a.pkts)); why != OK {
+		h.stats.dropped[why].Add(1)
+		h.stats.denied.Add(uint64(a.bytes))
+		return dst
 	}
 	h.stats.out[k].Add(uint64(len(a.pkts)))
 	h.stats.outBytes[k].Add(uint64(a.bytes))
@@ -451,7 +466,7 @@ func (h *Handler) answer(now time.Time, to netip.AddrPort, k Kind, pkts [][]byte
 		outs[i] = Outgoing{To: to, Kind: k, Payload: p}
 	}
 	n := len(dst)
-	dst = h.send(now, to, dst, outs...)
+	dst = h.send(now, to, h.cfg.Responses, dst, outs...)
 	if len(dst) > n {
 		h.stats.answers.Add(1)
 	}

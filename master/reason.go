@@ -47,6 +47,8 @@ const (
 	ReasonSourceTableFull // flood-protection table full of active sources
 	ReasonBudgetExhausted // global outbound byte budget spent
 	ReasonReplyTooLarge   // a single reply larger than the whole budget burst
+	ReasonResponseLimited // per-victim response rate limit (ResponseLimiter)
+	ReasonVictimTableFull // response-limiter table full of prefixes still owed
 
 	// Removals.
 	ReasonSilent            // not verified for Config.Timeout
@@ -95,6 +97,8 @@ var reasonNames = [numReasons]string{
 	ReasonSourceTableFull:   "source_table_full",
 	ReasonBudgetExhausted:   "budget_exhausted",
 	ReasonReplyTooLarge:     "reply_too_large",
+	ReasonResponseLimited:   "response_limited",
+	ReasonVictimTableFull:   "victim_table_full",
 	ReasonSilent:            "silent",
 	ReasonProbesUnanswered:  "probes_unanswered",
 	ReasonCheckUnanswered:   "check_unanswered",
