@@ -251,10 +251,12 @@ const (
 	TermLF
 	// TermNUL: a trailing NUL byte (0x00).
 	TermNUL
+
+	numTerminators = iota // the count of Terminator values
 )
 
-func termNames() [4]string {
-	return [...]string{TermDefault: "default", TermNone: "none", TermLF: "lf", TermNUL: "nul"}
+func termNames() [numTerminators]string {
+	return [numTerminators]string{TermDefault: "default", TermNone: "none", TermLF: "lf", TermNUL: "nul"}
 }
 
 // String returns "default", "none", "lf" or "nul".
@@ -267,7 +269,7 @@ func (t Terminator) String() string {
 
 // MarshalText writes the name returned by String.
 func (t Terminator) MarshalText() ([]byte, error) {
-	if int(t) >= len(termNames()) {
+	if t >= numTerminators {
 		return nil, fmt.Errorf("%w: terminator %d", ErrInvalid, t)
 	}
 	return []byte(t.String()), nil

@@ -28,10 +28,12 @@ const (
 	// 4+18+112*7+4: this form. Quake III's and ioquake3's clients both stop
 	// at it.
 	EndEOTBare
+
+	numEnds = iota // the count of End values
 )
 
-func endNames() [4]string {
-	return [...]string{EndNone: "none", EndEOT: "eot", EndNUL: "nul", EndEOTBare: "eot_bare"}
+func endNames() [numEnds]string {
+	return [numEnds]string{EndNone: "none", EndEOT: "eot", EndNUL: "nul", EndEOTBare: "eot_bare"}
 }
 
 // String returns "none", "eot", "nul" or "eot_bare".
@@ -44,7 +46,7 @@ func (e End) String() string {
 
 // MarshalText writes the name returned by String.
 func (e End) MarshalText() ([]byte, error) {
-	if int(e) >= len(endNames()) {
+	if e >= numEnds {
 		return nil, fmt.Errorf("%w: end marker %d", ErrInvalid, e)
 	}
 	return []byte(e.String()), nil
@@ -166,7 +168,7 @@ func (r ServersResponse) AppendBinary(b []byte) ([]byte, error) {
 			return b, err
 		}
 	}
-	if int(r.End) >= len(endNames()) {
+	if r.End >= numEnds {
 		return b, fmt.Errorf("%w: end marker %d", ErrInvalid, r.End)
 	}
 	out := appendHeader(b, r.word())
