@@ -88,15 +88,9 @@ var defaultDB = sync.OnceValue(func() *DB {
 // With no paths, Open returns a DB equivalent to Default. Close releases the
 // files.
 func Open(paths ...string) (*DB, error) {
-	db := &DB{}
-	for _, p := range paths {
-		l, err := openMMDB(p)
-		if err != nil {
-			db.Close()
-			return nil, err
-		}
-		db.layers = append(db.layers, l)
-		db.closers = append(db.closers, l)
+	db, err := OpenMMDB(paths...)
+	if err != nil {
+		return nil, err
 	}
 	db.layers = append(db.layers, Default().layers...)
 	return db, nil
