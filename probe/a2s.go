@@ -134,33 +134,13 @@ func (d a2sDialect) handle(st *step, rep reply, res *Result) ([]step, bool, erro
 			challenge: binary.LittleEndian.AppendUint32(nil, m.Challenge)}
 		return []step{next}, true, nil
 	case a2s.Info:
-		if st.kind != a2sInfo {
-			return nil, false, errors.New("a2s: info reply to A2S_PLAYER")
-		}
-		res.Name, res.Map, res.GameType = m.Name, m.Map, m.Folder
-		res.Protocol = strconv.Itoa(int(m.Protocol))
-		res.NumPlayers, res.MaxPlayers = int(m.Players), int(m.MaxPlayers)
-		res.Info = append(res.Info, a2sPairs(m.Name, m.Map, m.Folder, m.Game, m.Players, m.MaxPlayers, m.Bots,
-			m.Protocol, m.ServerType, m.Environment, m.Private, m.VAC)...)
-		res.Info = append(res.Info, infostring.Pair{Key: "app_id", Value: strconv.Itoa(int(m.AppID))},
-			infostring.Pair{Key: "version", Value: m.Version})
-		if m.Keywords != nil {
-			res.Info = append(res.Info, infostring.Pair{Key: "keywords", Value: *m.Keywords})
-		}
-		if m.Port != nil {
-			res.Info = append(res.Info, infostring.Pair{Key: "port", Value: strconv.Itoa(int(*m.Port))})
-		}
-		return d.afterInfo(st), true, nil
+		return d.info(st, res, m, true)
 	case a2s.GoldSrcInfo:
-		if st.kind != a2sInfo {
-			return nil, false, errors.New("a2s: info reply to A2S_PLAYER")
-		}
-		res.Name, res.Map, res.GameType = m.Name, m.Map, m.Folder
-		res.Protocol = strconv.Itoa(int(m.Protocol))
-		res.NumPlayers, res.MaxPlayers = int(m.Players), int(m.MaxPlayers)
-		res.Info = append(res.Info, a2sPairs(m.Name, m.Map, m.Folder, m.Game, m.Players, m.MaxPlayers, m.Bots,
-			m.Protocol, m.ServerType, m.Environment, m.Private, m.VAC)...)
-		return d.afterInfo(st), true, nil
+		// The fields a Source reply shares: GoldSrc's has no app id,
+		// version or extra data.
+		return d.info(st, res, a2s.Info{Protocol: m.Protocol, Name: m.Name, Map: m.Map, Folder: m.Folder, Game: m.Game,
+			Players: m.Players, MaxPlayers: m.MaxPlayers, Bots: m.Bots, ServerType: m.ServerType,
+			Environment: m.Environment, Private: m.Private, VAC: m.VAC}, false)
 	case a2s.Players:
 		if st.kind != a2sPlayer {
 			return nil, false, errors.New("a2s: player reply to A2S_INFO")
@@ -193,18 +173,36 @@ func (d a2sDialect) afterInfo(st *step) []step {
 	return []step{{kind: a2sPlayer, challenge: st.challenge}}
 }
 
-func a2sPairs(name, mapName, folder, game string, players, maxPlayers, bots, protocol uint8,
-	typ a2s.ServerType, env a2s.Environment, private, vac bool) infostring.Info {
-	return infostring.Info{
-		{Key: "name", Value: name}, {Key: "map", Value: mapName},
-		{Key: "folder", Value: folder}, {Key: "game", Value: game},
-		{Key: "players", Value: strconv.Itoa(int(players))},
-		{Key: "max_players", Value: strconv.Itoa(int(maxPlayers))},
-		{Key: "bots", Value: strconv.Itoa(int(bots))},
-		{Key: "protocol", Value: strconv.Itoa(int(protocol))},
-		{Key: "server_type", Value: string(rune(typ))},
-		{Key: "environment", Value: string(rune(env))},
-		{Key: "private", Value: strconv.FormatBool(private)},
-		{Key: "vac", Value: strconv.FormatBool(vac)},
+// info takes an info reply into res: m, with source telling whether it
+// came as Source's reply, whose app id and version are kept too.
+func (d a2sDialect) info(st *step, res *Result, m a2s.Info, source bool) ([]step, bool, error) {
+	if st.kind != a2sInfo {
+		return nil, false, errors.New("a2s: info reply to A2S_PLAYER")
 	}
+	res.Name, res.Map, res.GameType = m.Name, m.Map, m.Folder
+	res.Protocol = strconv.Itoa(int(m.Protocol))
+	res.NumPlayers, res.MaxPlayers = int(m.Players), int(m.MaxPlayers)
+	res.Info = append(res.Info, infostring.Info{
+		{Key: "name", Value: m.Name}, {Key: "map", Value: m.Map},
+		{Key: "folder", Value: m.Folder}, {Key: "game", Value: m.Game},
+		{Key: "players", Value: strconv.Itoa(int(m.Players))},
+		{Key: "max_players", Value: strconv.Itoa(int(m.MaxPlayers))},
+		{Key: "bots", Value: strconv.Itoa(int(m.Bots))},
+		{Key: "protocol", Value: strconv.Itoa(int(m.Protocol))},
+		{Key: "server_type", Value: string(rune(m.ServerType))},
+		{Key: "environment", Value: string(rune(m.Environment))},
+		{Key: "private", Value: strconv.FormatBool(m.Private)},
+		{Key: "vac", Value: strconv.FormatBool(m.VAC)},
+	}...)
+	if source {
+		res.Info = append(res.Info, infostring.Pair{Key: "app_id", Value: strconv.Itoa(int(m.AppID))},
+			infostring.Pair{Key: "version", Value: m.Version})
+	}
+	if m.Keywords != nil {
+		res.Info = append(res.Info, infostring.Pair{Key: "keywords", Value: *m.Keywords})
+	}
+	if m.Port != nil {
+		res.Info = append(res.Info, infostring.Pair{Key: "port", Value: strconv.Itoa(int(*m.Port))})
+	}
+	return d.afterInfo(st), true, nil
 }

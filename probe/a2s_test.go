@@ -176,3 +176,46 @@ func TestQuery_A2SRulesUnansweredKeepsInfoAndPlayers(t *testing.T) {
 		t.Errorf("counts %+v; want info, player and the rules request twice", c)
 	}
 }
+
+// TestQuery_A2SInfoPairs: a Source info reply and an obsolete GoldSrc one
+// give the same pairs for the fields they share, in the same order; the
+// Source reply adds its app id, version and extra data.
+func TestQuery_A2SInfoPairs(t *testing.T) {
+	kw, port := "secure,dust", uint16(27016)
+	shared := "name=box map=de_dust folder=cstrike game=CS players=3 max_players=16 bots=1 protocol=48 server_type=d environment=l private=true vac=true"
+	for _, tc := range []struct {
+		name  string
+		reply a2s.Message
+		want  string
+	}{
+		{"source", a2s.Info{Protocol: 48, Name: "box", Map: "de_dust", Folder: "cstrike", Game: "CS", AppID: 240,
+			Players: 3, MaxPlayers: 16, Bots: 1, ServerType: a2s.ServerDedicated, Environment: a2s.EnvLinux,
+			Private: true, VAC: true, Version: "1.0", Keywords: &kw, Port: &port},
+			shared + " app_id=240 version=1.0 keywords=secure,dust port=27016"},
+		{"goldsrc", a2s.GoldSrcInfo{Address: "127.0.0.1:27015", Protocol: 48, Name: "box", Map: "de_dust", Folder: "cstrike",
+			Game: "CS", Players: 3, MaxPlayers: 16, Bots: 1, ServerType: a2s.ServerDedicated, Environment: a2s.EnvLinux,
+			Private: true, VAC: true}, shared},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			enc, err := tc.reply.AppendBinary(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := responder(t, func([]byte) [][]byte { return [][]byte{enc} })
+			r, _ := queryOne(t, &Prober{}, Target{addr, A2SInfo})
+			if r.Err != nil {
+				t.Fatalf("result %+v", r)
+			}
+			var got []string
+			for _, p := range r.Info {
+				got = append(got, p.Key+"="+p.Value)
+			}
+			if g := strings.Join(got, " "); g != tc.want {
+				t.Errorf("info\n %s\nwant\n %s", g, tc.want)
+			}
+			if r.Name != "box" || r.Map != "de_dust" || r.GameType != "cstrike" || r.Protocol != "48" || r.NumPlayers != 3 || r.MaxPlayers != 16 {
+				t.Errorf("summary %+v", r)
+			}
+		})
+	}
+}
