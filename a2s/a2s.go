@@ -1,6 +1,7 @@
 package a2s
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -65,7 +66,8 @@ type Message interface {
 // what parsed of a truncated reply too.
 func Parse(b []byte) (Message, error) {
 	if len(b) < 4 {
-		if len(b) > 0 && (isPrefix(b, 0xFF, 0xFF, 0xFF, 0xFF) || isPrefix(b, 0xFE, 0xFF, 0xFF, 0xFF)) {
+		// What came of the header is one of the two: a cut packet.
+		if len(b) > 0 && (bytes.HasPrefix([]byte{0xFF, 0xFF, 0xFF, 0xFF}, b) || bytes.HasPrefix([]byte{0xFE, 0xFF, 0xFF, 0xFF}, b)) {
 			return nil, fmt.Errorf("header: %w", ErrTruncated)
 		}
 		return nil, fmt.Errorf("%w: %d-byte packet", ErrNotA2S, len(b))
@@ -105,22 +107,10 @@ func Parse(b []byte) (Message, error) {
 	return nil, fmt.Errorf("%w: type byte %#02x", ErrNotA2S, b[4])
 }
 
-// isPrefix reports whether b is a prefix of want.
-func isPrefix(b []byte, want ...byte) bool {
-	if len(b) > len(want) {
-		return false
-	}
-	for i := range b {
-		if b[i] != want[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // checkHeader checks the FF FF FF FF <typ> header and returns the body.
 func checkHeader(b []byte, typ byte, what string) ([]byte, error) {
-	if !isPrefix(b[:min(len(b), 5)], 0xFF, 0xFF, 0xFF, 0xFF, typ) {
+	// A packet cut inside a right header is truncated, not foreign.
+	if !bytes.HasPrefix([]byte{0xFF, 0xFF, 0xFF, 0xFF, typ}, b[:min(len(b), 5)]) {
 		return nil, fmt.Errorf("%w: not %s", ErrNotA2S, what)
 	}
 	if len(b) < 5 {

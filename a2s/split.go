@@ -41,7 +41,7 @@ func (p SplitPacket) Compressed() bool { return p.ID&0x80000000 != 0 }
 
 // ParseSplitPacket decodes one packet of a split reply.
 func ParseSplitPacket(b []byte) (SplitPacket, error) {
-	if !isPrefix(b[:min(len(b), 4)], 0xFE, 0xFF, 0xFF, 0xFF) {
+	if !bytes.HasPrefix([]byte{0xFE, 0xFF, 0xFF, 0xFF}, b[:min(len(b), 4)]) {
 		return SplitPacket{}, fmt.Errorf("%w: not a split packet", ErrNotA2S)
 	}
 	r := reader{b: b[min(len(b), 4):]}

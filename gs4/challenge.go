@@ -1,6 +1,7 @@
 package gs4
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"strconv"
@@ -20,7 +21,7 @@ type ChallengeRequest struct {
 // with 0 when it has no challenge yet); UT3 and qstat send none.
 func ParseChallengeRequest(b []byte) (ChallengeRequest, error) {
 	if len(b) < 3 || b[0] != requestMagic[0] || b[1] != requestMagic[1] || b[2] != TypeChallenge {
-		if len(b) < 3 && isPrefix(b, requestMagic[0], requestMagic[1], TypeChallenge) {
+		if len(b) < 3 && bytes.HasPrefix([]byte{requestMagic[0], requestMagic[1], TypeChallenge}, b) {
 			return ChallengeRequest{}, fmt.Errorf("challenge request header: %w", ErrTruncated)
 		}
 		return ChallengeRequest{}, fmt.Errorf("%w: not a challenge request", ErrNotGS4)
@@ -127,17 +128,4 @@ func (m ChallengeReply) AppendBinary(b []byte) ([]byte, error) {
 		b = append(b, 0)
 	}
 	return b, nil
-}
-
-// isPrefix reports whether b is a prefix of want.
-func isPrefix(b []byte, want ...byte) bool {
-	if len(b) > len(want) {
-		return false
-	}
-	for i := range b {
-		if b[i] != want[i] {
-			return false
-		}
-	}
-	return true
 }

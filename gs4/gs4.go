@@ -1,6 +1,7 @@
 package gs4
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -87,7 +88,7 @@ type Message interface {
 // The returned Message is one of [ChallengeRequest], [ChallengeReply],
 // [InfoRequest] or [InfoPacket].
 func Parse(b []byte) (Message, error) {
-	if isPrefix(b[:min(len(b), 2)], requestMagic[0], requestMagic[1]) && len(b) > 0 {
+	if bytes.HasPrefix(requestMagic[:], b[:min(len(b), 2)]) && len(b) > 0 {
 		if len(b) < 3 {
 			return nil, fmt.Errorf("request type: %w", ErrTruncated)
 		}

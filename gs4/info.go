@@ -1,6 +1,7 @@
 package gs4
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 )
@@ -44,7 +45,7 @@ const (
 // form with a challenge. Anything longer, or key bytes other than 00/FF, is
 // a key-list request ([ErrKeyList]).
 func ParseInfoRequest(b []byte) (InfoRequest, error) {
-	if !isPrefix(b[:min(len(b), 3)], requestMagic[0], requestMagic[1], TypeInfo) {
+	if !bytes.HasPrefix([]byte{requestMagic[0], requestMagic[1], TypeInfo}, b[:min(len(b), 3)]) {
 		return InfoRequest{}, fmt.Errorf("%w: not an info request", ErrNotGS4)
 	}
 	if len(b) < 7 {

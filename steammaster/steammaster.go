@@ -1,6 +1,7 @@
 package steammaster
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -77,7 +78,7 @@ func Parse(b []byte) (Message, error) {
 		}
 		return q, nil
 	}
-	if len(b) > 0 && isPrefix(b[:min(len(b), HeaderSize)], replyHeader[:]) {
+	if len(b) > 0 && bytes.HasPrefix(replyHeader[:], b[:min(len(b), HeaderSize)]) {
 		r, err := ParseReply(b)
 		if err != nil && len(r.Servers) == 0 && !r.End {
 			return nil, err
@@ -85,10 +86,6 @@ func Parse(b []byte) (Message, error) {
 		return r, err
 	}
 	return nil, fmt.Errorf("%w: first bytes % x", ErrNotSteamMaster, b[:min(len(b), HeaderSize)])
-}
-
-func isPrefix(b, want []byte) bool {
-	return len(b) <= len(want) && string(b) == string(want[:len(b)])
 }
 
 // Query asks a master for servers:
@@ -176,7 +173,7 @@ type Reply struct {
 // it returns the entries that parsed with an error wrapping
 // [ErrTruncated]; bytes after the terminator are ignored.
 func ParseReply(b []byte) (Reply, error) {
-	if !isPrefix(b[:min(len(b), HeaderSize)], replyHeader[:]) || len(b) == 0 {
+	if !bytes.HasPrefix(replyHeader[:], b[:min(len(b), HeaderSize)]) || len(b) == 0 {
 		return Reply{}, fmt.Errorf("%w: not a reply", ErrNotSteamMaster)
 	}
 	if len(b) < HeaderSize {
