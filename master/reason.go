@@ -33,7 +33,7 @@ const (
 	ReasonBadChallenge     // challenge not issued to this address
 	ReasonChallengeExpired // challenge older than Config.ChallengeLifetime
 	ReasonMissingProtocol  // no "protocol"
-	ReasonBadProtocol      // "protocol" not a number
+	ReasonBadProtocol      // "protocol" not a 32-bit number; Doom 3 family: a version no game uses
 	ReasonNoMaxClients     // "sv_maxclients" missing or 0
 	ReasonMissingClients   // "clients" missing or not a number
 	ReasonBadGametype      // gametype with whitespace or too long

@@ -556,8 +556,10 @@ func (r *Registry) parseReplyLocked(e *entry, rep *Reply) (Server, Reason) {
 		if !ok {
 			return s, ReasonMissingProtocol
 		}
+		// Any 32-bit number, negative ones too: dpmaster reads it with
+		// strtol, and test and custom builds use "protocol\-1".
 		n, err := strconv.ParseInt(p, 10, 32)
-		if err != nil || n < 0 {
+		if err != nil {
 			return s, ReasonBadProtocol
 		}
 		s.Protocol = int(n)

@@ -175,3 +175,34 @@ func TestParse_LenientChallenge(t *testing.T) {
 		}
 	}
 }
+
+// TestParse_GetServersDpmasterForms: the request forms dpmaster reads and
+// this package must read the same way. A first word with a sign is the
+// protocol (strtol).
+func TestParse_GetServersDpmasterForms(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want GetServers
+		err  error
+	}{
+		{"getservers -1", GetServers{Protocol: -1, Terminator: TermNone}, nil},
+		{"getservers +68 empty", GetServers{Protocol: 68, Empty: true, Terminator: TermNone}, nil},
+		{"getserversExt Quake3Arena -5 full\n", GetServers{Ext: true, GameName: "Quake3Arena", Protocol: -5, Full: true, Terminator: TermLF}, nil},
+		{"getservers -2147483648", GetServers{Protocol: -1 << 31, Terminator: TermNone}, nil},
+		{"getservers -x 68", GetServers{GameName: "-x", Protocol: 68, Terminator: TermNone}, nil},
+	} {
+		m, err := Parse([]byte(Prefix + tc.in))
+		if s := sentinels(err); (tc.err == nil && err != nil) || (tc.err != nil && (len(s) != 1 || s[0] != tc.err)) {
+			t.Errorf("Parse(%q) error %v, want %v", tc.in, err, tc.err)
+		}
+		if !reflect.DeepEqual(m, tc.want) {
+			t.Errorf("Parse(%q) = %#v, want %#v", tc.in, m, tc.want)
+		}
+	}
+	// "-" alone is no number: a game name, as strtol leaves it.
+	for _, in := range []string{"getservers -2147483649", "getservers --1"} {
+		if m, err := Parse([]byte(Prefix + in)); err == nil {
+			t.Errorf("Parse(%q) = %#v, want an error", in, m)
+		}
+	}
+}

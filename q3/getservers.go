@@ -15,7 +15,9 @@ import (
 // Quake III, RtCW and ET send the anonymous form "getservers 68 empty
 // full"; DarkPlaces games put their game name first ("getservers Nexuiz 3
 // empty full"), which is how dpmaster tells the forms apart: a first word
-// that is all digits is the protocol. dpmaster answers getserversExt with
+// that reads as a number (decimal digits after an optional sign, as C's
+// strtol reads it: "getservers -1" asks for protocol -1) is the protocol.
+// dpmaster answers getserversExt with
 // getserversExtResponse and requires the game name there; early ioquake3
 // sent "getserversExt 68 empty ipv6" without one, which this package reads
 // and writes but dpmaster refuses.
@@ -34,6 +36,8 @@ type GetServers struct {
 	GameName string `json:"game_name,omitempty"`
 	// Protocol is the network protocol the client speaks (68 for Quake
 	// III 1.32, 71 for ioquake3/OpenArena, 84 for ET 2.60, 60 for RtCW).
+	// Any 32-bit signed value: dpmaster reads it with strtol, and test
+	// and custom builds use negative ones.
 	Protocol int `json:"protocol"`
 	// Empty and Full ask for empty and full servers as well.
 	Empty bool `json:"empty,omitempty"`
@@ -78,11 +82,11 @@ func (g GetServers) AppendBinary(b []byte) ([]byte, error) {
 		if err := validToken("game name", g.GameName); err != nil {
 			return b, err
 		}
-		if isDigits(g.GameName) {
+		if isSignedNumber(g.GameName) {
 			return b, fmt.Errorf("%w: game name %q would read as the protocol", ErrInvalid, clip(g.GameName))
 		}
 	}
-	if g.Protocol < 0 || int64(g.Protocol) > 1<<31-1 {
+	if int64(g.Protocol) < -1<<31 || int64(g.Protocol) > 1<<31-1 {
 		return b, fmt.Errorf("%w: protocol %d", ErrInvalid, g.Protocol)
 	}
 	if g.GameType != "" {
@@ -164,7 +168,7 @@ func parseGetServers(body []byte, ext bool) (Message, error) {
 	if len(words) == 0 {
 		return nil, fmt.Errorf("%s: %w", name, l.short("protocol"))
 	}
-	if !isDigits(words[0]) {
+	if !isSignedNumber(words[0]) {
 		// dpmaster's rule: a first word that is not a number is the game
 		// name, and the protocol follows it.
 		g.GameName = words[0]
@@ -173,7 +177,7 @@ func parseGetServers(body []byte, ext bool) (Message, error) {
 			return nil, fmt.Errorf("%s: %w", name, l.short("protocol after the game name"))
 		}
 	}
-	if g.Protocol, err = parseNumber("protocol", words[0]); err != nil {
+	if g.Protocol, err = parseSignedNumber("protocol", words[0]); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	for i, w := range words[1:] {

@@ -437,6 +437,27 @@ func parseNumber(what, s string) (int, error) {
 	return int(n), nil
 }
 
+// parseSignedNumber reads a decimal int32 with an optional sign, as C's
+// strtol does for the protocols dpmaster reads ("-1", "+68").
+func parseSignedNumber(what, s string) (int, error) {
+	if !isSignedNumber(s) {
+		return 0, fmt.Errorf("%w: %s %q is not a number", ErrMalformed, what, clip(s))
+	}
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s %q out of range", ErrMalformed, what, clip(s))
+	}
+	return int(n), nil
+}
+
+// isSignedNumber reports decimal digits after an optional '+' or '-'.
+func isSignedNumber(s string) bool {
+	if len(s) > 1 && (s[0] == '-' || s[0] == '+') {
+		s = s[1:]
+	}
+	return isDigits(s)
+}
+
 func isDigits(s string) bool {
 	if s == "" {
 		return false

@@ -1,0 +1,71 @@
+package master
+
+import (
+	"net/netip"
+	"slices"
+	"testing"
+
+	"github.com/scout-discovery/scout/game"
+)
+
+// The dpmaster 2.x behaviours (doc/manual.txt "GAME PROPERTIES",
+// doc/techinfo.txt "PROTOCOL") scout reproduces, one test per rule.
+
+// listAs registers the server at a through the handler with heartbeat tag
+// tag and the OpenArena infoResponse changed by kv.
+func (f *hfix) listAs(t testing.TB, a netip.AddrPort, tag string, kv ...string) {
+	t.Helper()
+	out := f.in(a, oob("heartbeat "+tag+"\n"))
+	c := challengeOf(t, out, KindGetInfo)
+	if out := f.in(a, oaInfo(c, kv...)); len(out) != 0 {
+		t.Fatalf("reply to an infoResponse: %v", out)
+	}
+	if s, ok := f.h.Registry().Lookup(a); !ok || !s.Listed {
+		t.Fatalf("%v not listed (drops %v)", a, f.dropSummary())
+	}
+}
+
+// queryAnswered sends req and returns the servers of its answer, failing
+// if nothing is sent back.
+func (f *hfix) queryAnswered(t testing.TB, req string) []netip.AddrPort {
+	t.Helper()
+	got, _, n := f.query(t, client, req)
+	if n == 0 {
+		t.Fatalf("%q: no answer (drops %v)", req, f.dropSummary())
+	}
+	slices.SortFunc(got, func(a, b netip.AddrPort) int { return a.Compare(b) })
+	return got
+}
+
+// dpmaster reads the infoResponse's protocol with strtol: "protocol\-1" is
+// protocol -1, listed, and asked for with "getservers NAME -1" (and, for an
+// anonymous game, "getservers -7": see TestGetServers_UnknownProtocolUsesAnonymousGameWithServers).
+func TestInfoResponse_NegativeProtocol(t *testing.T) {
+	f := newHandlerFix(t, Config{}, nil)
+	dp, q3a := ap("198.51.100.10:26000"), ap("198.51.100.11:27960")
+	f.listAs(t, dp, "DarkPlaces", "gamename", "Xonotic", "protocol", "-1")
+	f.listAs(t, q3a, "QuakeArena-1", "protocol", "-7")
+	if s, _ := f.h.Registry().Lookup(dp); s.Protocol != -1 || s.Game != "Xonotic" {
+		t.Fatalf("listed as %+v", s)
+	}
+	for req, want := range map[string][]netip.AddrPort{
+		"getservers Xonotic -1":          {dp},
+		"getserversExt Xonotic -1 ipv4":  {dp},
+		"getservers Xonotic 1":           nil,
+		"getserversExt Quake3Arena -7\n": {q3a},
+	} {
+		if got := f.queryAnswered(t, req); !slices.Equal(got, want) {
+			t.Errorf("%q: %v, want %v", req, got, want)
+		}
+	}
+	// Still a number, and still 32 bits.
+	for _, bad := range []string{"-", "-1x", "-2147483649"} {
+		r := newTestRegistry(t, Config{})
+		p, _ := r.Heartbeat(t0, q3a, q3hb)
+		if _, _, why := r.Verify(t0, q3a, infoReply(p.Challenge.Text, "protocol", bad)); why != ReasonBadProtocol {
+			t.Errorf("protocol %q: %v, want %v", bad, why, ReasonBadProtocol)
+		}
+	}
+}
+
+var _ = game.FamilyQ3
