@@ -68,4 +68,28 @@ func TestInfoResponse_NegativeProtocol(t *testing.T) {
 	}
 }
 
+// "getservers 84 " (a trailing space, no option), as old Enemy Territory
+// clients send it, is answered: dpmaster's option loop skips empty words.
+func TestGetServers_TrailingSpace(t *testing.T) {
+	f := newHandlerFix(t, Config{}, nil)
+	et := ap("198.51.100.12:27960")
+	f.listAs(t, et, "EnemyTerritory-1", "gamename", "et", "protocol", "84", "clients", "0")
+	for _, req := range []string{"getservers 84 ", "getservers 84  ", "getservers 84 empty ", "getserversExt et 84 \t"} {
+		if got := f.queryAnswered(t, req); !slices.Equal(got, []netip.AddrPort{et}) {
+			t.Errorf("%q: %v, want %v", req, got, et)
+		}
+	}
+	// A protocol no game has and no server uses: the empty list, not silence.
+	if got := f.queryAnswered(t, "getservers 20 "); len(got) != 0 {
+		t.Errorf("getservers 20: %v", got)
+	}
+	if n := f.h.Stats().Dropped(ReasonMalformed); n != 0 {
+		t.Errorf("%d dropped as malformed", n)
+	}
+	// A cut word is still refused: "getservers 8" would ask for protocol 8.
+	if out := f.in(client, oob("getservers gametype= ")); len(out) != 0 {
+		t.Errorf("answered a request without its protocol: %v", out)
+	}
+}
+
 var _ = game.FamilyQ3

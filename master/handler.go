@@ -192,6 +192,12 @@ func parseQ3(pkt []byte) (q3.Message, Kind, Reason) {
 	case errors.Is(err, q3.ErrUnknownCommand):
 		return nil, k, ReasonUnknownCommand
 	}
+	if gs, ok := m.(q3.GetServers); ok && errors.Is(err, q3.ErrTruncated) {
+		// Every word read, but the datagram ends in whitespace: "getservers
+		// 84 " as old Enemy Territory clients send. dpmaster answers it
+		// (its option loop skips empty words), and so does scout.
+		return gs, k, OK
+	}
 	return nil, k, ReasonMalformed
 }
 

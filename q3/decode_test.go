@@ -178,7 +178,8 @@ func TestParse_LenientChallenge(t *testing.T) {
 
 // TestParse_GetServersDpmasterForms: the request forms dpmaster reads and
 // this package must read the same way. A first word with a sign is the
-// protocol (strtol).
+// protocol (strtol); a trailing space without a terminator gives the whole
+// request along with ErrTruncated (it may have been cut before a word).
 func TestParse_GetServersDpmasterForms(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
@@ -189,6 +190,9 @@ func TestParse_GetServersDpmasterForms(t *testing.T) {
 		{"getservers +68 empty", GetServers{Protocol: 68, Empty: true, Terminator: TermNone}, nil},
 		{"getserversExt Quake3Arena -5 full\n", GetServers{Ext: true, GameName: "Quake3Arena", Protocol: -5, Full: true, Terminator: TermLF}, nil},
 		{"getservers -2147483648", GetServers{Protocol: -1 << 31, Terminator: TermNone}, nil},
+		{"getservers 20 ", GetServers{Protocol: 20, Terminator: TermNone}, ErrTruncated},
+		{"getservers 84 empty  ", GetServers{Protocol: 84, Empty: true, Terminator: TermNone}, ErrTruncated},
+		{"getservers 20 \n", GetServers{Protocol: 20, Terminator: TermLF}, nil},
 		{"getservers -x 68", GetServers{GameName: "-x", Protocol: 68, Terminator: TermNone}, nil},
 	} {
 		m, err := Parse([]byte(Prefix + tc.in))

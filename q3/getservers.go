@@ -28,6 +28,12 @@ import (
 // and 4; "ipv4" and "ipv6" (extended form) ask for those address families,
 // and neither means both. Words are compared case-sensitively, as dpmaster
 // does.
+//
+// A request that ends in whitespace without a terminator ("getservers 84 ",
+// as old Enemy Territory clients send) may have been cut before its next
+// word: Parse returns the whole message it read together with an error
+// wrapping ErrTruncated, so a caller that answers such requests anyway (as
+// dpmaster does) can.
 type GetServers struct {
 	// Ext selects getserversExt.
 	Ext bool `json:"ext"`
