@@ -1,8 +1,12 @@
 package master
 
 import (
+	"bytes"
+	"log/slog"
 	"net/netip"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/scout-discovery/scout/game"
@@ -92,4 +96,68 @@ func TestGetServers_TrailingSpace(t *testing.T) {
 	}
 }
 
+// logBuffer collects a handler's log lines (every level) for tests.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+func (l *logBuffer) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// has reports whether some line holds every one of parts.
+func (l *logBuffer) has(parts ...string) bool { return l.count(parts...) > 0 }
+
+// count returns the lines that hold every one of parts.
+func (l *logBuffer) count(parts ...string) int {
+	n := 0
+lines:
+	for _, line := range strings.Split(l.String(), "\n") {
+		for _, p := range parts {
+			if !strings.Contains(line, p) {
+				continue lines
+			}
+		}
+		n++
+	}
+	return n
+}
+
 var _ = game.FamilyQ3
+
+// The game name is mandatory in getserversExt: dpmaster answers
+// "getserversExt 68 empty ipv6" (early ioquake3) with nothing at all, not
+// with an empty list. scout counts the drop under its own reason.
+func TestGetServersExt_NoGameNameIsSilent(t *testing.T) {
+	var logs logBuffer
+	f := newHandlerFix(t, Config{}, func(c *HandlerConfig) { c.Logger = logs.logger() })
+	f.list(t, ap("198.51.100.13:27960"))
+	for i, req := range []string{"getserversExt 71 empty ipv6", "getserversExt 71", "getserversExt -1 full\n", "getserversExt 71 "} {
+		if out := f.in(client, oob(req)); len(out) != 0 {
+			t.Errorf("%q answered: %v", req, out)
+		}
+		if n := f.h.Stats().Dropped(ReasonExtWithoutGame); n != uint64(i+1) {
+			t.Errorf("%q: %d drops counted as %v, want %d", req, n, ReasonExtWithoutGame, i+1)
+		}
+	}
+	if !logs.has(`reason=ext_without_game`) {
+		t.Errorf("the drop is not logged: %q", logs.String())
+	}
+	// With the name, the same request is answered.
+	if got := f.queryAnswered(t, "getserversExt Quake3Arena 71 empty ipv4 ipv6"); len(got) != 1 {
+		t.Errorf("named getserversExt: %v", got)
+	}
+}

@@ -407,6 +407,12 @@ func (h *Handler) getServers(now time.Time, from netip.AddrPort, m q3.GetServers
 	if badSource(from) {
 		return h.drop(dst, k, from, ReasonBadAddress)
 	}
+	if m.Ext && m.GameName == "" {
+		// The game name is mandatory in getserversExt (dpmaster reads the
+		// first word as the name, finds no protocol after it, and answers
+		// nothing): early ioquake3's "getserversExt 68 empty ipv6".
+		return h.drop(dst, k, from, ReasonExtWithoutGame)
+	}
 	if why := h.allow(h.cfg.Queries, now, from); why != OK {
 		return h.drop(dst, k, from, why)
 	}

@@ -43,6 +43,7 @@ const (
 
 	// Queries and flood protection.
 	ReasonUnknownGame     // query for a protocol no anonymous game uses
+	ReasonExtWithoutGame  // getserversExt without the game name it requires: dpmaster stays silent
 	ReasonRateLimited     // per-source flood protection
 	ReasonSourceTableFull // flood-protection table full of active sources
 	ReasonBudgetExhausted // global outbound byte budget spent
@@ -93,6 +94,7 @@ var reasonNames = [numReasons]string{
 	ReasonBadGamename:       "bad_gamename",
 	ReasonGamenameMismatch:  "gamename_mismatch",
 	ReasonUnknownGame:       "unknown_game",
+	ReasonExtWithoutGame:    "ext_without_game",
 	ReasonRateLimited:       "rate_limited",
 	ReasonSourceTableFull:   "source_table_full",
 	ReasonBudgetExhausted:   "budget_exhausted",
