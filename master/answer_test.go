@@ -44,7 +44,7 @@ func TestMaster_FullListAnswerAllocs(t *testing.T) {
 	q := Query{Family: q71.Family, Protocol: 71, Empty: true, Full: true, IPv4: true}
 	form := replyForm{split: q3.SplitOptions{End: q3.EndEOT, MaxBytes: q3.DefaultMaxBytes}}
 	cached := testing.AllocsPerRun(200, func() {
-		fl, _ := f.h.reg.resolve(q)
+		fl, _ := f.h.reg.resolve(q, f.h.reg.current(f.now))
 		a, err := f.h.reg.answer(f.now, fl, form, false)
 		if err != nil {
 			t.Fatal(err)

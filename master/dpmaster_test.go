@@ -136,8 +136,6 @@ lines:
 	return n
 }
 
-var _ = game.FamilyQ3
-
 // The game name is mandatory in getserversExt: dpmaster answers
 // "getserversExt 68 empty ipv6" (early ioquake3) with nothing at all, not
 // with an empty list. scout counts the drop under its own reason.
@@ -160,4 +158,69 @@ func TestGetServersExt_NoGameNameIsSilent(t *testing.T) {
 	if got := f.queryAnswered(t, "getserversExt Quake3Arena 71 empty ipv4 ipv6"); len(got) != 1 {
 		t.Errorf("named getserversExt: %v", got)
 	}
+}
+
+// An anonymous getservers for a protocol in no game's protocol list is for
+// the anonymous game whose listed servers use it (dpmaster: "protocol
+// numbers are hints, not reservations"): custom ioquake3 builds, test
+// protocols, old versions. The game with the most such servers wins, the
+// first in catalogue order on a tie; that game's options apply; a server
+// that named its game with a DarkPlaces heartbeat does not count; and a
+// protocol that a game lists is that game's, whatever servers use it.
+func TestGetServers_UnknownProtocolUsesAnonymousGameWithServers(t *testing.T) {
+	f := newHandlerFix(t, Config{}, nil)
+	q1, q2 := ap("198.51.100.20:27960"), ap("198.51.100.21:27960")
+	neg := ap("198.51.100.22:27960")
+	et1, et2, et3 := ap("198.51.100.30:27960"), ap("198.51.100.31:27960"), ap("198.51.100.32:27960")
+	dp := ap("198.51.100.40:26000")
+	f.listAs(t, q1, "QuakeArena-1", "protocol", "1071")
+	f.listAs(t, q2, "QuakeArena-1", "protocol", "1071", "clients", "8") // full
+	f.listAs(t, neg, "QuakeArena-1", "protocol", "-7")
+	f.listAs(t, et1, "EnemyTerritory-1", "gamename", "et", "protocol", "1071", "clients", "0")
+	f.listAs(t, dp, "DarkPlaces", "gamename", "Xonotic", "protocol", "555")
+	for req, want := range map[string][]netip.AddrPort{
+		"getservers 1071":          {q1},     // 2 Quake3Arena servers against 1 et
+		"getservers 1071 full":     {q1, q2}, // the game's servers, then the filters
+		"getservers 1071 ffa full": {q1, q2},
+		"getservers -7 ":           {neg},
+		"getservers 555":           nil, // Xonotic named itself: ask "getservers Xonotic 555"
+		"getservers Xonotic 555":   {dp},
+		"getservers 9999":          nil,
+	} {
+		if got := f.queryAnswered(t, req); !slices.Equal(got, want) {
+			t.Errorf("%q: %v, want %v", req, got, want)
+		}
+	}
+	// ET catches up: a tie goes to the first in catalogue order
+	// (Quake3Arena), a majority to et, whose clients get empty and full
+	// servers without asking (its options).
+	f.listAs(t, et2, "EnemyTerritory-1", "gamename", "et", "protocol", "1071", "clients", "8")
+	if got := f.queryAnswered(t, "getservers 1071 full"); !slices.Equal(got, []netip.AddrPort{q1, q2}) {
+		t.Errorf("tie: %v, want the Quake3Arena servers", got)
+	}
+	f.listAs(t, et3, "EnemyTerritory-1", "gamename", "et", "protocol", "1071")
+	if got := f.queryAnswered(t, "getservers 1071"); !slices.Equal(got, []netip.AddrPort{et1, et2, et3}) {
+		t.Errorf("et majority: %v, want every et server", got)
+	}
+	// A listed protocol is its game's alone: 84 is et's, even with only
+	// Quake3Arena servers on it.
+	f.listAs(t, ap("198.51.100.23:27960"), "QuakeArena-1", "protocol", "84")
+	if got := f.queryAnswered(t, "getservers 84"); len(got) != 0 {
+		t.Errorf("getservers 84: %v, want et's (none)", got)
+	}
+	// The game found is subject to --game-policy, as any.
+	g := newHandlerFix(t, Config{Policy: mustPolicy(t, "reject", "Quake3Arena")}, nil)
+	g.listAs(t, et1, "EnemyTerritory-1", "gamename", "et", "protocol", "1071")
+	if got := g.queryAnswered(t, "getservers 1071"); !slices.Equal(got, []netip.AddrPort{et1}) {
+		t.Errorf("policy: %v", got)
+	}
+}
+
+func mustPolicy(t testing.TB, words ...string) game.Policy {
+	t.Helper()
+	p, err := game.ParsePolicy(words)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

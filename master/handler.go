@@ -425,13 +425,14 @@ func (h *Handler) getServers(now time.Time, from netip.AddrPort, m q3.GetServers
 	} else {
 		q.IPv4 = true // the short form has no room for IPv6 entries
 	}
-	f, why := h.reg.resolve(q)
+	f, why := h.reg.resolve(q, h.reg.current(now))
 	switch why {
 	case OK:
 	case ReasonUnknownGame:
-		// A well-formed query for a protocol no game uses gets the empty
-		// list, so the client stops waiting; it is no larger than the
-		// query's own reply to an empty game.
+		// A well-formed query for a protocol no game lists and no listed
+		// anonymous server uses gets the empty list, as from dpmaster, so
+		// the client stops waiting; it is no larger than the query's own
+		// reply to an empty game.
 		h.stats.unknownGame.Add(1)
 		f = filter{game: "\x00unknown"} // matches no group
 	default:
@@ -544,7 +545,7 @@ func (h *Handler) q4GetServers(now time.Time, from netip.AddrPort, m *q4.GetServ
 	default:
 		q.Empty, q.Full = true, true
 	}
-	f, why := h.reg.resolve(q)
+	f, why := h.reg.resolve(q, h.reg.current(now))
 	switch why {
 	case OK:
 	case ReasonUnknownGame:

@@ -42,7 +42,7 @@ const (
 	ReasonGamenameMismatch // gamename differs from the game its heartbeat announced
 
 	// Queries and flood protection.
-	ReasonUnknownGame     // query for a protocol no anonymous game uses
+	ReasonUnknownGame     // anonymous query for a protocol no game lists and no listed anonymous server uses
 	ReasonExtWithoutGame  // getserversExt without the game name it requires: dpmaster stays silent
 	ReasonRateLimited     // per-source flood protection
 	ReasonSourceTableFull // flood-protection table full of active sources

@@ -83,6 +83,10 @@ type snapshot struct {
 	groups    map[groupKey]*group
 	byGame    map[gameKey][]*group // for AnyProtocol
 	minExpire int64                // unix ns; math.MaxInt64 if nothing expires
+	// anon is, per family and protocol, the anonymous game an anonymous
+	// query for a protocol no game lists is answered with (see
+	// anonymousGame).
+	anon map[protoKey]string
 
 	answers  sync.Map     // answerKey -> *answer
 	nAnswers atomic.Int32 // entries in answers, at most MaxCachedAnswers
@@ -91,6 +95,11 @@ type snapshot struct {
 type gameKey struct {
 	f    game.Family
 	game string
+}
+
+type protoKey struct {
+	f     game.Family
+	proto int
 }
 
 // current returns the snapshot valid at now, rebuilding it if the listing
@@ -112,6 +121,7 @@ func (r *Registry) current(now time.Time) *snapshot {
 // buildLocked builds the snapshot of the servers listed at nowNS.
 func (r *Registry) buildLocked(nowNS int64) *snapshot {
 	s := &snapshot{groups: make(map[groupKey]*group), byGame: make(map[gameKey][]*group), minExpire: math.MaxInt64}
+	anon := make(map[anonCount]int)
 	for _, e := range r.servers {
 		if !e.Listed {
 			continue
@@ -121,6 +131,9 @@ func (r *Registry) buildLocked(nowNS int64) *snapshot {
 			continue // silent for Timeout: Expire removes it at its next run
 		}
 		s.minExpire = min(s.minExpire, exp)
+		if e.hbGame != nil && e.hbGame.Name == e.Game {
+			anon[anonCount{protoKey{e.Family, e.Protocol}, e.hbGame}]++
+		}
 		k := groupKey{e.Family, e.Game, e.Protocol}
 		g := s.groups[k]
 		if g == nil {
@@ -143,7 +156,45 @@ func (r *Registry) buildLocked(nowNS int64) *snapshot {
 		slices.SortFunc(g.entries, func(a, b snapEntry) int { return a.addr.Compare(b.addr) })
 		g.stride = coprimeStride(len(g.entries))
 	}
+	s.anon = anonymousGames(anon, r.cfg.Catalogue)
 	return s
+}
+
+// anonCount counts the listed servers of one anonymous game (found by its
+// heartbeat tag) at one protocol.
+type anonCount struct {
+	k protoKey
+	g *game.Game
+}
+
+// anonymousGames picks, for each family and protocol that listed servers
+// of anonymous games use, the game an anonymous query for that protocol is
+// answered with: the one with the most servers of that protocol, the first
+// in catalogue order on a tie. It returns nil when there are none.
+func anonymousGames(counts map[anonCount]int, cat *game.Catalogue) map[protoKey]string {
+	if len(counts) == 0 {
+		return nil
+	}
+	order := make(map[*game.Game]int)
+	for i, g := range cat.Games() {
+		order[g] = i
+	}
+	type best struct {
+		g *game.Game
+		n int
+	}
+	pick := make(map[protoKey]best)
+	for c, n := range counts {
+		b, seen := pick[c.k]
+		if !seen || n > b.n || (n == b.n && order[c.g] < order[b.g]) {
+			pick[c.k] = best{c.g, n}
+		}
+	}
+	out := make(map[protoKey]string, len(pick))
+	for k, b := range pick {
+		out[k] = b.g.Name
+	}
+	return out
 }
 
 // coprimeStride returns a step coprime with n near n*0.618, so that
@@ -183,15 +234,32 @@ type filter struct {
 	gametype    string
 }
 
-// resolve turns q into a filter, or gives a reason to answer nothing
-// (unknown game, game policy).
-func (r *Registry) resolve(q Query) (filter, Reason) {
+// resolve turns q into a filter against snap, or gives a reason to answer
+// nothing (unknown game, game policy).
+//
+// An anonymous query (no game name) is for the anonymous game whose
+// protocol list holds q.Protocol. When none does, it is for the anonymous
+// game that listed servers use that protocol with (dpmaster's fallback,
+// doc/manual.txt "GAME PROPERTIES": protocol numbers are hints, not
+// reservations; custom ioquake3 builds, test protocols and old versions
+// heartbeat "QuakeArena-1" with a protocol of their own). Where servers
+// of several anonymous games use it, the game with the most of them wins,
+// the first in catalogue order on a tie (dpmaster takes the game of the
+// first such server in its list, which depends on its history). Only
+// servers that named their game by heartbeat tag count, as in dpmaster: a
+// DarkPlaces-protocol server is asked for by name. The chosen game's
+// options (ET's send-empty/full) apply, as to any query for that game.
+func (r *Registry) resolve(q Query, snap *snapshot) (filter, Reason) {
 	name := q.Game
 	var opts game.Options
 	if name == "" {
 		g, ok := r.cfg.Catalogue.ByProtocol(q.Family, q.Protocol)
 		if !ok {
-			return filter{}, ReasonUnknownGame
+			anon, found := snap.anon[protoKey{q.Family, q.Protocol}]
+			if !found {
+				return filter{}, ReasonUnknownGame
+			}
+			g, _ = r.cfg.Catalogue.ByName(anon)
 		}
 		name, opts = g.Name, g.Options
 	} else if g, ok := r.cfg.Catalogue.ByName(name); ok {
@@ -264,10 +332,10 @@ func (s *snapshot) appendMatching(f filter, k uint64, dst []netip.AddrPort) []ne
 // and allocates nothing when dst has room. The handler answers from
 // encoded replies cached per snapshot instead (see answer.go).
 func (r *Registry) Select(now time.Time, q Query, dst []netip.AddrPort) ([]netip.AddrPort, Reason) {
-	f, why := r.resolve(q)
+	snap := r.current(now)
+	f, why := r.resolve(q, snap)
 	if why != OK {
 		return dst, why
 	}
-	snap := r.current(now)
 	return snap.appendMatching(f, r.rotation.Add(1), dst), OK
 }
