@@ -94,6 +94,9 @@ type Config struct {
 	// RealTime runs the world's releaser on a SCHED_FIFO thread
 	// (world.Config.RealTime), as scout world --realtime does.
 	RealTime bool
+	// Access is the clients' access link (world.Config.Access); the zero
+	// value is none.
+	Access world.AccessLink
 }
 
 // Env is a running master and identity world.
@@ -109,11 +112,12 @@ type Env struct {
 	// nil when it is.
 	TapErr error
 
-	tap   *tap
-	reg   *master.Registry
-	stats *master.Stats
-	truth map[netip.AddrPort]*world.Server // by bound loopback address
-	stop  func()
+	tap    *tap
+	access world.AccessLink
+	reg    *master.Registry
+	stats  *master.Stats
+	truth  map[netip.AddrPort]*world.Server // by bound loopback address
+	stop   func()
 }
 
 // Start runs a master and the world, and waits until the master lists
@@ -154,7 +158,7 @@ func Start(ctx context.Context, cfg Config) (*Env, error) {
 		cancel()
 		return nil, err
 	}
-	e := &Env{World: w, reg: m.Registry, stats: m.Handler.Stats()}
+	e := &Env{World: w, reg: m.Registry, stats: m.Handler.Stats(), access: cfg.Access}
 	for _, a := range m.Addrs() {
 		if a.Addr().Is4() && a.Addr().IsLoopback() {
 			e.Master = a
@@ -168,7 +172,7 @@ func Start(ctx context.Context, cfg Config) (*Env, error) {
 	mdone := make(chan error, 1)
 	go func() { mdone <- m.Run(runCtx) }()
 
-	em, err := world.Listen(w, world.Config{Masters: []netip.AddrPort{e.Master}, RealTime: cfg.RealTime})
+	em, err := world.Listen(w, world.Config{Masters: []netip.AddrPort{e.Master}, RealTime: cfg.RealTime, Access: cfg.Access})
 	if err != nil {
 		cancel()
 		<-mdone
@@ -290,6 +294,15 @@ func (e *Env) CheckLoopback() error {
 		}
 	}
 	return nil
+}
+
+// MaxRTT returns the largest injected round-trip time of the world.
+func (e *Env) MaxRTT() time.Duration {
+	var m time.Duration
+	for _, s := range e.World.Servers {
+		m = max(m, time.Duration(s.Link.RTT))
+	}
+	return m
 }
 
 // Server returns the emulated server at the loopback address a, as the

@@ -52,6 +52,15 @@ type Measurement struct {
 	RTTErrP50 time.Duration `json:"rtt_err_p50"`
 	RTTErrP99 time.Duration `json:"rtt_err_p99"`
 	RTTErrMax time.Duration `json:"rtt_err_max"`
+	// With an access link (Config.Access): LinkBound is the least time
+	// the run could take, the wire bytes of every reply from the servers
+	// (the tap's count) over the link's rate plus the world's largest
+	// RTT; zero without the tap. LinkDropped counts the replies to any
+	// client the link's full queue dropped during the run, LinkWaitMean
+	// their mean queueing delay.
+	LinkBound    time.Duration `json:"link_bound,omitempty"`
+	LinkDropped  uint64        `json:"link_dropped,omitempty"`
+	LinkWaitMean time.Duration `json:"link_wait_mean,omitempty"`
 }
 
 // Completeness is Found/Listed.
@@ -223,12 +232,20 @@ func (e *Env) run(ctx context.Context, name, path string, args ...string) ([]byt
 		e.tap.begin()
 	}
 	before := e.received()
+	st0 := e.Emulator.Stats()
 	start := time.Now()
 	err := cmd.Run()
 	m.Wall = time.Since(start)
 	m.Probes = e.received() - before
 	st := e.Emulator.Stats()
 	m.WorldLateP99, m.WorldLateP999 = st.LatenessP99, st.LatenessP999
+	if e.access.Rate > 0 {
+		m.LinkDropped = st.LinkDropped - st0.LinkDropped
+		if n := st.LinkShaped - st0.LinkShaped; n > 0 {
+			sum := float64(st.LinkWaitMean)*float64(st.LinkShaped) - float64(st0.LinkWaitMean)*float64(st0.LinkShaped)
+			m.LinkWaitMean = time.Duration(sum / float64(n))
+		}
+	}
 	if e.tap != nil {
 		pkts, drops, over, terr := e.tap.end()
 		if terr == nil {
@@ -236,6 +253,9 @@ func (e *Env) run(ctx context.Context, name, path string, args ...string) ([]byt
 			t.Drops, t.Overflow = drops, over
 			m.Traffic = &t
 			m.Bytes, m.BytesFrom = int64(t.ToServers.Payload), "tap"
+			if e.access.Rate > 0 {
+				m.LinkBound = time.Duration(float64(t.FromServers.Wire())*8/e.access.Rate*float64(time.Second)) + e.MaxRTT()
+			}
 		} else if err == nil {
 			err = terr
 		}

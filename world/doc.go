@@ -76,6 +76,25 @@
 //     HeartbeatInterval; on map change and when the last player leaves; at
 //     shutdown, see heartbeats) and optional dynamics.
 //
+// # The client's access link
+//
+// A server's Link is the path across the Internet; Config.Access is the
+// player's own line, shared by everything the player exchanges
+// ([AccessLink]). Each client (one address and port) gets a [Bottleneck]
+// per direction: a FIFO of a fixed rate in bits per second (IP bytes: the
+// payload plus WireOverhead) with a tail-drop queue bounded in bytes or
+// in the time it takes to drain. Downstream, a reply reaches the link at
+// its due time (query received + RTT + jitter) and leaves it when its last
+// bit has crossed: the releaser queues it again for that time, or drops it
+// when the queue is full. Upstream (UpRate), a query reaches its server
+// when it has crossed the link, and its reply's delay counts from then.
+// The model takes the due time, not the clock, so the releaser's lateness
+// does not move it; it is tested with time passed in
+// (TestBottleneck_QueueAndTailDrop) and under testing/synctest
+// (TestReleaser_AccessLink). Probing faster than the line carries the
+// replies thus shows as queueing delay in every RTT measured, then as
+// loss, as on a real DSL or cable line.
+//
 // The responder answers exactly what the real servers answer, and nothing
 // else: Quake III family getinfo, getstatus and getchallenge (ioquake3's
 // game-name check for OpenArena); Quake 4 getInfo; UT3's challenge and

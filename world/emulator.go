@@ -50,6 +50,9 @@ type Config struct {
 	// Sockets chooses one socket per server or per port; the zero value
 	// picks per server when the descriptor limit allows.
 	Sockets SocketMode
+	// Access is every client's access link (see AccessLink); the zero
+	// value is none.
+	Access AccessLink
 }
 
 // Stats counts what the emulator did. Lateness is how long after its due
@@ -76,6 +79,18 @@ type Stats struct {
 	LatenessP50  time.Duration `json:"lateness_p50"`
 	LatenessP99  time.Duration `json:"lateness_p99"`
 	LatenessP999 time.Duration `json:"lateness_p999"`
+	// With an access link (Config.Access): LinkShaped counts replies
+	// that crossed a client's downstream link, LinkWaitMean and
+	// LinkWaitMax their queueing delay (transmission not included);
+	// LinkDropped those dropped by its full queue; LinkUpDropped requests
+	// dropped by a full upstream queue; LinkUnshaped datagrams passed
+	// unshaped for want of room for the client (MaxAccessClients).
+	LinkShaped    uint64        `json:"link_shaped,omitempty"`
+	LinkDropped   uint64        `json:"link_dropped,omitempty"`
+	LinkUpDropped uint64        `json:"link_up_dropped,omitempty"`
+	LinkUnshaped  uint64        `json:"link_unshaped,omitempty"`
+	LinkWaitMean  time.Duration `json:"link_wait_mean,omitempty"`
+	LinkWaitMax   time.Duration `json:"link_wait_max,omitempty"`
 }
 
 // Emulator runs a world: one socket per server on loopback, one goroutine
@@ -95,6 +110,12 @@ type Emulator struct {
 	// Owned by the reader goroutine (handle).
 	rng      *rand.Rand
 	replyBuf [][]byte
+	up       *accessLinks
+	// Owned by the releaser goroutine (shapeDown).
+	down *accessLinks
+
+	linkShaped, linkDropped, linkUpDropped, linkUnshaped atomic.Uint64
+	linkWaitSum, linkWaitMax                             atomic.Int64
 
 	late                                            histogram
 	received, sent, lost, queueFull, sendErr, beats atomic.Uint64
@@ -123,6 +144,9 @@ func Listen(w World, cfg Config) (*Emulator, error) {
 			return nil, fmt.Errorf("world: master %v is not a loopback address with a port", m)
 		}
 	}
+	if err := cfg.Access.Validate(); err != nil {
+		return nil, err
+	}
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = HeartbeatInterval
 	}
@@ -145,6 +169,8 @@ func Listen(w World, cfg Config) (*Emulator, error) {
 		resp:    responder{chal: challenger{seed: maphash.MakeSeed()}},
 		seed:    w.Seed,
 		rng:     rand.New(rand.NewPCG(w.Seed, 0x4e7)),
+		up:      newAccessLinks(cfg.Access, cfg.Access.UpRate),
+		down:    newAccessLinks(cfg.Access, cfg.Access.Rate),
 	}
 	pairs := make([]loopnat.Pair, len(w.Servers))
 	ips := map[netip.Addr]bool{}
@@ -189,6 +215,9 @@ func (e *Emulator) Run(ctx context.Context) error {
 	defer e.closeOnce.Do(e.socks.close)
 
 	rel := &releaser{q: e.q, mode: e.cfg.Wait, send: e.sendPacket, late: &e.late, realTime: e.cfg.RealTime}
+	if e.down.on {
+		rel.link = e.shapeDown
+	}
 	relDone := make(chan struct{})
 	go func() { rel.run(context.Background()); close(relDone) }()
 
@@ -235,6 +264,17 @@ func (e *Emulator) Run(ctx context.Context) error {
 // handle runs on the reader goroutine for every datagram.
 func (e *Emulator) handle(sock int, from netip.AddrPort, b []byte, at time.Time) {
 	e.received.Add(1)
+	// The request crosses the client's upstream link first: it reaches
+	// the server when it leaves the link.
+	switch leave, _, v := e.up.admit(from, at, len(b)); v {
+	case linkDropped:
+		e.linkUpDropped.Add(1)
+		return
+	case linkUnshaped:
+		e.linkUnshaped.Add(1)
+	default:
+		at = leave
+	}
 	st := &e.servers[sock]
 	s := st.cur.Load()
 	var o Outcome
@@ -247,10 +287,43 @@ func (e *Emulator) handle(sock int, from netip.AddrPort, b []byte, at time.Time)
 			e.lost.Add(1)
 			continue
 		}
-		if !e.q.push(outPacket{due: due, sock: sock, to: from, b: r}) {
+		if !e.q.push(outPacket{due: due, sock: sock, to: from, b: r, reply: true}) {
 			e.queueFull.Add(1)
 		}
 	}
+}
+
+// shapeDown runs on the releaser goroutine for every datagram at its due
+// time, when clients have a downstream link: a reply, due when it reaches
+// the client's link, is queued again for when it has crossed the link, or
+// dropped by a full queue. It reports whether it took p. The link sees the
+// due time, not now, so the releaser's lateness does not move the model.
+func (e *Emulator) shapeDown(p *outPacket, now time.Time) bool {
+	if !p.reply || p.shaped {
+		return false
+	}
+	leave, wait, v := e.down.admit(p.to, p.due, len(p.b))
+	switch v {
+	case linkDropped:
+		e.linkDropped.Add(1)
+		return true
+	case linkUnshaped:
+		e.linkUnshaped.Add(1)
+		return false
+	}
+	e.linkShaped.Add(1)
+	e.linkWaitSum.Add(int64(wait))
+	if int64(wait) > e.linkWaitMax.Load() {
+		e.linkWaitMax.Store(int64(wait))
+	}
+	p.due, p.shaped = leave, true
+	if !leave.After(now) {
+		return false
+	}
+	if !e.q.push(*p) {
+		e.queueFull.Add(1)
+	}
+	return true
 }
 
 // sendPacket runs on the releaser goroutine.
@@ -289,19 +362,27 @@ func (e *Emulator) sendHeartbeats(i int, r Reason, at time.Time, now bool) bool 
 // Stats returns the counters so far. Safe to call at any time.
 func (e *Emulator) Stats() Stats {
 	st := Stats{
-		Servers:      len(e.servers),
-		Sockets:      e.nsocks,
-		Addresses:    e.addrs,
-		Received:     e.received.Load(),
-		Outcomes:     map[string]uint64{},
-		Sent:         e.sent.Load(),
-		Lost:         e.lost.Load(),
-		QueueFull:    e.queueFull.Load(),
-		SendErrors:   e.sendErr.Load(),
-		Heartbeats:   e.beats.Load(),
-		LatenessP50:  e.late.quantile(0.50),
-		LatenessP99:  e.late.quantile(0.99),
-		LatenessP999: e.late.quantile(0.999),
+		Servers:       len(e.servers),
+		Sockets:       e.nsocks,
+		Addresses:     e.addrs,
+		Received:      e.received.Load(),
+		Outcomes:      map[string]uint64{},
+		Sent:          e.sent.Load(),
+		Lost:          e.lost.Load(),
+		QueueFull:     e.queueFull.Load(),
+		SendErrors:    e.sendErr.Load(),
+		Heartbeats:    e.beats.Load(),
+		LatenessP50:   e.late.quantile(0.50),
+		LatenessP99:   e.late.quantile(0.99),
+		LatenessP999:  e.late.quantile(0.999),
+		LinkShaped:    e.linkShaped.Load(),
+		LinkDropped:   e.linkDropped.Load(),
+		LinkUpDropped: e.linkUpDropped.Load(),
+		LinkUnshaped:  e.linkUnshaped.Load(),
+		LinkWaitMax:   time.Duration(e.linkWaitMax.Load()),
+	}
+	if st.LinkShaped > 0 {
+		st.LinkWaitMean = time.Duration(e.linkWaitSum.Load() / int64(st.LinkShaped))
 	}
 	for o := range numOutcomes {
 		st.Outcomes[o.String()] = e.outcomes[o].Load()

@@ -18,6 +18,9 @@ type outPacket struct {
 	sock int    // index of the sending server's socket
 	to   netip.AddrPort
 	b    []byte
+	// reply marks a reply to a client, which crosses the client's access
+	// link (heartbeats to masters do not); shaped, one that has.
+	reply, shaped bool
 }
 
 // packetHeap is a binary min-heap by (due, seq), written out rather than
@@ -174,6 +177,11 @@ type releaser struct {
 	q    *queue
 	mode WaitMode
 	send func(p outPacket) // does the I/O
+	// link, when set, sees every packet at its due time first and
+	// reports whether it took it (queued it again for a later time, or
+	// dropped it); only packets it leaves are sent, at the due time it
+	// leaves them.
+	link func(p *outPacket, now time.Time) bool
 	late *histogram
 	// realTime asks for a SCHED_FIFO thread (see lockRealTime).
 	realTime bool
@@ -231,6 +239,9 @@ func (r *releaser) run(ctx context.Context) {
 		batch = r.q.popDue(time.Now(), batch[:0])
 		for _, p := range batch {
 			now := time.Now()
+			if r.link != nil && r.link(&p, now) {
+				continue
+			}
 			r.late.add(now.Sub(p.due))
 			r.send(p)
 		}

@@ -65,6 +65,7 @@ func runDiscobench(ctx context.Context, args []string, stdout, stderr io.Writer)
 	runs := fs.Int("runs", 3, "rounds of every client")
 	only := fs.String("only", "", "comma-separated client names to run (default: all)")
 	asJSON := fs.Bool("json", false, "print every measurement as a JSON line")
+	lf := addLinkFlags(fs)
 	tune := fs.Bool("tune", true, "run the world as scout world --realtime does: world.TuneRuntime (more Ps, rarer GC) and its releaser on a SCHED_FIFO thread where allowed")
 	if code, done := parseFlags(fs, args); done {
 		return code
@@ -72,6 +73,11 @@ func runDiscobench(ctx context.Context, args []string, stdout, stderr io.Writer)
 	lo, hi, err := world.ParseRange(*delay)
 	if err != nil || *runs < 1 || *runs > 20 {
 		fmt.Fprintf(stderr, "scout discobench: bad --delay or --runs (1..20)\n")
+		return 2
+	}
+	access, err := lf.link()
+	if err != nil {
+		fmt.Fprintf(stderr, "scout discobench: %v\n", err)
 		return 2
 	}
 	clients := discobenchClients
@@ -99,7 +105,7 @@ func runDiscobench(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	start := time.Now()
 	env, err := discobench.Start(ctx, discobench.Config{Servers: *servers, Full: 0.3, Empty: 0.4,
-		RTTMin: lo, RTTMax: hi, Loss: *loss, Seed: *seed, RealTime: *tune})
+		RTTMin: lo, RTTMax: hi, Loss: *loss, Seed: *seed, RealTime: *tune, Access: access})
 	if err != nil {
 		fmt.Fprintf(stderr, "scout discobench: %v\n", err)
 		return 1
@@ -109,8 +115,8 @@ func runDiscobench(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "scout discobench: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stderr, "world of %d servers (delay %v-%v, loss %v, seed %d) listed by %v after %v\n",
-		*servers, lo, hi, *loss, *seed, env.Master, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(stderr, "world of %d servers (delay %v-%v, loss %v, seed %d, %s) listed by %v after %v\n",
+		*servers, lo, hi, *loss, *seed, linkString(access), env.Master, time.Since(start).Round(time.Millisecond))
 	if env.TapErr != nil {
 		fmt.Fprintf(stderr, "traffic not counted on loopback (%v): request bytes from the clients' counts and an estimate\n", env.TapErr)
 	}
@@ -143,15 +149,21 @@ func runDiscobench(ctx context.Context, args []string, stdout, stderr io.Writer)
 			}
 		}
 	}
-	fmt.Fprintf(stdout, "\nmedians over %d runs (world: %d servers, %v-%v, loss %v):\n", *runs, *servers, lo, hi, *loss)
-	fmt.Fprintln(stdout, "| client | wall s | found | probes | bytes | RTT err p50 | RTT err p99 |")
-	fmt.Fprintln(stdout, "|---|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintf(stdout, "\nmedians over %d runs (world: %d servers, %v-%v, loss %v, %s):\n", *runs, *servers, lo, hi, *loss, linkString(access))
+	fmt.Fprintln(stdout, "| client | wall s | found | probes | bytes | RTT err p50 | RTT err p99 | wall / link bound |")
+	fmt.Fprintln(stdout, "|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, c := range clients {
 		ms := results[c.name]
 		if len(ms) == 0 {
 			continue
 		}
-		fmt.Fprintf(stdout, "| %s | %.2f (%.2f-%.2f) | %d/%d | %d | %d | %s | %s |\n", c.name,
+		bound := "-"
+		if access.Rate > 0 {
+			if r := medianOf(ms, linkRatio); r > 0 {
+				bound = fmt.Sprintf("%.2f", r)
+			}
+		}
+		fmt.Fprintf(stdout, "| %s | %.2f (%.2f-%.2f) | %d/%d | %d | %d | %s | %s | %s |\n", c.name,
 			medianOf(ms, func(m discobench.Measurement) float64 { return m.Wall.Seconds() }),
 			minOf(ms, func(m discobench.Measurement) float64 { return m.Wall.Seconds() }),
 			maxOf(ms, func(m discobench.Measurement) float64 { return m.Wall.Seconds() }),
@@ -159,13 +171,31 @@ func runDiscobench(ctx context.Context, args []string, stdout, stderr io.Writer)
 			int(medianOf(ms, func(m discobench.Measurement) float64 { return float64(m.Probes) })),
 			int64(medianOf(ms, func(m discobench.Measurement) float64 { return float64(m.Bytes) })),
 			time.Duration(medianOf(ms, func(m discobench.Measurement) float64 { return float64(m.RTTErrP50) })).Round(time.Microsecond),
-			time.Duration(medianOf(ms, func(m discobench.Measurement) float64 { return float64(m.RTTErrP99) })).Round(time.Microsecond))
+			time.Duration(medianOf(ms, func(m discobench.Measurement) float64 { return float64(m.RTTErrP99) })).Round(time.Microsecond), bound)
 	}
 	printTraffic(stdout, clients, results)
 	return 0
 }
 
+// linkRatio is a run's wall time over its access link's transfer bound;
+// 0 without one.
+func linkRatio(m discobench.Measurement) float64 {
+	if m.LinkBound <= 0 {
+		return 0
+	}
+	return m.Wall.Seconds() / m.LinkBound.Seconds()
+}
+
 func discobenchLine(m discobench.Measurement) string {
+	link := ""
+	if m.LinkBound > 0 || m.LinkDropped > 0 || m.LinkWaitMean > 0 {
+		link = fmt.Sprintf("\n      link: bound %.2fs (wall %.2fx), replies dropped by the queue %d, queueing delay mean %v",
+			m.LinkBound.Seconds(), linkRatio(m), m.LinkDropped, m.LinkWaitMean.Round(time.Microsecond))
+	}
+	return runLine(m) + link
+}
+
+func runLine(m discobench.Measurement) string {
 	return fmt.Sprintf("wall %7.2fs  found %d/%d  probes %d (client says %d)  bytes %d (%s)  RTT err p50 %v p99 %v max %v  world late p99 %v p99.9 %v (since start)",
 		m.Wall.Seconds(), m.Found, m.Listed, m.Probes, m.ClientProbes, m.Bytes, m.BytesFrom,
 		m.RTTErrP50.Round(time.Microsecond), m.RTTErrP99.Round(time.Microsecond), m.RTTErrMax.Round(time.Microsecond),

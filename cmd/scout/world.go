@@ -37,7 +37,14 @@ socket is bound; 'scout master' and 'scout servers' read it with
       writes a world file (JSON, version 1) and exits.
 
 Games: q3a et rtcw oa q4 ut3 css. Delays: --delay 10ms-400ms draws each
-hosting network's added round-trip time uniformly from the range.`
+hosting network's added round-trip time uniformly from the range.
+
+--link 10mbit --link-queue 250ms gives every client (one address and
+port) an access link: its replies, once their delay has passed, cross a
+10 Mbit/s line one after the other through a 250 ms tail-drop queue, so a
+client that probes faster than its line carries the replies sees its
+round-trip times grow, then replies lost. --link-up shapes its requests
+the same way.`
 
 // worldMasterList is a repeatable --master flag.
 type worldMasterList []netip.AddrPort
@@ -118,8 +125,14 @@ func runWorld(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	realTime := fs.Bool("realtime", true, "release replies from a SCHED_FIFO thread when permitted (root), for accurate delays on a loaded machine")
 	sockets := fs.String("sockets", "auto", "one socket per server (server), per port (port, for worlds beyond the descriptor limit), or auto")
 	asJSON := fs.Bool("json", false, "print the summary and the final counters as JSON")
+	lf := addLinkFlags(fs)
 	if code, done := parseFlags(fs, args); done {
 		return code
+	}
+	access, err := lf.link()
+	if err != nil {
+		fmt.Fprintf(stderr, "scout world: %v\n", err)
+		return 2
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "scout world: unexpected argument %q\n", fs.Arg(0))
@@ -138,7 +151,6 @@ func runWorld(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 2
 	}
 	var w world.World
-	var err error
 	if *file != "" {
 		w, err = readWorldFile(*file)
 	} else {
@@ -149,7 +161,7 @@ func runWorld(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 2
 	}
 	defer world.TuneRuntime()() // more Ps, rarer GC: see world.TunedProcs
-	em, err := world.Listen(w, world.Config{Masters: masters, HeartbeatInterval: *interval, Wait: mode, Dynamics: *dynamics, RealTime: *realTime, Sockets: sockMode})
+	em, err := world.Listen(w, world.Config{Masters: masters, HeartbeatInterval: *interval, Wait: mode, Dynamics: *dynamics, RealTime: *realTime, Sockets: sockMode, Access: access})
 	if err != nil {
 		fmt.Fprintf(stderr, "scout world: %v\n", err)
 		return 1
@@ -161,7 +173,7 @@ func runWorld(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return 1
 		}
 	}
-	printWorldSummary(stdout, w, em.Stats(), masters, *asJSON)
+	printWorldSummary(stdout, w, em.Stats(), masters, access, *asJSON)
 	if *duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, *duration)
@@ -177,6 +189,10 @@ func runWorld(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	} else {
 		fmt.Fprintf(stdout, "stopped: %d datagrams received (%s), %d sent, %d lost, %d heartbeats; send lateness p50 %v p99 %v p99.9 %v\n",
 			st.Received, worldOutcomes(st.Outcomes), st.Sent, st.Lost, st.Heartbeats, st.LatenessP50, st.LatenessP99, st.LatenessP999)
+		if access.Enabled() {
+			fmt.Fprintf(stdout, "access link: %d replies shaped, queueing delay mean %v max %v, %d dropped by the full queue (%d requests upstream), %d unshaped\n",
+				st.LinkShaped, st.LinkWaitMean, st.LinkWaitMax, st.LinkDropped, st.LinkUpDropped, st.LinkUnshaped)
+		}
 	}
 	return 0
 }
@@ -231,7 +247,7 @@ func writeWorldMap(em *world.Emulator, path string) error {
 	return err
 }
 
-func printWorldSummary(w io.Writer, wd world.World, st world.Stats, masters worldMasterList, asJSON bool) {
+func printWorldSummary(w io.Writer, wd world.World, st world.Stats, masters worldMasterList, access world.AccessLink, asJSON bool) {
 	byGame := map[world.Game]int{}
 	players := 0
 	for _, s := range wd.Servers {
@@ -239,7 +255,7 @@ func printWorldSummary(w io.Writer, wd world.World, st world.Stats, masters worl
 		players += len(s.Players)
 	}
 	if asJSON {
-		json.NewEncoder(w).Encode(map[string]any{"servers": st.Servers, "by_game": byGame, "sockets": st.Sockets, "addresses": st.Addresses, "players": players, "masters": masters})
+		json.NewEncoder(w).Encode(map[string]any{"servers": st.Servers, "by_game": byGame, "sockets": st.Sockets, "addresses": st.Addresses, "players": players, "masters": masters, "access": access})
 		return
 	}
 	games := make([]string, 0, len(byGame))
@@ -247,8 +263,8 @@ func printWorldSummary(w io.Writer, wd world.World, st world.Stats, masters worl
 		games = append(games, fmt.Sprintf("%s %d", g, n))
 	}
 	sort.Strings(games)
-	fmt.Fprintf(w, "world: %d servers (%s), %d players, %d sockets on %d loopback addresses, heartbeats to %d master(s)\n",
-		st.Servers, strings.Join(games, ", "), players, st.Sockets, st.Addresses, len(masters))
+	fmt.Fprintf(w, "world: %d servers (%s), %d players, %d sockets on %d loopback addresses, heartbeats to %d master(s), %s\n",
+		st.Servers, strings.Join(games, ", "), players, st.Sockets, st.Addresses, len(masters), linkString(access))
 }
 
 func worldOutcomes(m map[string]uint64) string {

@@ -35,6 +35,10 @@ func TestWorld_BadUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"world", "--wait", "forever"},
 		{"world", "--sockets", "many"},
+		{"world", "--link", "fast"},
+		{"world", "--link", "1bit"},
+		{"world", "--link", "10mbit", "--link-queue", "-1s"},
+		{"world", "--link-up", "10mbit", "--link-queue", "1h"},
 		{"world", "--games", "quake2:1"},
 		{"world", "--delay", "400ms-10ms"},
 		{"world", "generate", "--servers", "0"},
