@@ -2,14 +2,18 @@ package master
 
 import (
 	"bytes"
+	"encoding/hex"
 	"log/slog"
 	"net/netip"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/scout-discovery/scout/game"
+	"github.com/scout-discovery/scout/infostring"
+	"github.com/scout-discovery/scout/q4"
 )
 
 // The dpmaster 2.x behaviours (doc/manual.txt "GAME PROPERTIES",
@@ -223,4 +227,122 @@ func mustPolicy(t testing.TB, words ...string) game.Policy {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// q4InfoGametype is the Quake 4 infoResponse of q4InfoPacket with
+// si_gameType set to gt.
+func q4InfoGametype(t testing.TB, challenge int32, gt string) []byte {
+	t.Helper()
+	m, err := q4.ParseInfoResponse(q4InfoPacket(t, challenge, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := false
+	for i := range m.Info {
+		if strings.EqualFold(m.Info[i].Key, "si_gameType") {
+			m.Info[i].Value, set = gt, true
+		}
+	}
+	if !set {
+		m.Info = append(m.Info, infostring.Pair{Key: "si_gameType", Value: gt})
+	}
+	b, err := m.AppendBinary(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Quake 4's si_gameType values include "Team DM" and "Arena CTF": such
+// servers are listed, keep their gametype as sent, and are answered to
+// getServers. The Quake III family keeps dpmaster's no-whitespace rule; a
+// control byte is refused in both; a gametype longer than MaxGametypeLen
+// is listed cut, and a getservers filter is cut the same way.
+func TestQuake4_GametypeWithSpaceListed(t *testing.T) {
+	f := newHandlerFix(t, Config{MaxServersPerAddress: -1}, nil)
+	list := func(srv netip.AddrPort, gt string) Reason {
+		t.Helper()
+		out := f.in(srv, []byte("\xff\xffheartbeat\x00"))
+		if len(out) != 1 {
+			t.Fatalf("Q4 heartbeat -> %v", out)
+		}
+		gi, err := q4.ParseGetInfo(out[0].Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := f.dropSummary()
+		f.in(srv, q4InfoGametype(t, gi.Challenge, gt))
+		if s, ok := f.h.Registry().Lookup(srv); ok && s.Listed {
+			if s.Gametype != gt {
+				t.Errorf("%q listed as %q", gt, s.Gametype)
+			}
+			return OK
+		}
+		for _, r := range Reasons() {
+			if f.dropSummary()[r.String()] > before[r.String()] {
+				return r
+			}
+		}
+		return numReasons
+	}
+	tdm, actf := ap("203.0.113.50:28004"), ap("203.0.113.51:28004")
+	for srv, gt := range map[netip.AddrPort]string{tdm: "Team DM", actf: "Arena CTF"} {
+		if why := list(srv, gt); why != OK {
+			t.Fatalf("%q: %v", gt, why)
+		}
+	}
+	if why := list(ap("203.0.113.52:28004"), "Team\tDM"); why != ReasonBadGametype {
+		t.Errorf("a tab: %v, want %v", why, ReasonBadGametype)
+	}
+	fig6, _ := hex.DecodeString("ffff67657453657276657273005500028000000000")
+	out := f.in(client, fig6)
+	if len(out) != 1 {
+		t.Fatalf("getServers -> %v (%v)", out, f.dropSummary())
+	}
+	sv, err := q4.ParseServers(out[0].Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := slices.SortedFunc(slices.Values(sv.Servers), netip.AddrPort.Compare)
+	if want := []netip.AddrPort{tdm, actf}; !slices.Equal(got, want) {
+		t.Errorf("getServers: %v, want %v", got, want)
+	}
+	// What the HTTP list and the store read.
+	var gts []string
+	for _, s := range f.h.Registry().Servers(nil) {
+		gts = append(gts, s.Gametype)
+	}
+	slices.Sort(gts)
+	if !slices.Equal(gts, []string{"Arena CTF", "Team DM"}) {
+		t.Errorf("Servers() gametypes %q", gts)
+	}
+
+	// Quake III family.
+	r := newTestRegistry(t, Config{})
+	q3a := ap("198.51.100.60:27960")
+	long := strings.Repeat("g", MaxGametypeLen) + "-and-more"
+	for gt, want := range map[string]Reason{
+		"capture the flag": ReasonBadGametype,
+		"ctf\x01":          ReasonBadGametype,
+		"ctf\x7f":          ReasonBadGametype,
+		"élimination":      OK,
+		long:               OK,
+	} {
+		p, _ := r.Heartbeat(t0, q3a, q3hb)
+		s, _, why := r.Verify(t0, q3a, infoReply(p.Challenge.Text, "gametype", gt))
+		if why != want {
+			t.Errorf("gametype %q: %v, want %v", gt, why, want)
+		}
+		if why == OK && s.Gametype != cutGametype(gt) {
+			t.Errorf("gametype %q listed as %q", gt, s.Gametype)
+		}
+		r.Expire(t0.Add(time.Hour), nil)
+	}
+	g := newHandlerFix(t, Config{}, nil)
+	g.list(t, q3a, "gametype", long)
+	for _, req := range []string{"getservers 71 gametype=" + long, "getservers 71 gametype=" + long[:MaxGametypeLen] + "x"} {
+		if got := g.queryAnswered(t, req); !slices.Equal(got, []netip.AddrPort{q3a}) {
+			t.Errorf("%q: %v", req, got)
+		}
+	}
 }

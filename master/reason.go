@@ -36,7 +36,7 @@ const (
 	ReasonBadProtocol      // "protocol" not a 32-bit number; Doom 3 family: a version no game uses
 	ReasonNoMaxClients     // "sv_maxclients" missing or 0
 	ReasonMissingClients   // "clients" missing or not a number
-	ReasonBadGametype      // gametype with whitespace or too long
+	ReasonBadGametype      // gametype with a control byte, or (Quake III family) a space
 	ReasonMissingGamename  // no gamename and no known heartbeat tag
 	ReasonBadGamename      // empty, whitespace, control byte or too long
 	ReasonGamenameMismatch // gamename differs from the game its heartbeat announced

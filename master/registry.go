@@ -36,6 +36,9 @@ const (
 	// server; further pairs are dropped.
 	MaxInfoBytes = 2048
 	// MaxGamenameLen and MaxGametypeLen are dpmaster's bounds (63, 31).
+	// A longer gamename is refused; a longer gametype is kept cut to its
+	// first MaxGametypeLen bytes, in the listing and in a query's
+	// gametype filter alike, as dpmaster keeps it (see gametypeOf).
 	MaxGamenameLen = 63
 	MaxGametypeLen = 31
 )
@@ -611,8 +614,12 @@ func (r *Registry) parseReplyLocked(e *entry, rep *Reply) (Server, Reason) {
 		}
 		s.Game = name
 	}
-	if s.Gametype != "" && !validToken(s.Gametype, MaxGametypeLen) {
-		return s, ReasonBadGametype
+	if s.Gametype != "" {
+		gt, ok := gametypeOf(e.Family, s.Gametype)
+		if !ok {
+			return s, ReasonBadGametype
+		}
+		s.Gametype = gt
 	}
 	if !r.cfg.Policy.Accepts(s.Game) {
 		return s, ReasonGamePolicy
@@ -632,6 +639,39 @@ func validToken(s string, max int) bool {
 		}
 	}
 	return true
+}
+
+// gametypeOf returns the gametype a server is listed with, or false if
+// its gametype is refused (ReasonBadGametype).
+//
+// Quake III family: dpmaster's rule (techinfo.txt: since 2.1 "any string,
+// as long as it does not contain whitespace characters"), as the
+// "gametype=X" filter of a getservers is one word. Doom 3 family: the
+// gametype is si_gameType, which Quake 4 sets to display names with
+// spaces ("Team DM", "Arena CTF"); its clients filter on it themselves,
+// never through the master, so spaces are kept. Either way a control
+// byte (below ' ', or DEL) is refused: no game sends one, and it would
+// reach the logs and the HTTP list. A gametype longer than MaxGametypeLen
+// is listed cut to its first MaxGametypeLen bytes (dpmaster's 31), and
+// a query's filter is cut the same way, so the two still match.
+func gametypeOf(f game.Family, gt string) (string, bool) {
+	for i := 0; i < len(gt); i++ {
+		c := gt[i]
+		if c < ' ' || c == 0x7f || (c == ' ' && f != game.FamilyDoom3) {
+			return "", false
+		}
+	}
+	return cutGametype(gt), true
+}
+
+// cutGametype returns gt's first MaxGametypeLen bytes: the gametype a
+// server is listed with, and the filter a query's gametype is compared
+// as (resolve).
+func cutGametype(gt string) string {
+	if len(gt) > MaxGametypeLen {
+		return gt[:MaxGametypeLen]
+	}
+	return gt
 }
 
 func boundedInfo(in []Pair) []Pair {

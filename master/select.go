@@ -271,7 +271,7 @@ func (r *Registry) resolve(q Query, snap *snapshot) (filter, Reason) {
 	f := filter{family: q.Family, game: name, protocol: q.Protocol, anyProtocol: q.AnyProtocol,
 		want4: q.IPv4, want6: q.IPv6, hasGametype: q.HasGametype}
 	if q.HasGametype {
-		f.gametype = q.Gametype
+		f.gametype = cutGametype(q.Gametype) // as listed (gametypeOf)
 	}
 	if !q.Empty && opts&game.SendEmpty == 0 {
 		f.skip |= stateEmpty
