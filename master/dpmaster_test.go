@@ -112,6 +112,12 @@ func (l *logBuffer) Write(p []byte) (int, error) {
 	return l.buf.Write(p)
 }
 
+func (l *logBuffer) reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Reset()
+}
+
 func (l *logBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -344,5 +350,87 @@ func TestQuake4_GametypeWithSpaceListed(t *testing.T) {
 		if got := g.queryAnswered(t, req); !slices.Equal(got, []netip.AddrPort{q3a}) {
 			t.Errorf("%q: %v", req, got)
 		}
+	}
+}
+
+// A reason that refuses a whole class of servers is logged (Warn) once per
+// server and reason, not only counted; the set of pairs remembered is
+// bounded (MaxLoggedDrops, oldest forgotten first) and so are the lines
+// per Tick (MaxDropLogsPerTick), the rest summed up at the next Tick.
+func TestDropReason_LoggedOncePerServer(t *testing.T) {
+	var logs logBuffer
+	f := newHandlerFix(t, Config{MaxServersPerAddress: -1}, func(c *HandlerConfig) {
+		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	})
+	a, b := ap("198.51.100.70:27960"), ap("198.51.100.71:27960")
+	for range 3 {
+		f.now = f.now.Add(DefaultChallengeLifetime) // the last check is over
+		f.h.Tick(f.now, nil)
+		for _, srv := range []netip.AddrPort{a, b} {
+			c := challengeOf(t, f.in(srv, oaHeartbeat), KindGetInfo)
+			f.in(srv, oaInfo(c, "gametype", "capture the flag"))
+		}
+		f.in(a, oob("heartbeat Quake5Arena-1\n"))
+	}
+	if n := f.h.Stats().Dropped(ReasonBadGametype); n != 6 {
+		t.Fatalf("%d bad_gametype drops, want 6", n)
+	}
+	for _, c := range []struct {
+		srv netip.AddrPort
+		why Reason
+	}{{a, ReasonBadGametype}, {b, ReasonBadGametype}, {a, ReasonUnknownHeartbeat}} {
+		if n := logs.count("level=WARN", "server="+c.srv.String(), "reason="+c.why.String()); n != 1 {
+			t.Errorf("%v %v logged %d times, want once:\n%s", c.srv, c.why, n, logs.String())
+		}
+	}
+	// A query refused by --game-policy is a client's, not a server's: not
+	// logged at Warn.
+	g := newHandlerFix(t, Config{Policy: mustPolicy(t, "reject", "Xonotic")}, func(c *HandlerConfig) { c.Logger = logs.logger() })
+	g.in(client, oob("getservers Xonotic 3"))
+	if logs.has("level=WARN", "server="+client.String()) {
+		t.Errorf("a client's query logged as a refused server")
+	}
+
+	// Lines per Tick: a flood of forged heartbeats gets MaxDropLogsPerTick
+	// lines, then one line with the count of the rest.
+	logs.reset()
+	forged := func(i int) netip.AddrPort {
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte{203, 0, byte(i >> 8), byte(i)}), 27960)
+	}
+	for i := range MaxDropLogsPerTick + 5 {
+		f.in(forged(i), oob("heartbeat Quake5Arena-1\n"))
+	}
+	if n := logs.count("level=WARN", "msg=\"refused server\""); n != MaxDropLogsPerTick {
+		t.Errorf("%d lines in one tick, want %d", n, MaxDropLogsPerTick)
+	}
+	f.h.Tick(f.now, nil)
+	if !logs.has("refused servers not logged", "count=5") {
+		t.Errorf("no count of the lines held back:\n%s", logs.String())
+	}
+	// Those held back are logged at their next try.
+	f.in(forged(MaxDropLogsPerTick), oob("heartbeat Quake5Arena-1\n"))
+	if !logs.has("server=" + forged(MaxDropLogsPerTick).String()) {
+		t.Errorf("a server held back is not logged at its next try")
+	}
+
+	// Memory: MaxLoggedDrops pairs at most, the oldest forgotten first.
+	for i := 0; i < MaxLoggedDrops+MaxDropLogsPerTick; i++ {
+		if i%MaxDropLogsPerTick == 0 {
+			f.h.Tick(f.now, nil)
+		}
+		f.in(forged(1000+i), oob("heartbeat Quake5Arena-1\n"))
+	}
+	f.h.drops.mu.Lock()
+	n := len(f.h.drops.seen)
+	f.h.drops.mu.Unlock()
+	if n != MaxLoggedDrops {
+		t.Errorf("%d pairs remembered, want the bound %d", n, MaxLoggedDrops)
+	}
+	f.h.Tick(f.now, nil)
+	logs.reset()
+	f.in(forged(1000), oob("heartbeat Quake5Arena-1\n"))                                     // forgotten
+	f.in(forged(1000+MaxLoggedDrops+MaxDropLogsPerTick-1), oob("heartbeat Quake5Arena-1\n")) // remembered
+	if n := logs.count("level=WARN"); n != 1 || !logs.has("server="+forged(1000).String()) {
+		t.Errorf("after the bound, want the oldest logged again and the newest not:\n%s", logs.String())
 	}
 }

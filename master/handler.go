@@ -93,8 +93,10 @@ type HandlerConfig struct {
 	// checks in flight are not counted against it: at most one per check
 	// per Tick, VerifyRetries per check.
 	MaxProbesPerTick int
-	// Logger receives listing events at Info and drops at Debug; nil
-	// discards.
+	// Logger receives listing events at Info, the refusals of a whole
+	// class of servers (bad_gametype, bad_protocol, unknown_heartbeat,
+	// ...) at Warn once per server and reason (see MaxLoggedDrops), and
+	// every drop at Debug; nil discards.
 	Logger *slog.Logger
 }
 
@@ -110,6 +112,7 @@ type Handler struct {
 	reg   *Registry
 	stats Stats
 	log   *slog.Logger
+	drops *dropLog // refusals of whole classes of servers, logged once each
 }
 
 // NewHandler returns a handler for cfg.
@@ -138,7 +141,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{cfg: cfg, reg: cfg.Registry, log: log}, nil
+	return &Handler{cfg: cfg, reg: cfg.Registry, log: log, drops: newDropLog()}, nil
 }
 
 // Stats returns the handler's counters.
@@ -150,6 +153,9 @@ func (h *Handler) Registry() *Registry { return h.reg }
 // drop counts a dropped packet and returns dst unchanged.
 func (h *Handler) drop(dst []Outgoing, k Kind, from netip.AddrPort, why Reason) []Outgoing {
 	h.stats.dropped[why].Add(1)
+	if classReason(why) && serverKind(k) {
+		h.drops.note(h.log, k, from, why)
+	}
 	if h.log.Enabled(context.Background(), slog.LevelDebug) {
 		h.log.Debug("dropped", "from", from, "kind", k, "reason", why)
 	}
@@ -635,6 +641,7 @@ func (h *Handler) HandleMOTD(now time.Time, from netip.AddrPort, pkt []byte, dst
 // that are due. The server calls it about once a second, so a retry goes
 // out up to a second after it is due.
 func (h *Handler) Tick(now time.Time, dst []Outgoing) []Outgoing {
+	h.drops.tick(h.log)
 	for _, r := range h.reg.Expire(now, nil) {
 		h.stats.removed[r.Reason].Add(1)
 		if r.Listed {
