@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/scout-discovery/scout/discover"
 )
 
 // RunTimeout bounds one client run.
@@ -93,28 +95,11 @@ type Server struct {
 	Answered   bool
 }
 
-// scoutLine is the part of a `scout servers --json` line read here.
-type scoutLine struct {
-	Type       string          `json:"type"`
-	Address    string          `json:"address"`
-	NamePlain  string          `json:"name_plain"`
-	Map        string          `json:"map"`
-	GameType   string          `json:"gametype"`
-	Protocol   string          `json:"protocol"`
-	NumPlayers int             `json:"numplayers"`
-	MaxPlayers int             `json:"maxplayers"`
-	Players    *[]scoutPlayer  `json:"players"`
-	RTTms      float64         `json:"rtt_ms"`
-	Error      string          `json:"error"`
-	Probes     int             `json:"probes"`
-	BytesOut   int64           `json:"bytes_out"`
-	Masters    json.RawMessage `json:"masters"`
-}
-
-type scoutPlayer struct {
-	NamePlain string `json:"name_plain"`
-	Score     int    `json:"score"`
-	Ping      int    `json:"ping"`
+// scoutSummary is the part of the {"type":"summary"} line of `scout
+// servers --json` read here.
+type scoutSummary struct {
+	Probes   int   `json:"probes"`
+	BytesOut int64 `json:"bytes_out"`
 }
 
 // Scout runs `bin servers --json --master <master> args...` (bin is a
@@ -129,17 +114,34 @@ func (e *Env) Scout(ctx context.Context, name, bin string, args ...string) (Meas
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		var l scoutLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			return m, nil, fmt.Errorf("%s: line %q: %w", name, sc.Text(), err)
+		// decode reads the line into v.
+		decode := func(v any) error {
+			if err := json.Unmarshal(sc.Bytes(), v); err != nil {
+				return fmt.Errorf("%s: line %q: %w", name, sc.Text(), err)
+			}
+			return nil
 		}
-		switch l.Type {
+		var head struct {
+			Type string `json:"type"`
+		}
+		if err := decode(&head); err != nil {
+			return m, nil, err
+		}
+		switch head.Type {
 		case "summary":
+			var l scoutSummary
+			if err := decode(&l); err != nil {
+				return m, nil, err
+			}
 			m.ClientProbes = l.Probes
 			if m.Traffic == nil {
 				m.Bytes, m.BytesFrom = l.BytesOut, "client"
 			}
 		case "server":
+			var l discover.ServerJSON
+			if err := decode(&l); err != nil {
+				return m, nil, err
+			}
 			a, err := netip.ParseAddrPort(l.Address)
 			if err != nil {
 				return m, nil, fmt.Errorf("%s: address %q: %w", name, l.Address, err)

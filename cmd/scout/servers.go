@@ -18,7 +18,6 @@ import (
 	"github.com/scout-discovery/scout/browser"
 	"github.com/scout-discovery/scout/discover"
 	"github.com/scout-discovery/scout/game"
-	"github.com/scout-discovery/scout/infostring"
 	"github.com/scout-discovery/scout/loopnat"
 	"github.com/scout-discovery/scout/probe"
 )
@@ -480,7 +479,7 @@ func (o *serversOutput) server(s discover.Server) {
 		if s.Answered() && !o.opt.filter.Show(s.Result) {
 			return
 		}
-		o.enc.Encode(serverJSON(s))
+		o.enc.Encode(s.JSON())
 	case o.live != nil:
 		o.live.Add(s.Result)
 	case !o.opt.filter.Show(s.Result):
@@ -540,61 +539,6 @@ func (o *serversOutput) masterLines(sum discover.Summary) {
 	c := sum.Probe
 	fmt.Fprintf(o.w, "%d servers listed, %d probed, %d answered, %d silent, %d unreachable; %d probes (%d retries), %d bytes out, %d flows; %.2fs\n",
 		sum.Listed, o.probed, o.answered, c.Silent, c.Unreachable, c.Sent, c.Retries, c.BytesOut, c.Destinations, sum.Took.Seconds())
-}
-
-// serverOut is one {"type":"server"} line of --json.
-type serverOut struct {
-	Type       string          `json:"type"`
-	Address    string          `json:"address"`
-	Game       string          `json:"game"`
-	Name       string          `json:"name"`
-	NamePlain  string          `json:"name_plain"`
-	Map        string          `json:"map"`
-	GameType   string          `json:"gametype"`
-	Protocol   string          `json:"protocol"`
-	NumPlayers int             `json:"numplayers"`
-	MaxPlayers int             `json:"maxplayers"`
-	Info       infostring.Info `json:"info"`
-	Players    *[]playerOut    `json:"players,omitempty"` // absent: no player list was asked for or sent
-	RTTms      float64         `json:"rtt_ms"`
-	Attempts   int             `json:"attempts"`
-	Masters    []string        `json:"masters"`
-	Error      string          `json:"error,omitempty"`
-}
-
-// playerOut is one player of a server's "players".
-type playerOut struct {
-	Name      string  `json:"name"`
-	NamePlain string  `json:"name_plain"`
-	Score     int     `json:"score"`
-	Ping      int     `json:"ping"`
-	Team      string  `json:"team,omitempty"`
-	TimeS     float64 `json:"time_s,omitempty"`
-}
-
-func serverJSON(s discover.Server) serverOut {
-	j := serverOut{Type: "server", Address: s.Addr.String(), Game: s.Game, Name: s.Name,
-		NamePlain: probe.StripColours(s.Name), Map: s.Map, GameType: s.GameType, Protocol: s.Protocol,
-		NumPlayers: s.NumPlayers, MaxPlayers: s.MaxPlayers, Info: s.Info,
-		RTTms: float64(s.RTT.Nanoseconds()) / 1e6, Attempts: s.Attempts, Masters: s.Masters}
-	if j.Info == nil {
-		j.Info = infostring.Info{}
-	}
-	if j.Masters == nil {
-		j.Masters = []string{}
-	}
-	if s.Players != nil {
-		ps := make([]playerOut, len(s.Players))
-		for i, p := range s.Players {
-			ps[i] = playerOut{Name: p.Name, NamePlain: probe.StripColours(p.Name), Score: p.Score, Ping: p.Ping,
-				Team: p.Team, TimeS: p.Time.Seconds()}
-		}
-		j.Players = &ps
-	}
-	if s.Err != nil {
-		j.Error = s.Err.Error()
-	}
-	return j
 }
 
 // summaryOut is the final {"type":"summary"} line of --json.
