@@ -32,7 +32,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -46,6 +45,7 @@ import (
 	"github.com/scout-discovery/scout/geo"
 	"github.com/scout-discovery/scout/loopnat"
 	"github.com/scout-discovery/scout/master"
+	"github.com/scout-discovery/scout/masterd"
 	"github.com/scout-discovery/scout/population"
 	"github.com/scout-discovery/scout/probe"
 	"github.com/scout-discovery/scout/world"
@@ -280,7 +280,7 @@ func Start(ctx context.Context, cfg Config) (env *Env, stop func(), err error) {
 		defer mconn.Close()
 		m.Server.Serve(ctx, loopnat.Wrap(mconn, table), false)
 	})
-	wg.Go(func() { m.Server.Tick(ctx, master.TickInterval) })
+	wg.Go(func() { m.Server.Tick(ctx, masterd.TickInterval) })
 	wg.Go(func() {
 		if err := emu.Run(ctx); err != nil {
 			cfg.logf("world: %v", err)
@@ -424,17 +424,12 @@ func playable(probes []discover.Outcome, stop time.Duration) (int, time.Duration
 // newMaster builds scout's master for the demo: loopback clients allowed to
 // query, no flood protection (three clients ask once each), no outbound
 // budget to speak of; the socket is the caller's.
-func newMaster() (*master.Master, error) {
-	opts, err := master.ParseArgs([]string{"-l", "127.0.0.1", "-p", "0", "--no-flood-protection",
-		"--out-rate", "1000000000", "--motd-port", "0", "-v", "0"})
-	if err != nil {
-		return nil, err
-	}
-	set, err := opts.Settings(context.Background())
-	if err != nil {
-		return nil, err
-	}
-	return master.NewMaster(time.Now(), set, nil, slog.New(slog.DiscardHandler))
+func newMaster() (*masterd.Master, error) {
+	return masterd.NewMaster(time.Now(), masterd.Config{
+		Listen:       []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
+		NoQueryLimit: true,
+		OutRate:      1_000_000_000,
+	})
 }
 
 // settle is how long the master's list must stay the same, every server

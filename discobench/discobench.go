@@ -56,6 +56,7 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/master"
+	"github.com/scout-discovery/scout/masterd"
 	"github.com/scout-discovery/scout/world"
 )
 
@@ -135,21 +136,12 @@ func Start(ctx context.Context, cfg Config) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"-l", "127.0.0.1", "-p", "0", "--allow-loopback", "--motd-port", "0", "-v", "0"}
-	if !cfg.FloodProtection {
-		args = append(args, "--no-flood-protection")
-	}
-	opts, err := master.ParseArgs(args)
-	if err != nil {
-		return nil, err
-	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	set, err := opts.Settings(runCtx)
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	m, err := master.NewMaster(time.Now(), set, nil, nil)
+	m, err := masterd.NewMaster(time.Now(), masterd.Config{
+		Listen:       []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
+		Registry:     master.Config{AllowLoopback: true},
+		NoQueryLimit: !cfg.FloodProtection,
+	})
 	if err != nil {
 		cancel()
 		return nil, err

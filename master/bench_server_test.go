@@ -1,9 +1,6 @@
-//go:build linux
-
 package master
 
 import (
-	"context"
 	"crypto/rand"
 	"fmt"
 	"net/netip"
@@ -12,7 +9,6 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/infostring"
-	"github.com/scout-discovery/scout/loadgen"
 	"github.com/scout-discovery/scout/q3"
 )
 
@@ -25,19 +21,15 @@ const benchServers = 5000
 //
 //   - handler: Handler.HandlePacket alone, the datagrams built but not
 //     sent; no flood protection or byte budget, one client.
-//   - socket: a real master on 127.0.0.1 (the socket loop of scout
-//     master), 5,000 emulated servers registered over loopback by
-//     loadgen, each op one full answer received and checked, 8 requests in
-//     flight from 64 source addresses. The load generator runs in the same
-//     process, so ns/op is wall time per answer under that shared load;
-//     `scout load` measures the master's own CPU (see BENCHMARKS.md).
+//
+// The socket half (a real master on 127.0.0.1) is masterd's
+// BenchmarkMaster_FullList5000/socket.
 func BenchmarkMaster_FullList5000(b *testing.B) {
 	req, err := q3.GetServers{Protocol: 68, Empty: true, Full: true}.AppendBinary(nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Run("handler", func(b *testing.B) { benchHandler(b, req) })
-	b.Run("socket", func(b *testing.B) { benchSocket(b, req) })
 }
 
 func benchHandler(b *testing.B, req []byte) {
@@ -104,68 +96,4 @@ func benchHandler(b *testing.B, req []byte) {
 	}
 	b.ReportMetric(float64(packets), "packets/answer")
 	b.ReportMetric(float64(bytes), "bytes/answer")
-}
-
-func benchSocket(b *testing.B, req []byte) {
-	opts, err := ParseArgs([]string{"-l", "127.0.0.1", "-p", "0", "--allow-loopback", "--no-flood-protection",
-		"--out-rate", "4000000000", "--out-burst", "100000000", "--motd-port", "0", "-v", "0",
-		// dpmaster 2.x's layout: loadgen's ListServers stops at the first
-		// end marker.
-		"--eot-last-only"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	set, err := opts.Settings(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := NewMaster(time.Now(), set, nil, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := m.Listen(); err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
-	ran := make(chan error, 1)
-	go func() { ran <- m.Run(ctx) }()
-	defer func() { cancel(); <-ran }()
-	var addr netip.AddrPort
-	for _, a := range m.Addrs() {
-		if a.Addr().Is4() {
-			addr = a
-		}
-	}
-
-	fleet, err := loadgen.NewFleet(loadgen.FleetConfig{Servers: benchServers, Base: netip.MustParseAddr("127.80.0.1")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- fleet.Serve(ctx) }()
-	defer func() { cancel(); <-served; fleet.Close() }()
-	if n, err := loadgen.Populate(ctx, fleet, addr, loadgen.PopulateConfig{Query: req, Rate: 20000, Source: netip.MustParseAddr("127.79.0.1")}); err != nil {
-		b.Fatalf("%d listed: %v", n, err)
-	}
-
-	b.ResetTimer()
-	r, err := loadgen.Run(ctx, loadgen.Config{
-		Master: addr, Query: req, Expect: benchServers,
-		Sources: 64, SourceBase: netip.MustParseAddr("127.81.0.1"), Outstanding: 8,
-		MaxRequests: b.N, Duration: time.Hour, Timeout: 2 * time.Second,
-		Want: fleet.Addrs(), CheckEvery: 1000,
-	})
-	b.StopTimer()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if r.CheckFailed > 0 || r.Complete+r.Incomplete+r.Unanswered != b.N {
-		b.Fatalf("result %+v", r)
-	}
-	b.ReportMetric(float64(r.PacketsPerAnswer), "packets/answer")
-	b.ReportMetric(float64(r.BytesPerAnswer), "bytes/answer")
-	b.ReportMetric(float64(r.LostPackets), "lost-packets")
-	b.ReportMetric(r.AnswersPerSecond(), "answers/s")
 }

@@ -1,8 +1,12 @@
 // Package master is the decision core of scout's master server: a pure,
-// I/O-free registry of game servers and the defences around it. The packet
-// handler, socket loop, CLI, metrics and HTTP sit on top of it; this
-// package never reads the clock (every method takes now) and never touches
-// a socket.
+// I/O-free registry of game servers, the defences around it, and the
+// packet handler that turns (now, source, bytes) into decisions and
+// datagrams to send. It never reads the clock (every method takes now),
+// never touches a socket, a file or HTTP, and holds no goroutine.
+//
+// Package masterd runs it (sockets, batched sending, the ticker, the state
+// writer, HTTP and metrics); master/store keeps its list on disk; the
+// command line in dpmaster's syntax is scout master's (cmd/scout).
 //
 // # Registration
 //

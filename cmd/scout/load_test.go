@@ -6,13 +6,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/scout-discovery/scout/master"
+	"github.com/scout-discovery/scout/masterd"
 )
 
 // startInProcessMaster runs scout's master on an ephemeral loopback port,
@@ -21,17 +21,15 @@ import (
 // until the test ends and returns its address.
 func startInProcessMaster(t *testing.T, listen string) netip.AddrPort {
 	t.Helper()
-	opts, err := master.ParseArgs([]string{"-l", listen, "-p", "0", "--allow-loopback", "--no-flood-protection", "--out-rate", "1000000000", "--motd-port", "0", "-v", "0"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	set, err := opts.Settings(ctx)
+	m, err := masterd.NewMaster(time.Now(), masterd.Config{
+		Listen:       []netip.AddrPort{netip.AddrPortFrom(netip.MustParseAddr(listen), 0)},
+		Registry:     master.Config{AllowLoopback: true},
+		NoQueryLimit: true,
+		OutRate:      1_000_000_000,
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := master.NewMaster(time.Now(), set, nil, slog.New(slog.DiscardHandler))
-	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
 	if err := m.Listen(); err != nil {

@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
+	"log/slog"
 	"time"
 
-	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/master/store"
+	"github.com/scout-discovery/scout/masterd"
 )
 
 func init() {
@@ -21,20 +20,24 @@ func init() {
 // still running on it).
 const storeTimeout = 5 * time.Second
 
+// runMaster is scout master: dpmaster's command line (master_flags.go),
+// resolved into a masterd.Config (master_config.go), run until ctx ends.
+// As dpmaster, a bad option or option value exits with status 1 and says
+// which.
 func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	opts, err := master.ParseArgs(args)
+	opts, err := parseMasterArgs(args)
 	switch {
-	case errors.Is(err, master.ErrHelp):
-		fmt.Fprint(stdout, master.Usage())
+	case errors.Is(err, errMasterHelp):
+		fmt.Fprint(stdout, masterUsage())
 		return 0
 	case err != nil:
 		fmt.Fprintf(stderr, "scout master: %v\n", err)
-		return 2
+		return 1
 	}
-	set, err := opts.Settings(ctx)
+	set, err := opts.settings(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "scout master: %v\n", err)
-		return 2
+		return 1
 	}
 	if set.PrintGames {
 		for _, g := range set.Catalogue.Games() {
@@ -43,8 +46,12 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		return 0
 	}
-	log := master.StdLogger(set, stderr)
-	var st master.Store
+	log := slog.New(slog.DiscardHandler)
+	if !set.LogOff {
+		log = masterd.NewLogger(stderr, set.LogLevel, set.LogJSON)
+	}
+	cfg := set.Config
+	cfg.Logger = log
 	if set.State != "" {
 		s, err := store.Open(set.State, storeTimeout)
 		if err != nil {
@@ -52,9 +59,9 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			return 1
 		}
 		defer s.Close()
-		st = s
+		cfg.Store = s
 	}
-	m, err := master.NewMaster(time.Now(), set, st, log)
+	m, err := masterd.NewMaster(time.Now(), cfg)
 	if err != nil {
 		log.Error("starting", "err", err)
 		return 1
@@ -62,18 +69,6 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err := m.Listen(); err != nil {
 		log.Error("listening", "err", err)
 		return 1
-	}
-	if set.HTTP != "" {
-		ln, err := net.Listen("tcp", set.HTTP)
-		if err != nil {
-			m.Close()
-			log.Error("listening for HTTP", "addr", set.HTTP, "err", err)
-			return 1
-		}
-		log.Info("listening", "addr", ln.Addr().String(), "port", "http")
-		hs := &http.Server{Handler: m.HTTPHandler(), ReadHeaderTimeout: 5 * time.Second}
-		go hs.Serve(ln)
-		defer hs.Close()
 	}
 	if err := m.Run(ctx); err != nil {
 		log.Error("stopped", "err", err)

@@ -1,11 +1,8 @@
-package master
+package masterd
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -14,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/net/ipv4"
+
+	"github.com/scout-discovery/scout/master"
 )
 
 // PacketConn is the part of *net.UDPConn the server uses.
@@ -22,13 +21,6 @@ type PacketConn interface {
 	WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error)
 	SetReadDeadline(t time.Time) error
 	LocalAddr() net.Addr
-}
-
-// Store keeps the registry on disk (master/store implements it).
-type Store interface {
-	Put(Server) error
-	Delete(netip.AddrPort) error
-	Load() (servers []Server, corrupt int, err error)
 }
 
 // TickInterval is how often the server expires servers and sends due
@@ -46,7 +38,7 @@ const maxDatagram = 65535
 //
 // mu guards conns.
 type PacketServer struct {
-	h   *Handler
+	h   *master.Handler
 	log *slog.Logger
 
 	sendErrors atomic.Uint64
@@ -57,7 +49,7 @@ type PacketServer struct {
 }
 
 // NewPacketServer returns a packet server around h.
-func NewPacketServer(h *Handler, log *slog.Logger) *PacketServer {
+func NewPacketServer(h *master.Handler, log *slog.Logger) *PacketServer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -65,7 +57,7 @@ func NewPacketServer(h *Handler, log *slog.Logger) *PacketServer {
 }
 
 // Handler returns the server's handler.
-func (s *PacketServer) Handler() *Handler { return s.h }
+func (s *PacketServer) Handler() *master.Handler { return s.h }
 
 // SendErrors returns the datagrams the kernel refused, and those with no
 // socket of their address family.
@@ -86,7 +78,7 @@ func (s *PacketServer) Serve(ctx context.Context, conn PacketConn, motd bool) er
 	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
 	buf := make([]byte, maxDatagram)
-	var out []Outgoing
+	var out []master.Outgoing
 	snd := newSender(conn)
 	for {
 		n, from, err := conn.ReadFromUDPAddrPort(buf)
@@ -128,7 +120,7 @@ func family4(conn PacketConn) bool {
 	return ok && a.IP.To4() != nil
 }
 
-func (s *PacketServer) write(via PacketConn, out []Outgoing) {
+func (s *PacketServer) write(via PacketConn, out []master.Outgoing) {
 	for _, o := range out {
 		c := via
 		if c == nil || family4(c) != o.To.Addr().Is4() {
@@ -180,7 +172,7 @@ func newSender(conn PacketConn) *sender {
 
 // writeBatched sends out by b's socket, a run of datagrams to one IPv4
 // address in one batch.
-func (s *PacketServer) writeBatched(b *sender, out []Outgoing) {
+func (s *PacketServer) writeBatched(b *sender, out []master.Outgoing) {
 	for len(out) > 0 {
 		n := 1
 		for n < len(out) && out[n].To == out[0].To {
@@ -199,7 +191,7 @@ func (s *PacketServer) writeBatched(b *sender, out []Outgoing) {
 // equal-sized datagrams segmented by the kernel if b.gso. A message the
 // kernel refuses is counted and skipped, the rest still go; a refused
 // segmented message turns segmentation off and is sent again without it.
-func (s *PacketServer) sendBatch(b *sender, out []Outgoing) {
+func (s *PacketServer) sendBatch(b *sender, out []master.Outgoing) {
 	to := out[0].To
 	b.ip = to.Addr().As4()
 	b.addr = net.UDPAddr{IP: b.ip[:], Port: int(to.Port())}
@@ -230,7 +222,7 @@ func (s *PacketServer) sendBatch(b *sender, out []Outgoing) {
 }
 
 // pack fills b.msgs for out.
-func (b *sender) pack(out []Outgoing) {
+func (b *sender) pack(out []master.Outgoing) {
 	b.msgs, b.bufs, b.flat, b.oob = b.msgs[:0], b.bufs[:0], b.flat[:0], b.oob[:0]
 	for i := 0; i < len(out); {
 		size := len(out[i].Payload)
@@ -291,253 +283,4 @@ func (s *PacketServer) Tick(ctx context.Context, interval time.Duration) {
 		case <-t.C:
 		}
 	}
-}
-
-// storeWriter is the Persister the server gives its handler: Put and
-// Delete record the latest state of each address and wake a writer
-// goroutine, so the packet path never waits for the disk. Pending
-// writes are bounded by the registry's MaxServers (one per address).
-//
-// mu guards pending.
-type storeWriter struct {
-	st   Store
-	log  *slog.Logger
-	wake chan struct{}
-	errs atomic.Uint64
-
-	mu      sync.Mutex
-	pending map[netip.AddrPort]*Server // nil value: delete
-}
-
-func newStoreWriter(st Store, log *slog.Logger) *storeWriter {
-	return &storeWriter{st: st, log: log, wake: make(chan struct{}, 1), pending: make(map[netip.AddrPort]*Server)}
-}
-
-func (w *storeWriter) Put(s Server) { w.set(s.Addr, &s) }
-
-func (w *storeWriter) Delete(a netip.AddrPort) { w.set(a, nil) }
-
-func (w *storeWriter) set(a netip.AddrPort, s *Server) {
-	w.mu.Lock()
-	w.pending[a] = s
-	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
-}
-
-// run writes pending changes until ctx ends, then writes what is left.
-func (w *storeWriter) run(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			w.flush()
-			return
-		case <-w.wake:
-			w.flush()
-		}
-	}
-}
-
-func (w *storeWriter) flush() {
-	w.mu.Lock()
-	batch := w.pending
-	w.pending = make(map[netip.AddrPort]*Server)
-	w.mu.Unlock()
-	if len(batch) == 0 {
-		return
-	}
-	defer w.log.Debug("state written", "changes", len(batch))
-	for a, s := range batch {
-		var err error
-		if s == nil {
-			err = w.st.Delete(a)
-		} else {
-			err = w.st.Put(*s)
-		}
-		if err != nil {
-			w.errs.Add(1)
-			w.log.Error("writing the state file", "server", a, "err", err)
-		}
-	}
-}
-
-// Master is a running scout master: its handler, sockets and store.
-type Master struct {
-	Settings Settings
-	Server   *PacketServer
-	Handler  *Handler
-	Registry *Registry
-	Log      *slog.Logger
-
-	store  Store
-	writer *storeWriter
-	conns  []*net.UDPConn
-	motd   []*net.UDPConn
-
-	closeOnce sync.Once
-}
-
-// NewMaster builds a master from settings: registry, defences, handler,
-// and the servers restored from st (nil: no persistence). It opens no
-// socket yet.
-func NewMaster(now time.Time, set Settings, st Store, log *slog.Logger) (*Master, error) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	chal, err := NewChallenger(set.RotationPeriod, rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	reg, err := NewRegistry(set.Registry, chal)
-	if err != nil {
-		return nil, err
-	}
-	hc := set.Handler
-	hc.Registry, hc.Logger = reg, log
-	if set.FloodProtection {
-		if hc.Queries, err = NewSourceLimiter(set.FPThrottle, set.FPDecay, set.MaxSources); err != nil {
-			return nil, err
-		}
-	}
-	if hc.Heartbeats, err = NewSourceLimiter(set.HBThrottle, set.HBDecay, set.MaxSources); err != nil {
-		return nil, err
-	}
-	if hc.Budget, err = NewByteBudget(set.OutRate, set.OutBurst); err != nil {
-		return nil, err
-	}
-	m := &Master{Settings: set, Registry: reg, Log: log, store: st}
-	if st != nil {
-		servers, corrupt, err := st.Load()
-		if err != nil {
-			return nil, fmt.Errorf("master: loading the state: %w", err)
-		}
-		n, skipped := reg.Restore(now, servers)
-		log.Info("restored", "servers", n, "skipped", len(skipped), "corrupt", corrupt)
-		m.writer = newStoreWriter(st, log)
-		hc.Persist = m.writer
-		// Servers the current configuration refuses leave the state.
-		for _, r := range skipped {
-			m.writer.Delete(r.Addr)
-		}
-	}
-	h, err := NewHandler(hc)
-	if err != nil {
-		return nil, err
-	}
-	m.Handler = h
-	m.Server = NewPacketServer(h, log)
-	return m, nil
-}
-
-// Listen opens the master and MOTD sockets. A default (not -l) IPv6
-// socket that cannot be opened is skipped with a warning, as dpmaster
-// does.
-func (m *Master) Listen() error {
-	open := func(a netip.AddrPort, explicit bool) (*net.UDPConn, error) {
-		network := "udp4"
-		if a.Addr().Is6() && !a.Addr().Is4In6() {
-			network = "udp6"
-		}
-		c, err := net.ListenUDP(network, net.UDPAddrFromAddrPort(a))
-		if err != nil && !explicit && network == "udp6" {
-			m.Log.Warn("IPv6 socket not opened", "addr", a, "err", err)
-			return nil, nil
-		}
-		return c, err
-	}
-	for _, a := range m.Settings.Listen {
-		c, err := open(a, m.Settings.ListenExplicit)
-		if err != nil {
-			m.Close()
-			return err
-		}
-		if c != nil {
-			m.conns = append(m.conns, c)
-			m.Log.Info("listening", "addr", c.LocalAddr().String(), "port", "master")
-		}
-	}
-	for _, a := range m.Settings.MOTDListen {
-		c, err := open(a, m.Settings.ListenExplicit)
-		if err != nil {
-			m.Close()
-			return err
-		}
-		if c != nil {
-			m.motd = append(m.motd, c)
-			m.Log.Info("listening", "addr", c.LocalAddr().String(), "port", "motd")
-		}
-	}
-	if len(m.conns) == 0 {
-		return errors.New("master: no socket to listen on")
-	}
-	return nil
-}
-
-// Addrs returns the addresses of the open master sockets.
-func (m *Master) Addrs() []netip.AddrPort {
-	var out []netip.AddrPort
-	for _, c := range m.conns {
-		out = append(out, c.LocalAddr().(*net.UDPAddr).AddrPort())
-	}
-	return out
-}
-
-// Run serves every socket, the ticker and the state writer until ctx
-// ends, then closes the sockets and writes what is pending.
-func (m *Master) Run(ctx context.Context) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var wg sync.WaitGroup
-	serve := func(c *net.UDPConn, motd bool) {
-		wg.Go(func() {
-			if err := m.Server.Serve(ctx, c, motd); err != nil {
-				cancel(fmt.Errorf("socket %v: %w", c.LocalAddr(), err))
-			}
-		})
-	}
-	for _, c := range m.conns {
-		serve(c, false)
-	}
-	for _, c := range m.motd {
-		serve(c, true)
-	}
-	wg.Go(func() { m.Server.Tick(ctx, TickInterval) })
-	var wdone chan struct{}
-	if m.writer != nil {
-		wdone = make(chan struct{})
-		wctx, wcancel := context.WithCancel(context.Background())
-		go func() { m.writer.run(wctx); close(wdone) }()
-		defer func() { wcancel(); <-wdone }()
-	}
-	<-ctx.Done()
-	wg.Wait()
-	m.Close()
-	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	return nil
-}
-
-// Close closes the sockets. It is idempotent.
-func (m *Master) Close() error {
-	m.closeOnce.Do(func() {
-		for _, c := range append(m.conns, m.motd...) {
-			c.Close()
-		}
-	})
-	return nil
-}
-
-// StdLogger returns the logger the settings ask for, writing to w.
-func StdLogger(set Settings, w io.Writer) *slog.Logger {
-	if set.LogOff {
-		return slog.New(slog.DiscardHandler)
-	}
-	opts := &slog.HandlerOptions{Level: set.LogLevel}
-	if set.LogJSON {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
 }

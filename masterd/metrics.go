@@ -1,7 +1,9 @@
-package master
+package masterd
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/scout-discovery/scout/master"
 )
 
 // Collector exposes a master's counters to Prometheus. It reads the
@@ -64,24 +66,24 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v int, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
 	}
-	for _, k := range Kinds() {
+	for _, k := range master.Kinds() {
 		counter(c.packetsIn, st.In(k), k.String())
 		p, b := st.Out(k)
 		counter(c.packetsOut, p, k.String())
 		counter(c.bytesOut, b, k.String())
 	}
 	counter(c.bytesIn, st.InBytes())
-	for _, r := range Reasons() {
-		if r == OK {
+	for _, r := range master.Reasons() {
+		if r == master.OK {
 			continue
 		}
 		counter(c.dropped, st.Dropped(r), r.String())
 		counter(c.removed, st.Removed(r), r.String())
 	}
-	for _, ch := range []Change{ChangeListed, ChangeUpdated, ChangeRefreshed} {
+	for _, ch := range []master.Change{master.ChangeListed, master.ChangeUpdated, master.ChangeRefreshed} {
 		counter(c.changes, st.Changes(ch), ch.String())
 	}
-	for _, p := range []ProbeCause{CauseHeartbeat, CauseFlatline, CauseReprobe, CauseRestored} {
+	for _, p := range []master.ProbeCause{master.CauseHeartbeat, master.CauseFlatline, master.CauseReprobe, master.CauseRestored} {
 		counter(c.probes, st.Probes(p), p.String())
 		counter(c.retries, st.Retries(p), p.String())
 	}

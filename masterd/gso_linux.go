@@ -1,6 +1,6 @@
 //go:build linux
 
-package master
+package masterd
 
 import (
 	"encoding/binary"

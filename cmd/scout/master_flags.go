@@ -1,4 +1,4 @@
-package master
+package main
 
 import (
 	"encoding/json"
@@ -7,19 +7,20 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"time"
+
+	"github.com/scout-discovery/scout/master"
 )
 
-// ErrUsage wraps every command-line error; ErrHelp is returned for -h.
+// errMasterUsage wraps every command-line error; errMasterHelp is returned for -h.
 var (
-	ErrUsage = errors.New("usage")
-	ErrHelp  = errors.New("help requested")
+	errMasterUsage = errors.New("usage")
+	errMasterHelp  = errors.New("help requested")
 )
 
-// Options are scout master's settings, from dpmaster's command line, its
+// masterOptions are scout master's settings, from dpmaster's command line, its
 // own long options, and the JSON file --config names. The JSON keys are
 // the long option names; the command line is applied after the file.
-type Options struct {
+type masterOptions struct {
 	// dpmaster's options, with its meaning.
 	Port              int        `json:"port"`                 // -p, --port: default port (27950)
 	Listen            []string   `json:"listen"`               // -l, --listen ADDR[:PORT]: several; none means 0.0.0.0 and ::
@@ -65,14 +66,8 @@ const (
 	zeroMOTDPort
 )
 
-// Defaults of the options that have one.
-const (
-	DefaultPort        = 27950
-	DefaultMOTDPort    = 27951
-	DefaultVerbose     = 3
-	DefaultHBThrottle  = 2 * DefaultMaxServersPerAddress
-	DefaultHBDecayTime = time.Second
-)
+// defaultVerbose is -v's level when none is given: 3, activity.
+const defaultVerbose = 3
 
 // arity of an option.
 type arity int8
@@ -89,12 +84,12 @@ type optSpec struct {
 	long  string
 	short byte
 	arity arity
-	set   func(o *Options, v []string) error
+	set   func(o *masterOptions, v []string) error
 	help  string
 }
 
-func intOpt(dst func(*Options) *int, min int) func(*Options, []string) error {
-	return func(o *Options, v []string) error {
+func intOpt(dst func(*masterOptions) *int, min int) func(*masterOptions, []string) error {
+	return func(o *masterOptions, v []string) error {
 		n, err := strconv.Atoi(v[0])
 		if err != nil || n < min {
 			return fmt.Errorf("want an integer >= %d, got %q", min, v[0])
@@ -105,8 +100,8 @@ func intOpt(dst func(*Options) *int, min int) func(*Options, []string) error {
 }
 
 // zeroOpt is a port: 0 to 65535, remembering an explicit 0.
-func zeroOpt(dst func(*Options) *int, bit uint8) func(*Options, []string) error {
-	return func(o *Options, v []string) error {
+func zeroOpt(dst func(*masterOptions) *int, bit uint8) func(*masterOptions, []string) error {
+	return func(o *masterOptions, v []string) error {
 		n, err := strconv.Atoi(v[0])
 		if err != nil || n < 0 || n > 65535 {
 			return fmt.Errorf("want a port 0-65535, got %q", v[0])
@@ -119,40 +114,40 @@ func zeroOpt(dst func(*Options) *int, bit uint8) func(*Options, []string) error 
 	}
 }
 
-func strOpt(dst func(*Options) *string) func(*Options, []string) error {
-	return func(o *Options, v []string) error { *dst(o) = v[0]; return nil }
+func strOpt(dst func(*masterOptions) *string) func(*masterOptions, []string) error {
+	return func(o *masterOptions, v []string) error { *dst(o) = v[0]; return nil }
 }
 
-func listOpt(dst func(*Options) *[]string) func(*Options, []string) error {
-	return func(o *Options, v []string) error { *dst(o) = append(*dst(o), v[0]); return nil }
+func listOpt(dst func(*masterOptions) *[]string) func(*masterOptions, []string) error {
+	return func(o *masterOptions, v []string) error { *dst(o) = append(*dst(o), v[0]); return nil }
 }
 
-func flagOpt(f func(*Options)) func(*Options, []string) error {
-	return func(o *Options, _ []string) error { f(o); return nil }
+func flagOpt(f func(*masterOptions)) func(*masterOptions, []string) error {
+	return func(o *masterOptions, _ []string) error { f(o); return nil }
 }
 
-func refused(why string) func(*Options, []string) error {
-	return func(*Options, []string) error { return errors.New(why) }
+func refused(why string) func(*masterOptions, []string) error {
+	return func(*masterOptions, []string) error { return errors.New(why) }
 }
 
-func ignored(*Options, []string) error { return nil }
+func ignored(*masterOptions, []string) error { return nil }
 
-// options is dpmaster 2.x's option list (doc/dpmaster.txt, "dpmaster -h"),
+// masterOptionSpecs is dpmaster 2.x's option list (doc/dpmaster.txt, "dpmaster -h"),
 // each implemented, accepted as meaningless, or refused with the reason,
 // followed by scout's own.
-var options = []optSpec{
-	{"help", 'h', argNone, func(*Options, []string) error { return ErrHelp }, "print this help"},
-	{"port", 'p', argOne, zeroOpt(func(o *Options) *int { return &o.Port }, zeroPort), "default port to listen on (27950)"},
-	{"listen", 'l', argOne, listOpt(func(o *Options) *[]string { return &o.Listen }), "listen on ADDR[:PORT] ([v6]:port); several allowed; default 0.0.0.0 and ::"},
-	{"max-servers", 'n', argOne, intOpt(func(o *Options) *int { return &o.MaxServers }, 1), "maximum number of servers (16384)"},
-	{"max-servers-per-addr", 'N', argOne, intOpt(func(o *Options) *int { return &o.MaxServersPerAddr }, 1), "maximum servers per IPv4 address or IPv6 /64 (32)"},
-	{"flood-protection", 'f', argNone, flagOpt(func(o *Options) { t := true; o.FloodProtection = &t }), "flood protection on queries (on by default in scout)"},
-	{"no-flood-protection", 0, argNone, flagOpt(func(o *Options) { f := false; o.FloodProtection = &f }), "turn the query flood protection off"},
-	{"fp-throttle", 0, argOne, intOpt(func(o *Options) *int { return &o.FPThrottle }, 2), "flood protection throttle limit (5)"},
-	{"fp-decay-time", 0, argOne, intOpt(func(o *Options) *int { return &o.FPDecayTime }, 1), "flood protection decay time in seconds (3)"},
-	{"max-clients", 0, argOne, intOpt(func(o *Options) *int { return &o.MaxClients }, 1), "maximum sources the flood protection tracks (16384)"},
-	{"game-policy", 0, argPolicy, func(o *Options, v []string) error { o.GamePolicy = append(o.GamePolicy, v); return nil }, "accept|reject GAME...: accept or reject only these games"},
-	{"game-properties", 'g', argGameProp, func(o *Options, v []string) error {
+var masterOptionSpecs = []optSpec{
+	{"help", 'h', argNone, func(*masterOptions, []string) error { return errMasterHelp }, "print this help"},
+	{"port", 'p', argOne, zeroOpt(func(o *masterOptions) *int { return &o.Port }, zeroPort), "default port to listen on (27950)"},
+	{"listen", 'l', argOne, listOpt(func(o *masterOptions) *[]string { return &o.Listen }), "listen on ADDR[:PORT] ([v6]:port); several allowed; default 0.0.0.0 and ::"},
+	{"max-servers", 'n', argOne, intOpt(func(o *masterOptions) *int { return &o.MaxServers }, 1), "maximum number of servers (16384)"},
+	{"max-servers-per-addr", 'N', argOne, intOpt(func(o *masterOptions) *int { return &o.MaxServersPerAddr }, 1), "maximum servers per IPv4 address or IPv6 /64 (32)"},
+	{"flood-protection", 'f', argNone, flagOpt(func(o *masterOptions) { t := true; o.FloodProtection = &t }), "flood protection on queries (on by default in scout)"},
+	{"no-flood-protection", 0, argNone, flagOpt(func(o *masterOptions) { f := false; o.FloodProtection = &f }), "turn the query flood protection off"},
+	{"fp-throttle", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.FPThrottle }, 2), "flood protection throttle limit (5)"},
+	{"fp-decay-time", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.FPDecayTime }, 1), "flood protection decay time in seconds (3)"},
+	{"max-clients", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.MaxClients }, 1), "maximum sources the flood protection tracks (16384)"},
+	{"game-policy", 0, argPolicy, func(o *masterOptions, v []string) error { o.GamePolicy = append(o.GamePolicy, v); return nil }, "accept|reject GAME...: accept or reject only these games"},
+	{"game-properties", 'g', argGameProp, func(o *masterOptions, v []string) error {
 		if len(v) == 0 {
 			o.PrintGames = true
 			return nil
@@ -160,10 +155,10 @@ var options = []optSpec{
 		o.GameProperties = append(o.GameProperties, v)
 		return nil
 	}, "GAME PROPERTY=VALUE,...: change a game (protocols, options, heartbeat, flatline, gamenames; =, +=, -=); alone: print the games"},
-	{"allow-loopback", 0, argNone, flagOpt(func(o *Options) { o.AllowLoopback = true }), "accept servers on loopback addresses (tests only)"},
-	{"hash-ports", 0, argNone, flagOpt(func(o *Options) { o.HashPorts = true }), "tell servers apart by port only: no per-address limit (tests only)"},
-	{"map", 'm', argOne, listOpt(func(o *Options) *[]string { return &o.Map }), "FROM=TO: publish server address FROM as TO (ADDR[:PORT])"},
-	{"verbose", 'v', argLevel, func(o *Options, v []string) error {
+	{"allow-loopback", 0, argNone, flagOpt(func(o *masterOptions) { o.AllowLoopback = true }), "accept servers on loopback addresses (tests only)"},
+	{"hash-ports", 0, argNone, flagOpt(func(o *masterOptions) { o.HashPorts = true }), "tell servers apart by port only: no per-address limit (tests only)"},
+	{"map", 'm', argOne, listOpt(func(o *masterOptions) *[]string { return &o.Map }), "FROM=TO: publish server address FROM as TO (ADDR[:PORT])"},
+	{"verbose", 'v', argLevel, func(o *masterOptions, v []string) error {
 		o.Verbose = 4
 		o.zeroes |= zeroVerbose
 		if len(v) == 1 {
@@ -179,48 +174,48 @@ var options = []optSpec{
 	{"log", 'L', argNone, refused("-L/--log is not supported: scout logs to standard error; let the service manager keep it (or use --log-format json)"), ""},
 	{"log-file", 0, argOne, refused("--log-file is not supported: scout logs to standard error; redirect it"), ""},
 
-	{"state", 0, argOne, strOpt(func(o *Options) *string { return &o.State }), "FILE: keep the registry in FILE (bbolt) across restarts"},
-	{"http", 0, argOne, strOpt(func(o *Options) *string { return &o.HTTP }), "ADDR: serve /metrics, /healthz and /servers on ADDR (off by default)"},
-	{"motd", 0, argOne, strOpt(func(o *Options) *string { return &o.MOTD }), "TEXT: answer Enemy Territory's getmotd with TEXT on the MOTD port"},
-	{"motd-port", 0, argOne, zeroOpt(func(o *Options) *int { return &o.MOTDPort }, zeroMOTDPort), "port of the MOTD listener (27951); 0 turns it off"},
-	{"peer", 0, argOne, listOpt(func(o *Options) *[]string { return &o.Peers }), "ADDR[:PORT]: accept register from this master; several allowed"},
-	{"upstream", 0, argOne, listOpt(func(o *Options) *[]string { return &o.Upstreams }), "ADDR:PORT: forward verified servers to this master; several allowed"},
-	{"config", 0, argOne, strOpt(func(o *Options) *string { return &o.ConfigFile }), "FILE: read options from a JSON object keyed by long option names"},
-	{"log-format", 0, argOne, func(o *Options, v []string) error {
+	{"state", 0, argOne, strOpt(func(o *masterOptions) *string { return &o.State }), "FILE: keep the registry in FILE (bbolt) across restarts"},
+	{"http", 0, argOne, strOpt(func(o *masterOptions) *string { return &o.HTTP }), "ADDR: serve /metrics, /healthz and /servers on ADDR (off by default)"},
+	{"motd", 0, argOne, strOpt(func(o *masterOptions) *string { return &o.MOTD }), "TEXT: answer Enemy Territory's getmotd with TEXT on the MOTD port"},
+	{"motd-port", 0, argOne, zeroOpt(func(o *masterOptions) *int { return &o.MOTDPort }, zeroMOTDPort), "port of the MOTD listener (27951); 0 turns it off"},
+	{"peer", 0, argOne, listOpt(func(o *masterOptions) *[]string { return &o.Peers }), "ADDR[:PORT]: accept register from this master; several allowed"},
+	{"upstream", 0, argOne, listOpt(func(o *masterOptions) *[]string { return &o.Upstreams }), "ADDR:PORT: forward verified servers to this master; several allowed"},
+	{"config", 0, argOne, strOpt(func(o *masterOptions) *string { return &o.ConfigFile }), "FILE: read options from a JSON object keyed by long option names"},
+	{"log-format", 0, argOne, func(o *masterOptions, v []string) error {
 		if v[0] != "text" && v[0] != "json" {
 			return fmt.Errorf("want text or json, got %q", v[0])
 		}
 		o.LogFormat = v[0]
 		return nil
 	}, "text|json: log format (text)"},
-	{"timeout", 0, argOne, intOpt(func(o *Options) *int { return &o.Timeout }, 1), "SECONDS: drop a server not verified for this long (900)"},
-	{"max-packet-bytes", 0, argOne, intOpt(func(o *Options) *int { return &o.MaxPacketBytes }, 64), "UDP payload of each server-list packet (1400)"},
-	{"entries-per-packet", 0, argOne, intOpt(func(o *Options) *int { return &o.EntriesPerPacket }, 1), "N: at most N servers per getserversResponse (112 is id's master)"},
-	{"eot-on-every", 0, argNone, flagOpt(func(o *Options) { o.EndOnLastOnly = false }), "end marker on every server-list packet (the default; kept for scripts that pass it)"},
-	{"eot-last-only", 0, argNone, flagOpt(func(o *Options) { o.EndOnLastOnly = true }), "end marker on the last server-list packet only, as dpmaster 2.x (quakestat and ioquake3 then drop each other packet's last server)"},
-	{"out-rate", 0, argOne, intOpt(func(o *Options) *int { return &o.OutRate }, 1), "BYTES: global outbound budget per second (12500000)"},
-	{"out-burst", 0, argOne, intOpt(func(o *Options) *int { return &o.OutBurst }, 1), "BYTES: outbound burst (1048576)"},
-	{"hb-throttle", 0, argOne, intOpt(func(o *Options) *int { return &o.HBThrottle }, 2), "heartbeat flood protection throttle per source (64)"},
-	{"verify-retries", 0, argOne, func(o *Options, v []string) error {
+	{"timeout", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.Timeout }, 1), "SECONDS: drop a server not verified for this long (900)"},
+	{"max-packet-bytes", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.MaxPacketBytes }, 64), "UDP payload of each server-list packet (1400)"},
+	{"entries-per-packet", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.EntriesPerPacket }, 1), "N: at most N servers per getserversResponse (112 is id's master)"},
+	{"eot-on-every", 0, argNone, flagOpt(func(o *masterOptions) { o.EndOnLastOnly = false }), "end marker on every server-list packet (the default; kept for scripts that pass it)"},
+	{"eot-last-only", 0, argNone, flagOpt(func(o *masterOptions) { o.EndOnLastOnly = true }), "end marker on the last server-list packet only, as dpmaster 2.x (quakestat and ioquake3 then drop each other packet's last server)"},
+	{"out-rate", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.OutRate }, 1), "BYTES: global outbound budget per second (12500000)"},
+	{"out-burst", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.OutBurst }, 1), "BYTES: outbound burst (1048576)"},
+	{"hb-throttle", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.HBThrottle }, 2), "heartbeat flood protection throttle per source (64)"},
+	{"verify-retries", 0, argOne, func(o *masterOptions, v []string) error {
 		n, err := strconv.Atoi(v[0])
-		if err != nil || n < 0 || n > MaxVerifyRetries {
-			return fmt.Errorf("want 0 to %d, got %q", MaxVerifyRetries, v[0])
+		if err != nil || n < 0 || n > master.MaxVerifyRetries {
+			return fmt.Errorf("want 0 to %d, got %q", master.MaxVerifyRetries, v[0])
 		}
 		o.VerifyRetries = &n
 		return nil
 	}, "N: resend an unanswered check (getinfo, or the game's re-probe) up to N times, 1 s and 3 s after the first (2); 0: never"},
-	{"hb-decay-time", 0, argOne, intOpt(func(o *Options) *int { return &o.HBDecayTime }, 1), "heartbeat flood protection decay time in seconds (1)"},
+	{"hb-decay-time", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.HBDecayTime }, 1), "heartbeat flood protection decay time in seconds (1)"},
 }
 
-// ParseArgs reads scout master's command line, in dpmaster's syntax:
+// parseMasterArgs reads scout master's command line, in dpmaster's syntax:
 // "-n 16", "-n16", "--max-servers 16" and "--max-servers=16" are the
 // same; -l, -m, -g, --game-policy, --peer and --upstream may repeat; -v
 // takes an optional level digit ("-v", "-v 2", "-v2", "--verbose=2").
 // When the command line names a --config file, the file is read first
 // and the command line applied on top of it.
-func ParseArgs(args []string) (Options, error) {
-	var o Options
-	if err := parse(&o, args); err != nil {
+func parseMasterArgs(args []string) (masterOptions, error) {
+	var o masterOptions
+	if err := parseMasterOpts(&o, args); err != nil {
 		return o, err
 	}
 	if o.ConfigFile == "" {
@@ -228,14 +223,14 @@ func ParseArgs(args []string) (Options, error) {
 	}
 	b, err := os.ReadFile(o.ConfigFile)
 	if err != nil {
-		return o, fmt.Errorf("%w: --config: %v", ErrUsage, err)
+		return o, fmt.Errorf("%w: --config: %v", errMasterUsage, err)
 	}
-	var f Options
+	var f masterOptions
 	if err := unmarshalStrict(b, &f); err != nil {
-		return o, fmt.Errorf("%w: --config %s: %v", ErrUsage, o.ConfigFile, err)
+		return o, fmt.Errorf("%w: --config %s: %v", errMasterUsage, o.ConfigFile, err)
 	}
 	f.ConfigFile = o.ConfigFile
-	if err := parse(&f, args); err != nil {
+	if err := parseMasterOpts(&f, args); err != nil {
 		return f, err
 	}
 	return f, nil
@@ -248,7 +243,7 @@ func unmarshalStrict(b []byte, v any) error {
 }
 
 func lookupOpt(long string, short byte) (optSpec, bool) {
-	for _, s := range options {
+	for _, s := range masterOptionSpecs {
 		if (long != "" && s.long == long) || (short != 0 && s.short == short) {
 			return s, true
 		}
@@ -256,7 +251,7 @@ func lookupOpt(long string, short byte) (optSpec, bool) {
 	return optSpec{}, false
 }
 
-func parse(o *Options, args []string) error {
+func parseMasterOpts(o *masterOptions, args []string) error {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		var spec optSpec
@@ -278,10 +273,10 @@ func parse(o *Options, args []string) error {
 				inline = &v
 			}
 		default:
-			return fmt.Errorf("%w: unexpected argument %q", ErrUsage, a)
+			return fmt.Errorf("%w: unexpected argument %q", errMasterUsage, a)
 		}
 		if !ok {
-			return fmt.Errorf("%w: unknown option %q (scout master -h lists them)", ErrUsage, name)
+			return fmt.Errorf("%w: unknown option %q (scout master -h lists them)", errMasterUsage, name)
 		}
 		var vals []string
 		next := func() (string, bool) {
@@ -300,7 +295,7 @@ func parse(o *Options, args []string) error {
 		switch spec.arity {
 		case argNone:
 			if inline != nil {
-				return fmt.Errorf("%w: %s takes no value", ErrUsage, name)
+				return fmt.Errorf("%w: %s takes no value", errMasterUsage, name)
 			}
 		case argOne:
 			if inline != nil {
@@ -308,7 +303,7 @@ func parse(o *Options, args []string) error {
 			} else if v, ok := next(); ok {
 				vals = []string{v}
 			} else {
-				return fmt.Errorf("%w: %s needs a value", ErrUsage, name)
+				return fmt.Errorf("%w: %s needs a value", errMasterUsage, name)
 			}
 		case argLevel:
 			if inline != nil {
@@ -318,7 +313,7 @@ func parse(o *Options, args []string) error {
 				vals = []string{args[i]}
 			}
 			if len(vals) == 1 && (len(vals[0]) != 1 || vals[0][0] < '0' || vals[0][0] > '4') {
-				return fmt.Errorf("%w: %s: level must be 0 to 4, got %q", ErrUsage, name, vals[0])
+				return fmt.Errorf("%w: %s: level must be 0 to 4, got %q", errMasterUsage, name, vals[0])
 			}
 		case argPolicy, argGameProp:
 			// dpmaster: --game-policy needs accept|reject and one name,
@@ -336,32 +331,32 @@ func parse(o *Options, args []string) error {
 			if len(vals) == 1 {
 				v, ok := next()
 				if !ok {
-					return fmt.Errorf("%w: %s %s needs at least one more parameter", ErrUsage, name, vals[0])
+					return fmt.Errorf("%w: %s %s needs at least one more parameter", errMasterUsage, name, vals[0])
 				}
 				vals = append(vals, v)
 				more()
 			}
 			if spec.arity == argPolicy && len(vals) < 2 {
-				return fmt.Errorf("%w: %s needs accept|reject and at least one game", ErrUsage, name)
+				return fmt.Errorf("%w: %s needs accept|reject and at least one game", errMasterUsage, name)
 			}
 		}
 		if err := spec.set(o, vals); err != nil {
-			if errors.Is(err, ErrHelp) {
+			if errors.Is(err, errMasterHelp) {
 				return err
 			}
-			return fmt.Errorf("%w: %s: %v", ErrUsage, name, err)
+			return fmt.Errorf("%w: %s: %v", errMasterUsage, name, err)
 		}
 	}
 	return nil
 }
 
-// Usage returns the option list for -h.
-func Usage() string {
+// masterUsage returns the option list for -h.
+func masterUsage() string {
 	var b strings.Builder
 	b.WriteString("usage: scout master [options]\n\n")
 	b.WriteString("A master server for the Quake III family, Quake 4 and Doom 3; dpmaster's\n")
 	b.WriteString("options keep dpmaster's meaning (\"-n 16\", \"-n16\", \"--max-servers=16\").\n\nOptions:\n")
-	for _, s := range options {
+	for _, s := range masterOptionSpecs {
 		if s.help == "" {
 			continue
 		}

@@ -1,29 +1,27 @@
-package master
+package masterd
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/scout-discovery/scout/q3"
 )
 
 func TestMaster_HTTP(t *testing.T) {
-	o, _ := ParseArgs([]string{"-l", "127.0.0.1"})
-	set, err := o.Settings(context.Background())
+	m, err := NewMaster(t0, Config{Listen: []netip.AddrPort{ap("127.0.0.1:0")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewMaster(t0, set, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &hfix{h: m.Handler, now: time.Now()}
-	f.list(t, ap("203.0.113.5:27960"))
-	f.in(client, oob("getservers 71 empty full"))
-	f.in(client, []byte("garbage"))
+	now := time.Now()
+	listQ3(t, m.Handler, now, ap("203.0.113.5:27960"))
+	client := ap("198.51.100.7:27960")
+	m.Handler.HandlePacket(now, client, []byte(q3.Prefix+"getservers 71 empty full"), nil)
+	m.Handler.HandlePacket(now, client, []byte("garbage"), nil)
 	ts := httptest.NewServer(m.HTTPHandler())
 	defer ts.Close()
 	get := func(path string) string {

@@ -1,10 +1,12 @@
-package master
+package masterd
 
 import (
 	"bytes"
 	"net"
 	"testing"
 	"time"
+
+	"github.com/scout-discovery/scout/master"
 )
 
 // TestPacketServer_BatchKeepsDatagrams: a reply sent in one batch, runs of
@@ -32,9 +34,9 @@ func TestPacketServer_BatchKeepsDatagrams(t *testing.T) {
 		sizes = append(sizes, 1387)
 	}
 	sizes = append(sizes, 1394)
-	var out []Outgoing
+	var out []master.Outgoing
 	for i, n := range sizes {
-		out = append(out, Outgoing{To: to, Kind: KindServersResponse, Payload: bytes.Repeat([]byte{byte(i)}, n)})
+		out = append(out, master.Outgoing{To: to, Kind: master.KindServersResponse, Payload: bytes.Repeat([]byte{byte(i)}, n)})
 	}
 	s := NewPacketServer(nil, nil)
 	snd := newSender(src)

@@ -1,4 +1,4 @@
-package master
+package masterd
 
 import (
 	"encoding/json"

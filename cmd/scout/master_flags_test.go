@@ -1,23 +1,27 @@
-package master
+package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/scout-discovery/scout/masterd"
 )
 
 func TestParseArgs_DpmasterForms(t *testing.T) {
 	for _, form := range [][]string{{"-n", "16"}, {"-n16"}, {"--max-servers", "16"}, {"--max-servers=16"}} {
-		o, err := ParseArgs(form)
+		o, err := parseMasterArgs(form)
 		if err != nil || o.MaxServers != 16 {
 			t.Errorf("%q -> %d, %v", form, o.MaxServers, err)
 		}
 	}
-	o, err := ParseArgs([]string{"-l", "127.0.0.1", "-l", "[::1]:5000", "--listen=0.0.0.0:7", "-v", "-N", "2",
+	o, err := parseMasterArgs([]string{"-l", "127.0.0.1", "-l", "[::1]:5000", "--listen=0.0.0.0:7", "-v", "-N", "2",
 		"-m", "127.0.0.1=203.0.113.1", "--game-policy", "accept", "Quake3Arena", "et", "-g", "et", "options-=send-full-servers",
 		"protocols+=85", "-f", "--fp-throttle", "7", "--peer", "192.0.2.1", "--upstream", "192.0.2.2:27950"})
 	if err != nil {
@@ -30,11 +34,11 @@ func TestParseArgs_DpmasterForms(t *testing.T) {
 		*o.FloodProtection != true {
 		t.Fatalf("%+v", o)
 	}
-	s, err := o.Settings(context.Background())
+	s, err := o.settings(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Listen[1] != netip.MustParseAddrPort("[::1]:5000") || s.Listen[0].Port() != DefaultPort || !s.ListenExplicit {
+	if s.Listen[1] != netip.MustParseAddrPort("[::1]:5000") || s.Listen[0].Port() != masterd.DefaultPort || s.OptionalIPv6 {
 		t.Fatalf("listen %v", s.Listen)
 	}
 	// -v with a level, attached or not; -v followed by another option.
@@ -42,20 +46,20 @@ func TestParseArgs_DpmasterForms(t *testing.T) {
 		args []string
 		v    int
 	}{{[]string{"-v", "2"}, 2}, {[]string{"-v0"}, 0}, {[]string{"--verbose=1"}, 1}, {[]string{"-v", "-n", "3"}, 4}} {
-		o, err := ParseArgs(tc.args)
+		o, err := parseMasterArgs(tc.args)
 		if err != nil || o.Verbose != tc.v {
 			t.Errorf("%q -> %d, %v", tc.args, o.Verbose, err)
 		}
 	}
 	// dpmaster's pitfall: the first game-policy name is taken whatever it is.
-	o, _ = ParseArgs([]string{"--game-policy", "accept", "-v", "-n", "200"})
+	o, _ = parseMasterArgs([]string{"--game-policy", "accept", "-v", "-n", "200"})
 	if !reflect.DeepEqual(o.GamePolicy, [][]string{{"accept", "-v"}}) || o.MaxServers != 200 {
 		t.Fatalf("%+v", o)
 	}
-	if o, _ := ParseArgs([]string{"-g"}); !o.PrintGames {
+	if o, _ := parseMasterArgs([]string{"-g"}); !o.PrintGames {
 		t.Fatal("bare -g does not print the games")
 	}
-	if o, _ := ParseArgs([]string{"-v", "0"}); func() bool { s, _ := o.Settings(context.Background()); return !s.LogOff }() {
+	if o, _ := parseMasterArgs([]string{"-v", "0"}); func() bool { s, _ := o.settings(context.Background()); return !s.LogOff }() {
 		t.Fatal("-v 0 does not silence")
 	}
 }
@@ -66,18 +70,18 @@ func TestParseArgs_Refusals(t *testing.T) {
 		{"-n"}, {"-n", "x"}, {"--bogus"}, {"stray"}, {"-v", "7"}, {"--game-policy", "accept"}, {"-f=1"},
 		{"--log-format", "xml"}, {"-p", "70000"},
 	} {
-		if _, err := ParseArgs(args); !errors.Is(err, ErrUsage) {
+		if _, err := parseMasterArgs(args); !errors.Is(err, errMasterUsage) {
 			t.Errorf("%q: err %v, want a usage error", args, err)
 		}
 	}
-	if _, err := ParseArgs([]string{"-h"}); !errors.Is(err, ErrHelp) {
+	if _, err := parseMasterArgs([]string{"-h"}); !errors.Is(err, errMasterHelp) {
 		t.Error("-h")
 	}
-	if _, err := ParseArgs([]string{"-H", "10", "--cl-hash-size", "8"}); err != nil {
+	if _, err := parseMasterArgs([]string{"-H", "10", "--cl-hash-size", "8"}); err != nil {
 		t.Errorf("hash sizes: %v", err)
 	}
-	o, _ := ParseArgs([]string{"--hash-ports", "-N", "2"})
-	if _, err := o.Settings(context.Background()); !errors.Is(err, ErrUsage) {
+	o, _ := parseMasterArgs([]string{"--hash-ports", "-N", "2"})
+	if _, err := o.settings(context.Background()); !errors.Is(err, errMasterUsage) {
 		t.Error("--hash-ports with -N accepted")
 	}
 }
@@ -85,19 +89,19 @@ func TestParseArgs_Refusals(t *testing.T) {
 func TestParseArgs_ConfigFile(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "m.json")
 	os.WriteFile(p, []byte(`{"port": 27999, "max-servers": 5, "motd": "hi", "listen": ["127.0.0.1"]}`), 0o600)
-	o, err := ParseArgs([]string{"--config", p, "-n", "9"})
+	o, err := parseMasterArgs([]string{"--config", p, "-n", "9"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o.Port != 27999 || o.MaxServers != 9 || o.MOTD != "hi" || len(o.Listen) != 1 {
 		t.Fatalf("%+v", o)
 	}
-	s, _ := o.Settings(context.Background())
+	s, _ := o.settings(context.Background())
 	if len(s.MOTDListen) != 1 || s.MOTDListen[0] != netip.MustParseAddrPort("127.0.0.1:27951") {
 		t.Fatalf("motd listen %v", s.MOTDListen)
 	}
 	os.WriteFile(p, []byte(`{"prot": 1}`), 0o600)
-	if _, err := ParseArgs([]string{"--config", p}); !errors.Is(err, ErrUsage) {
+	if _, err := parseMasterArgs([]string{"--config", p}); !errors.Is(err, errMasterUsage) {
 		t.Fatal("unknown key accepted")
 	}
 }
@@ -105,7 +109,7 @@ func TestParseArgs_ConfigFile(t *testing.T) {
 func TestParseArgs_VerifyRetries(t *testing.T) {
 	for _, c := range []struct {
 		args []string
-		want int // Registry.VerifyRetries after Settings; -2: a usage error
+		want int // Registry.VerifyRetries after masterSettings; -2: a usage error
 	}{
 		{nil, 0}, // the registry's default
 		{[]string{"--verify-retries", "0"}, -1},
@@ -114,18 +118,42 @@ func TestParseArgs_VerifyRetries(t *testing.T) {
 		{[]string{"--verify-retries", "4"}, -2},
 		{[]string{"--verify-retries", "-1"}, -2},
 	} {
-		o, err := ParseArgs(c.args)
-		var s Settings
+		o, err := parseMasterArgs(c.args)
+		var s masterSettings
 		if err == nil {
-			s, err = o.Settings(context.Background())
+			s, err = o.settings(context.Background())
 		}
 		switch {
-		case c.want == -2 && !errors.Is(err, ErrUsage):
+		case c.want == -2 && !errors.Is(err, errMasterUsage):
 			t.Errorf("%q: err %v, want a usage error", c.args, err)
 		case c.want != -2 && err != nil:
 			t.Errorf("%q: %v", c.args, err)
 		case c.want != -2 && s.Registry.VerifyRetries != c.want:
 			t.Errorf("%q: VerifyRetries %d, want %d", c.args, s.Registry.VerifyRetries, c.want)
 		}
+	}
+}
+
+// TestMaster_BadOptionValueExitsOne: as dpmaster (its test-suite's
+// "maximum number of servers set to zero" expects exit value 1), a bad
+// option or option value exits with status 1 and names the option; -h
+// prints the usage and exits 0.
+func TestMaster_BadOptionValueExitsOne(t *testing.T) {
+	for _, args := range [][]string{
+		{"-n", "0"}, {"--max-servers=0"}, {"-N", "0"}, {"-p", "70000"}, {"--fp-throttle", "1"},
+		{"-v", "7"}, {"--bogus"}, {"-D"}, {"--hash-ports", "-N", "2"}, {"-m", "nonsense"},
+		{"--motd", "a\"b"}, {"--verify-retries", "9"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := runMaster(context.Background(), args, &stdout, &stderr); code != 1 {
+			t.Errorf("%q: exit %d, want 1 (stderr %q)", args, code, stderr.String())
+		}
+		if !strings.HasPrefix(stderr.String(), "scout master: usage: ") {
+			t.Errorf("%q: stderr %q, want the usage error", args, stderr.String())
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := runMaster(context.Background(), []string{"-h"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "--max-servers") {
+		t.Errorf("-h: exit %d, stdout %q", code, stdout.String())
 	}
 }

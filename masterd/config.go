@@ -1,0 +1,124 @@
+package masterd
+
+import (
+	"log/slog"
+	"net/netip"
+	"time"
+
+	"github.com/scout-discovery/scout/master"
+)
+
+// Defaults of the shell's settings.
+const (
+	// DefaultPort is the master port of Quake III and dpmaster.
+	DefaultPort = 27950
+	// DefaultMOTDPort is Enemy Territory's message-of-the-day port.
+	DefaultMOTDPort = 27951
+	// DefaultHBThrottle is the heartbeat flood protection's throttle per
+	// source: twice the servers one address may list.
+	DefaultHBThrottle = 2 * master.DefaultMaxServersPerAddress
+	// DefaultHBDecayTime is the heartbeat flood protection's decay time.
+	DefaultHBDecayTime = time.Second
+	// DefaultHTTPReadHeaderTimeout bounds reading an HTTP request's
+	// header.
+	DefaultHTTPReadHeaderTimeout = 5 * time.Second
+)
+
+// Limit is a per-source flood protection in dpmaster's terms: a source
+// may send Throttle packets at once, then one every Decay.
+type Limit struct {
+	// Throttle is dpmaster's --fp-throttle (at least 2 when set).
+	Throttle int
+	// Decay is dpmaster's --fp-decay-time.
+	Decay time.Duration
+}
+
+// Config is everything a Master is built from. Library users fill it
+// directly; the zero value of every field is a sensible default, so
+// Config{} is a master on 0.0.0.0:27950 and [::]:27950 with scout
+// master's defaults, no MOTD, no state file and no HTTP.
+type Config struct {
+	// Listen are the master sockets' addresses; port 0 picks a free
+	// port. Empty: 0.0.0.0 and :: on DefaultPort, as dpmaster.
+	Listen []netip.AddrPort
+	// OptionalIPv6 makes an IPv6 socket that cannot be opened (a host
+	// without IPv6) a warning instead of an error, as dpmaster does for
+	// its default sockets. The default Listen always has it.
+	OptionalIPv6 bool
+	// MOTDListen are the message-of-the-day sockets' addresses (Enemy
+	// Territory's getmotd, answered with Handler.MOTD). Empty: none.
+	MOTDListen []netip.AddrPort
+
+	// Registry configures the registry (limits, games, policy, address
+	// map); its zero value is dpmaster's defaults.
+	Registry master.Config
+	// Handler configures the packet handler. Its Registry, Queries,
+	// Heartbeats, Budget, Persist and Logger are set by NewMaster from
+	// the fields of Config and are ignored here.
+	Handler master.HandlerConfig
+	// ChallengeRotation is how often the challenge secret rotates;
+	// 0 means master.DefaultRotationPeriod.
+	ChallengeRotation time.Duration
+
+	// NoQueryLimit turns the per-source flood protection on queries
+	// off (it is on by default).
+	NoQueryLimit bool
+	// Queries is the flood protection on queries (getservers,
+	// getServers, gameAuth, getmotd); zero fields mean
+	// master.DefaultThrottle and master.DefaultDecayTime.
+	Queries Limit
+	// Heartbeats is the flood protection on heartbeats; zero fields mean
+	// DefaultHBThrottle and DefaultHBDecayTime.
+	Heartbeats Limit
+	// MaxSources bounds the sources each flood protection tracks; 0
+	// means master.DefaultMaxSources.
+	MaxSources int
+	// OutRate and OutBurst are the global outbound byte budget (bytes
+	// per second, burst bytes); 0 means
+	// master.DefaultOutboundBytesPerSecond and
+	// master.DefaultOutboundBurst.
+	OutRate, OutBurst int
+
+	// Store keeps the registry on disk and restores it at NewMaster;
+	// nil keeps nothing.
+	Store Store
+	// HTTP is the TCP address Run serves HTTPHandler on (/metrics,
+	// /healthz, /servers); empty serves none (the handler can still be
+	// mounted elsewhere with Master.HTTPHandler).
+	HTTP string
+	// Logger receives the master's log; nil discards it.
+	Logger *slog.Logger
+}
+
+// withDefaults returns c with its zero fields set to their defaults.
+func (c Config) withDefaults() Config {
+	if len(c.Listen) == 0 {
+		c.Listen = []netip.AddrPort{
+			netip.AddrPortFrom(netip.IPv4Unspecified(), DefaultPort),
+			netip.AddrPortFrom(netip.IPv6Unspecified(), DefaultPort),
+		}
+		c.OptionalIPv6 = true
+	}
+	orInt := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	orDur := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	orDur(&c.ChallengeRotation, master.DefaultRotationPeriod)
+	orInt(&c.Queries.Throttle, master.DefaultThrottle)
+	orDur(&c.Queries.Decay, master.DefaultDecayTime)
+	orInt(&c.Heartbeats.Throttle, DefaultHBThrottle)
+	orDur(&c.Heartbeats.Decay, DefaultHBDecayTime)
+	orInt(&c.MaxSources, master.DefaultMaxSources)
+	orInt(&c.OutRate, master.DefaultOutboundBytesPerSecond)
+	orInt(&c.OutBurst, master.DefaultOutboundBurst)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}

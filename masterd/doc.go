@@ -1,0 +1,25 @@
+// Package masterd runs scout's master server: the thin shell around the
+// pure decision core in package master. It owns everything the core does
+// not: the UDP sockets (one goroutine per socket, replies sent in one
+// sendmmsg per reply with UDP segmentation offload on Linux), the clock
+// (each datagram is timestamped at the read; a ticker drives expiry and
+// re-probes every TickInterval), the state writer that hands listing
+// changes to a Store (master/store) off the packet path, the HTTP
+// endpoints (/servers, /healthz) and the Prometheus metrics (/metrics).
+//
+// It is configured by one typed Config that library users fill directly
+// (the demo, discobench, tests); every zero field has a sensible default.
+// dpmaster's command-line syntax is not here: scout master (cmd/scout)
+// parses it into a Config.
+//
+//	m, err := masterd.NewMaster(time.Now(), masterd.Config{
+//		Listen: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:27950")},
+//	})
+//	if err != nil { ... }
+//	if err := m.Listen(); err != nil { ... }
+//	err = m.Run(ctx) // until ctx ends; pending state is written before it returns
+//
+// A PacketServer can also be run on a socket of the caller's
+// (PacketServer.Serve, PacketServer.Tick), as the demo does behind its
+// address translation.
+package masterd

@@ -1,0 +1,46 @@
+package masterd
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/scout-discovery/scout/infostring"
+	"github.com/scout-discovery/scout/master"
+	"github.com/scout-discovery/scout/q3"
+)
+
+// t0 is an arbitrary instant.
+var t0 = time.Unix(1_800_000_000, 0)
+
+func ap(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }
+
+// listQ3 registers an OpenArena 0.8.8 server (hostname oa-peer-28960) at
+// a through h: heartbeat, getinfo, infoResponse.
+func listQ3(t testing.TB, h *master.Handler, now time.Time, a netip.AddrPort) {
+	t.Helper()
+	hb, _ := q3.Heartbeat{Tag: "QuakeArena-1"}.AppendBinary(nil)
+	challenge := ""
+	for _, o := range h.HandlePacket(now, a, hb, nil) {
+		if m, err := q3.Parse(o.Payload); err == nil {
+			if gi, ok := m.(q3.GetInfo); ok && o.To == a {
+				challenge = gi.Challenge
+			}
+		}
+	}
+	if challenge == "" {
+		t.Fatalf("%v: no getinfo", a)
+	}
+	info, err := q3.InfoResponse{Info: infostring.Info{
+		{Key: "challenge", Value: challenge}, {Key: "protocol", Value: "71"}, {Key: "gamename", Value: "Quake3Arena"},
+		{Key: "hostname", Value: "oa-peer-28960"}, {Key: "mapname", Value: "oa_dm1"},
+		{Key: "clients", Value: "3"}, {Key: "sv_maxclients", Value: "8"}, {Key: "gametype", Value: "0"},
+	}}.AppendBinary(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.HandlePacket(now, a, info, nil)
+	if s, ok := h.Registry().Lookup(a); !ok || !s.Listed {
+		t.Fatalf("%v not listed", a)
+	}
+}

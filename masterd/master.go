@@ -1,0 +1,220 @@
+package masterd
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/scout-discovery/scout/master"
+)
+
+// Master is a running scout master: its handler, sockets and store.
+type Master struct {
+	Config   Config // with its defaults filled in
+	Server   *PacketServer
+	Handler  *master.Handler
+	Registry *master.Registry
+	Log      *slog.Logger
+
+	writer *storeWriter
+	conns  []*net.UDPConn
+	motd   []*net.UDPConn
+	httpLn net.Listener
+
+	closeOnce sync.Once
+}
+
+// NewMaster builds a master from cfg: registry, defences, handler, and
+// the servers restored from cfg.Store. It opens no socket yet.
+func NewMaster(now time.Time, cfg Config) (*Master, error) {
+	cfg = cfg.withDefaults()
+	log := cfg.Logger
+	chal, err := master.NewChallenger(cfg.ChallengeRotation, rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := master.NewRegistry(cfg.Registry, chal)
+	if err != nil {
+		return nil, err
+	}
+	hc := cfg.Handler
+	hc.Registry, hc.Logger, hc.Queries, hc.Persist = reg, log, nil, nil
+	if !cfg.NoQueryLimit {
+		if hc.Queries, err = master.NewSourceLimiter(cfg.Queries.Throttle, cfg.Queries.Decay, cfg.MaxSources); err != nil {
+			return nil, err
+		}
+	}
+	if hc.Heartbeats, err = master.NewSourceLimiter(cfg.Heartbeats.Throttle, cfg.Heartbeats.Decay, cfg.MaxSources); err != nil {
+		return nil, err
+	}
+	if hc.Budget, err = master.NewByteBudget(cfg.OutRate, cfg.OutBurst); err != nil {
+		return nil, err
+	}
+	m := &Master{Config: cfg, Registry: reg, Log: log}
+	if cfg.Store != nil {
+		servers, corrupt, err := cfg.Store.Load()
+		if err != nil {
+			return nil, fmt.Errorf("masterd: loading the state: %w", err)
+		}
+		n, skipped := reg.Restore(now, servers)
+		log.Info("restored", "servers", n, "skipped", len(skipped), "corrupt", corrupt)
+		m.writer = newStoreWriter(cfg.Store, log)
+		hc.Persist = m.writer
+		// Servers the current configuration refuses leave the state.
+		for _, r := range skipped {
+			m.writer.Delete(r.Addr)
+		}
+	}
+	h, err := master.NewHandler(hc)
+	if err != nil {
+		return nil, err
+	}
+	m.Handler = h
+	m.Server = NewPacketServer(h, log)
+	return m, nil
+}
+
+// Listen opens the master and MOTD sockets, then the HTTP listener if
+// Config.HTTP names one. An IPv6 socket that cannot be opened is skipped
+// with a warning when Config.OptionalIPv6 (the default sockets), as
+// dpmaster does.
+func (m *Master) Listen() error {
+	open := func(a netip.AddrPort) (*net.UDPConn, error) {
+		network := "udp4"
+		if a.Addr().Is6() && !a.Addr().Is4In6() {
+			network = "udp6"
+		}
+		c, err := net.ListenUDP(network, net.UDPAddrFromAddrPort(a))
+		if err != nil && m.Config.OptionalIPv6 && network == "udp6" {
+			m.Log.Warn("IPv6 socket not opened", "addr", a, "err", err)
+			return nil, nil
+		}
+		return c, err
+	}
+	for _, a := range m.Config.Listen {
+		c, err := open(a)
+		if err != nil {
+			m.Close()
+			return err
+		}
+		if c != nil {
+			m.conns = append(m.conns, c)
+			m.Log.Info("listening", "addr", c.LocalAddr().String(), "port", "master")
+		}
+	}
+	for _, a := range m.Config.MOTDListen {
+		c, err := open(a)
+		if err != nil {
+			m.Close()
+			return err
+		}
+		if c != nil {
+			m.motd = append(m.motd, c)
+			m.Log.Info("listening", "addr", c.LocalAddr().String(), "port", "motd")
+		}
+	}
+	if len(m.conns) == 0 {
+		m.Close()
+		return errors.New("masterd: no socket to listen on")
+	}
+	if m.Config.HTTP != "" {
+		ln, err := net.Listen("tcp", m.Config.HTTP)
+		if err != nil {
+			m.Close()
+			return fmt.Errorf("listening for HTTP on %s: %w", m.Config.HTTP, err)
+		}
+		m.httpLn = ln
+		m.Log.Info("listening", "addr", ln.Addr().String(), "port", "http")
+	}
+	return nil
+}
+
+// Addrs returns the addresses of the open master sockets.
+func (m *Master) Addrs() []netip.AddrPort {
+	var out []netip.AddrPort
+	for _, c := range m.conns {
+		out = append(out, c.LocalAddr().(*net.UDPAddr).AddrPort())
+	}
+	return out
+}
+
+// HTTPAddr returns the address of the HTTP listener, if one is open.
+func (m *Master) HTTPAddr() net.Addr {
+	if m.httpLn == nil {
+		return nil
+	}
+	return m.httpLn.Addr()
+}
+
+// Run serves every socket, the ticker, the HTTP listener and the state
+// writer until ctx ends, then closes the sockets and writes what is
+// pending.
+func (m *Master) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	serve := func(c *net.UDPConn, motd bool) {
+		wg.Go(func() {
+			if err := m.Server.Serve(ctx, c, motd); err != nil {
+				cancel(fmt.Errorf("socket %v: %w", c.LocalAddr(), err))
+			}
+		})
+	}
+	for _, c := range m.conns {
+		serve(c, false)
+	}
+	for _, c := range m.motd {
+		serve(c, true)
+	}
+	wg.Go(func() { m.Server.Tick(ctx, TickInterval) })
+	if m.httpLn != nil {
+		hs := &http.Server{Handler: m.HTTPHandler(), ReadHeaderTimeout: DefaultHTTPReadHeaderTimeout}
+		go hs.Serve(m.httpLn)
+		defer hs.Close()
+	}
+	var wdone chan struct{}
+	if m.writer != nil {
+		wdone = make(chan struct{})
+		wctx, wcancel := context.WithCancel(context.Background())
+		go func() { m.writer.run(wctx); close(wdone) }()
+		defer func() { wcancel(); <-wdone }()
+	}
+	<-ctx.Done()
+	wg.Wait()
+	m.Close()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// Close closes the sockets and the HTTP listener. It is idempotent.
+func (m *Master) Close() error {
+	m.closeOnce.Do(func() {
+		for _, c := range append(m.conns, m.motd...) {
+			c.Close()
+		}
+		if m.httpLn != nil {
+			m.httpLn.Close()
+		}
+	})
+	return nil
+}
+
+// NewLogger returns a text (or, with json, a JSON) logger writing records
+// of level and above to w.
+func NewLogger(w io.Writer, level slog.Level, json bool) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if json {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

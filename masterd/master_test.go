@@ -1,0 +1,155 @@
+package masterd
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/netip"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/scout-discovery/scout/infostring"
+	"github.com/scout-discovery/scout/master"
+	"github.com/scout-discovery/scout/master/store"
+	"github.com/scout-discovery/scout/q3"
+)
+
+// udp4 opens a UDP socket on 127.0.0.1 that every read gives up on after
+// 10 s, so a missing reply fails the test instead of hanging it.
+func udp4(t *testing.T) *net.UDPConn {
+	t.Helper()
+	c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(ap("127.0.0.1:0")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	return c
+}
+
+func readMsg(t *testing.T, c *net.UDPConn) q3.Message {
+	t.Helper()
+	buf := make([]byte, 65536)
+	n, _, err := c.ReadFromUDPAddrPort(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := q3.Parse(buf[:n])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestMaster_RunServesSocketsHTTPAndState: a Master built from a Config
+// alone, on real loopback sockets: a server heartbeats and answers the
+// challenge, a client gets it in the list, /servers shows it, and the state
+// store holds it once Run has returned.
+func TestMaster_RunServesSocketsHTTPAndState(t *testing.T) {
+	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m, err := NewMaster(time.Now(), Config{
+		Listen:   []netip.AddrPort{ap("127.0.0.1:0")},
+		Registry: master.Config{AllowLoopback: true},
+		// The query may be asked again (below), from one address.
+		NoQueryLimit: true,
+		Store:        st,
+		HTTP:         "127.0.0.1:0",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- m.Run(ctx) }()
+	var runErr error
+	stopped := false
+	stop := func() {
+		if !stopped {
+			cancel()
+			runErr, stopped = <-ran, true
+		}
+	}
+	defer stop()
+	addr := net.UDPAddrFromAddrPort(m.Addrs()[0])
+
+	srv := udp4(t)
+	hb, _ := q3.Heartbeat{Tag: "QuakeArena-1"}.AppendBinary(nil)
+	srv.WriteToUDP(hb, addr)
+	gi, ok := readMsg(t, srv).(q3.GetInfo)
+	if !ok {
+		t.Fatal("no getinfo after the heartbeat")
+	}
+	info, _ := q3.InfoResponse{Info: infostring.Info{
+		{Key: "challenge", Value: gi.Challenge}, {Key: "protocol", Value: "71"}, {Key: "gamename", Value: "Quake3Arena"},
+		{Key: "hostname", Value: "masterd test"}, {Key: "clients", Value: "1"}, {Key: "sv_maxclients", Value: "8"},
+	}}.AppendBinary(nil)
+	srv.WriteToUDP(info, addr)
+	srvAddr := srv.LocalAddr().(*net.UDPAddr).AddrPort()
+
+	cl := udp4(t)
+	req, _ := q3.GetServers{Protocol: 71, Empty: true, Full: true}.AppendBinary(nil)
+	var listed []netip.AddrPort
+	for try := 0; len(listed) == 0; try++ {
+		// The infoResponse and the query race on two sockets: ask until
+		// the server is in the list.
+		if try == 100 {
+			t.Fatal("server never listed")
+		}
+		cl.WriteToUDP(req, addr)
+		listed = readMsg(t, cl).(q3.ServersResponse).Servers
+	}
+	if len(listed) != 1 || listed[0] != srvAddr {
+		t.Fatalf("list %v, want [%v]", listed, srvAddr)
+	}
+
+	r, err := http.Get("http://" + m.HTTPAddr().String() + "/servers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list []ServerJSON
+	err = json.NewDecoder(r.Body).Decode(&list)
+	r.Body.Close()
+	if err != nil || len(list) != 1 || list[0].Address != srvAddr.String() || list[0].Info["hostname"] != "masterd test" {
+		t.Fatalf("/servers: %+v, %v", list, err)
+	}
+
+	stop()
+	if runErr != nil {
+		t.Fatalf("Run: %v", runErr)
+	}
+	saved, corrupt, err := st.Load()
+	if err != nil || corrupt != 0 || len(saved) != 1 || saved[0].Addr != srvAddr {
+		t.Fatalf("state after Run: %v (corrupt %d, err %v)", saved, corrupt, err)
+	}
+}
+
+// TestConfig_ZeroIsDefaults: the zero Config is dpmaster's sockets and
+// scout master's defaults.
+func TestConfig_ZeroIsDefaults(t *testing.T) {
+	c := Config{}.withDefaults()
+	if len(c.Listen) != 2 || c.Listen[0] != netip.AddrPortFrom(netip.IPv4Unspecified(), DefaultPort) ||
+		c.Listen[1] != netip.AddrPortFrom(netip.IPv6Unspecified(), DefaultPort) || !c.OptionalIPv6 {
+		t.Errorf("listen %v, optional IPv6 %v", c.Listen, c.OptionalIPv6)
+	}
+	if c.NoQueryLimit || c.Queries != (Limit{master.DefaultThrottle, master.DefaultDecayTime}) ||
+		c.Heartbeats != (Limit{DefaultHBThrottle, DefaultHBDecayTime}) || c.MaxSources != master.DefaultMaxSources ||
+		c.OutRate != master.DefaultOutboundBytesPerSecond || c.OutBurst != master.DefaultOutboundBurst ||
+		c.ChallengeRotation != master.DefaultRotationPeriod || c.Logger == nil {
+		t.Errorf("defaults %+v", c)
+	}
+	if _, err := NewMaster(time.Now(), Config{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewMaster(time.Now(), Config{Queries: Limit{Throttle: 1}}); err == nil {
+		t.Error("a query throttle of 1 accepted")
+	}
+}
