@@ -12,34 +12,13 @@ import (
 
 	"github.com/scout-discovery/scout/gs4"
 	"github.com/scout-discovery/scout/infostring"
+	"github.com/scout-discovery/scout/internal/peer"
 	"github.com/scout-discovery/scout/q4"
 )
 
-// responder serves answer on a fresh UDP socket on 127.0.0.1 until the
-// test ends. The socket is bound before responder returns, so it is ready.
-func responder(t *testing.T, answer func(req []byte) [][]byte) netip.AddrPort {
-	t.Helper()
-	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { c.Close(); <-done })
-	go func() {
-		defer close(done)
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := c.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			for _, b := range answer(append([]byte(nil), buf[:n]...)) {
-				c.WriteToUDPAddrPort(b, from)
-			}
-		}
-	}()
-	return c.LocalAddr().(*net.UDPAddr).AddrPort()
-}
+// responder is peer.ServeUDP: answer's packets for each datagram, from a
+// socket on 127.0.0.1 bound before it returns, until the test ends.
+var responder = peer.ServeUDP
 
 func queryOne(t *testing.T, p *Prober, tg Target) (Result, Counts) {
 	t.Helper()

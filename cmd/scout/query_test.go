@@ -65,48 +65,33 @@ func TestQuery_BadUsage(t *testing.T) {
 // ioquake3 server, until the test ends.
 func q3Server(t *testing.T) netip.AddrPort {
 	t.Helper()
-	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { c.Close(); <-done })
 	info := infostring.Info{{Key: "hostname", Value: "^1Red^7 \x1b[2Jbox"}, {Key: "mapname", Value: "q3dm17"},
 		{Key: "clients", Value: "2"}, {Key: "sv_maxclients", Value: "12"}, {Key: "gametype", Value: "4"},
 		{Key: "protocol", Value: "68"}}
-	go func() {
-		defer close(done)
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := c.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			m, err := q3.Parse(buf[:n])
-			if err != nil {
-				continue
-			}
-			var reply q3.Message
-			in := append(infostring.Info(nil), info...)
-			switch m := m.(type) {
-			case q3.GetInfo:
-				in.Set("challenge", m.Challenge)
-				reply = &q3.InfoResponse{Info: in}
-			case q3.GetStatus:
-				in.Set("challenge", m.Challenge)
-				reply = &q3.StatusResponse{Info: in, Players: []q3.Player{{Score: 7, Ping: 33, Name: "^2Alice"}, {Score: -1, Ping: 0, Name: "Bot"}}}
-			default:
-				continue
-			}
-			b, err := reply.AppendBinary(nil)
-			if err != nil {
-				t.Error(err)
-				continue
-			}
-			c.WriteToUDPAddrPort(b, from)
+	return peer.ServeUDP(t, func(req []byte) [][]byte {
+		m, err := q3.Parse(req)
+		if err != nil {
+			return nil
 		}
-	}()
-	return c.LocalAddr().(*net.UDPAddr).AddrPort()
+		var reply q3.Message
+		in := append(infostring.Info(nil), info...)
+		switch m := m.(type) {
+		case q3.GetInfo:
+			in.Set("challenge", m.Challenge)
+			reply = &q3.InfoResponse{Info: in}
+		case q3.GetStatus:
+			in.Set("challenge", m.Challenge)
+			reply = &q3.StatusResponse{Info: in, Players: []q3.Player{{Score: 7, Ping: 33, Name: "^2Alice"}, {Score: -1, Ping: 0, Name: "Bot"}}}
+		default:
+			return nil
+		}
+		b, err := reply.AppendBinary(nil)
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		return [][]byte{b}
+	})
 }
 
 // closedPort returns a loopback address nothing listens on.

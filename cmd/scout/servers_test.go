@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/scout-discovery/scout/internal/peer"
 	"github.com/scout-discovery/scout/q3"
 )
 
@@ -19,39 +20,26 @@ import (
 // packet, EOT on the last, until the test ends.
 func q3Master(t *testing.T, list ...netip.AddrPort) netip.AddrPort {
 	t.Helper()
-	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { c.Close(); <-done })
-	go func() {
-		defer close(done)
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := c.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			if m, err := q3.Parse(buf[:n]); err != nil {
-				continue
-			} else if _, ok := m.(q3.GetServers); !ok {
-				continue
-			}
-			for i := 0; i < len(list); i += 2 {
-				r := q3.ServersResponse{Servers: list[i:min(i+2, len(list))]}
-				if i+2 >= len(list) {
-					r.End = q3.EndEOT
-				}
-				b, err := r.AppendBinary(nil)
-				if err != nil {
-					t.Error(err)
-				}
-				c.WriteToUDPAddrPort(b, from)
-			}
+	return peer.ServeUDP(t, func(req []byte) [][]byte {
+		if m, err := q3.Parse(req); err != nil {
+			return nil
+		} else if _, ok := m.(q3.GetServers); !ok {
+			return nil
 		}
-	}()
-	return c.LocalAddr().(*net.UDPAddr).AddrPort()
+		var out [][]byte
+		for i := 0; i < len(list); i += 2 {
+			r := q3.ServersResponse{Servers: list[i:min(i+2, len(list))]}
+			if i+2 >= len(list) {
+				r.End = q3.EndEOT
+			}
+			b, err := r.AppendBinary(nil)
+			if err != nil {
+				t.Error(err)
+			}
+			out = append(out, b)
+		}
+		return out
+	})
 }
 
 func jsonLines(t *testing.T, b []byte) []map[string]any {
