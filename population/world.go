@@ -85,7 +85,7 @@ func Fitted(g Game, servers int, seed uint64) Config {
 // (VantageLatency; see calibrated.go): the worlds of scout sim and of
 // EVALUATION.md's tables since that fit. Fitted keeps the residual of all
 // city pairs (the worlds of EVALUATION.md up to commit a6af4d1, and of
-// scout demo).
+// scout demo before it moved to FittedVantage).
 func FittedVantage(g Game, servers int, seed uint64) Config {
 	c := Fitted(g, servers, seed)
 	l := VantageLatency()

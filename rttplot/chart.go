@@ -71,6 +71,20 @@ type Series struct {
 	// StopAt is when auto-stop fired, since the start of discovery; 0 means
 	// it did not fire (or the run had no auto-stop) and no line is drawn.
 	StopAt time.Duration
+	// Marks are moments of the run drawn as dotted vertical lines in the
+	// series' colour, labelled at the foot of the panel: "last playable
+	// 9.0 s".
+	Marks []Mark
+}
+
+// Mark is a moment of a run worth pointing at.
+type Mark struct {
+	At    time.Duration // since the start of discovery; a mark at 0 or less is not drawn
+	Label string        // beside the line, in the panel
+	// Key names the kind of mark in the legend ("last playable server
+	// found"); marks of every series with the same Key share one entry of
+	// a Chart.Key legend.
+	Key string
 }
 
 // Layout says how a Chart with several series is arranged.
@@ -91,6 +105,7 @@ const (
 	DefaultWidth      = 960  // Chart.Width 0 in Overlay
 	DefaultPanelWidth = 600  // Chart.Width 0 in SideBySide: this much per panel, plus the legend
 	DefaultHeight     = 540  // Chart.Height 0
+	DefaultRowHeight  = 400  // Chart.Height 0, per row, when Columns wraps the panels
 	MaxSize           = 8192 // the largest Width or Height accepted
 	MinSize           = 160  // the smallest Width or Height accepted
 )
@@ -109,8 +124,21 @@ type Chart struct {
 	MaxRTT time.Duration
 	// Width and Height are the picture's size in pixels; 0 takes
 	// DefaultWidth (DefaultPanelWidth per panel plus the legend in
-	// SideBySide) and DefaultHeight.
+	// SideBySide) and DefaultHeight (DefaultRowHeight per row of panels
+	// when Columns makes more than one).
 	Width, Height int
+	// Columns is how many panels of a SideBySide chart share a row; the
+	// rest wrap to the rows below. 0 puts every panel in one row.
+	Columns int
+	// Key replaces the legend of one entry per series and kind of mark
+	// (which takes a column beside the panels) with a key under the
+	// panels: one entry per kind of mark, in neutral ink, since each
+	// panel's colour and title already say which run it is; each panel's
+	// title gets a second line with its probe counts. Caption, if set, is
+	// printed under the key, wrapped to the width: what the reader needs to
+	// read the lines (what RTTbottom is, what a mark means).
+	Key     bool
+	Caption string
 }
 
 // ErrFormat is returned by [Write] for a file name whose extension is
@@ -124,14 +152,22 @@ const pxToPt = 72.0 / 96.0
 // checking bounds.
 func (c *Chart) size() (w, h vg.Length, err error) {
 	pw, ph := c.Width, c.Height
+	cols, rows := c.grid()
 	if pw == 0 {
 		pw = DefaultWidth
 		if c.Layout == SideBySide && len(c.Series) > 1 {
-			pw = min(DefaultPanelWidth*len(c.Series)+legendWidthPx, MaxSize)
+			legend := legendWidthPx
+			if c.Key {
+				legend = 0
+			}
+			pw = min(DefaultPanelWidth*cols+legend, MaxSize)
 		}
 	}
 	if ph == 0 {
 		ph = DefaultHeight
+		if rows > 1 {
+			ph = min(DefaultRowHeight*rows, MaxSize)
+		}
 	}
 	if pw < MinSize || pw > MaxSize || ph < MinSize || ph > MaxSize {
 		return 0, 0, fmt.Errorf("rttplot: size %dx%d pixels: each side must be in [%d, %d]", c.Width, c.Height, MinSize, MaxSize)
@@ -147,8 +183,22 @@ func (c *Chart) check() error {
 		return fmt.Errorf("rttplot: negative StopRTT %v", c.StopRTT)
 	case c.MaxRTT < 0:
 		return fmt.Errorf("rttplot: negative MaxRTT %v", c.MaxRTT)
+	case c.Columns < 0:
+		return fmt.Errorf("rttplot: negative Columns %d", c.Columns)
 	}
 	return nil
+}
+
+// grid returns the panels per row and the rows of panels.
+func (c *Chart) grid() (cols, rows int) {
+	if c.Layout != SideBySide || len(c.Series) < 2 {
+		return 1, 1
+	}
+	cols = len(c.Series)
+	if c.Columns > 0 && c.Columns < cols {
+		cols = c.Columns
+	}
+	return cols, (len(c.Series) + cols - 1) / cols
 }
 
 // WriteSVG writes the chart as an SVG document. Fonts are named (Liberation

@@ -28,10 +28,16 @@
 //     line runs along the top edge.
 //   - [Chart].StopRTT as a dashed horizontal line labelled "RTTstop".
 //   - [Series].StopAt as a vertical line labelled "auto-stop" and the time.
+//   - [Series].Marks as dotted vertical lines labelled at the foot of the
+//     panel: "last playable 9.0 s".
 //
 // Every series has its own colour. [Overlay] draws all series in one panel;
 // [SideBySide] draws one panel per series, left to right, on the same axes,
 // so a run that finishes sooner ends further left. The legend sits to the
 // right of the panels, or under them, one column per series, when the chart
 // is too narrow for that; every entry gives its count of probes.
+// With [Chart].Key the legend is a key under the panels instead: one entry
+// per kind of mark, in neutral ink, each panel's title giving its probe
+// counts, and [Chart].Caption under it; [Chart].Columns wraps the panels
+// into rows.
 package rttplot

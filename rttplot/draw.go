@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -221,20 +222,20 @@ func (a axes) series(l *layers, leg *legend, s Series, i int, stops *int) {
 	if name == "" {
 		name = fmt.Sprintf("series %d", i+1)
 	}
-	add := func(pts []xy, sh shape, r vg.Length, c color.Color, what string) {
+	add := func(pts []xy, sh shape, r vg.Length, c color.Color, what, key string) {
 		if len(pts) == 0 {
 			return
 		}
 		m := &marks{pts: pts, shape: sh, r: r, color: c}
 		l.dots = append(l.dots, m)
-		leg.add(fmt.Sprintf("%s: %s (%d)", name, what, len(pts)), m)
+		leg.addKeyed(fmt.Sprintf("%s: %s (%d)", name, what, len(pts)), m, key, &marks{shape: sh, r: r, color: keyInk})
 	}
-	add(byPhase[Conventional], disc, r, alpha(h.light, 0xb0), "probes")
-	add(byPhase[Reordered], disc, r, alpha(h.light, 0xb0), "re-ordered probes")
-	add(byPhase[Calibrate], triangle, accent(len(byPhase[Calibrate])), h.dark, "calibration probes")
-	add(byPhase[Split], diamond, accent(len(byPhase[Split])), h.dark, "split probes")
-	add(over, caret, accent(len(over)), h.dark, "RTT above axis, at top")
-	add(lost, cross, max(r, vg.Points(1.6)), alpha(h.dark, 0x90), "no reply, at top")
+	add(byPhase[Conventional], disc, r, alpha(h.light, 0xb0), "probes", "probe")
+	add(byPhase[Reordered], disc, r, alpha(h.light, 0xb0), "re-ordered probes", "probe")
+	add(byPhase[Calibrate], triangle, accent(len(byPhase[Calibrate])), h.dark, "calibration probes", "calibration probe")
+	add(byPhase[Split], diamond, accent(len(byPhase[Split])), h.dark, "split probes", "split probe")
+	add(over, caret, accent(len(over)), h.dark, "RTT above axis, at top", "RTT above the axis, at top")
+	add(lost, cross, max(r, vg.Points(1.6)), alpha(h.dark, 0x90), "no reply, at top", "no reply, at top")
 
 	if len(s.Bottom) > 0 {
 		pts := make([]xy, len(s.Bottom))
@@ -243,7 +244,7 @@ func (a axes) series(l *layers, leg *legend, s Series, i int, stops *int) {
 		}
 		line := &polyline{pts: pts, steps: true, style: draw.LineStyle{Color: h.dark, Width: vg.Points(1.6)}}
 		l.lines = append(l.lines, line)
-		leg.add(name+": RTTbottom", line)
+		leg.addKeyed(name+": RTTbottom", line, "RTTbottom", &polyline{style: draw.LineStyle{Color: keyInk, Width: line.style.Width}})
 	}
 	if s.StopAt > 0 {
 		x := s.StopAt.Seconds()
@@ -252,7 +253,9 @@ func (a axes) series(l *layers, leg *legend, s Series, i int, stops *int) {
 			style: draw.LineStyle{Color: h.dark, Width: vg.Points(1.6), Dashes: []vg.Length{vg.Points(6), vg.Points(2)}},
 		}
 		l.lines = append(l.lines, line)
-		leg.add(name+": auto-stop at "+fmtSec(s.StopAt), line)
+		keyLine := &polyline{style: line.style}
+		keyLine.style.Color = keyInk
+		leg.addKeyed(name+": auto-stop at "+fmtSec(s.StopAt), line, "auto-stop", keyLine)
 		sty := textStyle(10, h.dark)
 		sty.YAlign = draw.YTop
 		dx := vg.Points(4)
@@ -263,6 +266,73 @@ func (a axes) series(l *layers, leg *legend, s Series, i int, stops *int) {
 		*stops++
 		l.notes = append(l.notes, &note{x: x, y: a.ymax, dx: dx, dy: dy, text: "auto-stop " + fmtSec(s.StopAt), style: sty})
 	}
+	a.marks(l, leg, s.Marks, h)
+}
+
+// marks adds a series' marks to l: a dotted line each, labelled at the
+// foot of the panel (stacked upwards), and their legend entries.
+func (a axes) marks(l *layers, leg *legend, ms []Mark, h hue) {
+	n := 0
+	for _, m := range ms {
+		if m.At <= 0 {
+			continue
+		}
+		x := m.At.Seconds()
+		line := &polyline{
+			pts:   []xy{{x, 0}, {x, a.ymax}},
+			style: draw.LineStyle{Color: h.dark, Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(1.5), vg.Points(2)}},
+		}
+		l.lines = append(l.lines, line)
+		key := m.Key
+		if key == "" {
+			key = m.Label
+		}
+		keyLine := &polyline{style: line.style}
+		keyLine.style.Color = keyInk
+		leg.addKeyed(m.Label, line, key, keyLine)
+		if m.Label == "" {
+			continue
+		}
+		sty := textStyle(10, h.dark)
+		sty.YAlign = draw.YBottom
+		dx := vg.Points(4)
+		if x > 0.75*a.xmax {
+			sty.XAlign, dx = draw.XRight, -dx
+		}
+		l.notes = append(l.notes, &note{x: x, y: 0, dx: dx, dy: vg.Points(4) + vg.Length(n)*vg.Points(14), text: m.Label, style: sty})
+		n++
+	}
+}
+
+// counts is the second line of a panel's title under Chart.Key: the
+// series' probes, by phase where there is more than one, and the lost.
+func counts(s Series) string {
+	var byPhase [4]int
+	lost := 0
+	for _, p := range s.Probes {
+		if !p.Answered {
+			lost++
+		}
+		if int(p.Phase) < len(byPhase) {
+			byPhase[p.Phase]++
+		}
+	}
+	out := fmt.Sprintf("%d probes", len(s.Probes))
+	var parts []string
+	if n := byPhase[Calibrate]; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d calibration", n))
+	}
+	if n := byPhase[Split]; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d split", n))
+	}
+	if len(parts) > 0 {
+		parts = append(parts, fmt.Sprintf("%d re-ordered", byPhase[Reordered]+byPhase[Conventional]))
+		out += " (" + strings.Join(parts, ", ") + ")"
+	}
+	if lost > 0 {
+		out += fmt.Sprintf(", %d no reply", lost)
+	}
+	return out
 }
 
 // stopRTT adds the RTTstop line to l, and to leg when it is not nil.
@@ -278,7 +348,7 @@ func (a axes) stopRTT(l *layers, leg *legend, rtt time.Duration) {
 	l.lines = append(l.lines, line)
 	label := rttStop + " " + fmtMs(rtt)
 	if leg != nil {
-		leg.add(label, line)
+		leg.addKeyed(label, line, label, line)
 	}
 	sty := textStyle(10, color.Gray{Y: 0x20})
 	sty.XAlign, sty.YAlign = draw.XRight, draw.YBottom
@@ -305,7 +375,11 @@ func (c *Chart) draw(dc draw.Canvas) {
 	switch {
 	case c.Layout == SideBySide && len(c.Series) > 1:
 		for i, s := range c.Series {
-			p := a.panel(s.Name)
+			title := s.Name
+			if c.Key {
+				title += "\n" + counts(s)
+			}
+			p := a.panel(title)
 			var l layers
 			stops := 0
 			leg.group = i
@@ -337,7 +411,9 @@ func (c *Chart) draw(dc draw.Canvas) {
 	width := dc.Max.X - dc.Min.X
 	area := dc
 	all := leg.build(-1)
-	if w := all.Rectangle(dc).Size().X + vg.Points(12); w <= 0.34*width {
+	if c.Key {
+		area = drawKey(dc, leg.key(), c.Caption)
+	} else if w := all.Rectangle(dc).Size().X + vg.Points(12); w <= 0.34*width {
 		area = draw.Crop(dc, 0, -w, 0, 0)
 		all.Draw(draw.Crop(dc, width-w+vg.Points(12), 0, 0, -vg.Points(22)))
 	} else if len(leg.entries) > 0 {
@@ -358,9 +434,10 @@ func (c *Chart) draw(dc draw.Canvas) {
 	}
 
 	// As many ticks as fit.
-	panelW := (area.Max.X - area.Min.X) / vg.Length(len(panels))
+	cols, rows := c.grid()
+	panelW := (area.Max.X - area.Min.X) / vg.Length(cols)
 	xt := min(max(int(panelW/vg.Points(45)), 3), 10)
-	yt := min(max(int((area.Max.Y-area.Min.Y)/vg.Points(30)), 3), 8)
+	yt := min(max(int((area.Max.Y-area.Min.Y)/vg.Length(rows)/vg.Points(30)), 3), 8)
 	for _, p := range panels {
 		p.X.Tick.Marker = ticks(xt, false)
 		p.Y.Tick.Marker = ticks(yt, a.clipped)
@@ -370,9 +447,18 @@ func (c *Chart) draw(dc draw.Canvas) {
 		panels[0].Draw(area)
 		return
 	}
-	tiles := draw.Tiles{Rows: 1, Cols: len(panels), PadX: vg.Points(14)}
-	for i, cv := range plot.Align([][]*plot.Plot{panels}, tiles, area)[0] {
-		panels[i].Draw(cv)
+	grid := make([][]*plot.Plot, rows)
+	for r := range grid {
+		grid[r] = make([]*plot.Plot, cols)
+		copy(grid[r], panels[r*cols:min(len(panels), (r+1)*cols)])
+	}
+	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Points(14), PadY: vg.Points(10)}
+	for r, row := range plot.Align(grid, tiles, area) {
+		for i, cv := range row {
+			if grid[r][i] != nil {
+				grid[r][i].Draw(cv)
+			}
+		}
 	}
 }
 
@@ -387,10 +473,16 @@ type legendEntry struct {
 	text  string
 	thumb plot.Thumbnailer
 	group int
+	// keyText and keyThumb are the entry's kind in a Chart.Key legend,
+	// where entries of the same keyText are one.
+	keyText  string
+	keyThumb plot.Thumbnailer
 }
 
-func (l *legend) add(text string, thumb plot.Thumbnailer) {
-	l.entries = append(l.entries, legendEntry{text: text, thumb: thumb, group: l.group})
+// addKeyed adds an entry that is keyText, drawn as keyThumb, in a
+// Chart.Key legend; an empty text leaves it out of the other legend.
+func (l *legend) addKeyed(text string, thumb plot.Thumbnailer, keyText string, keyThumb plot.Thumbnailer) {
+	l.entries = append(l.entries, legendEntry{text: text, thumb: thumb, group: l.group, keyText: keyText, keyThumb: keyThumb})
 }
 
 // build makes a gonum legend of group g's entries, or of all for g < 0.
@@ -401,7 +493,7 @@ func (l *legend) build(g int) plot.Legend {
 	leg.Padding = vg.Points(3)
 	leg.ThumbnailWidth = vg.Points(18)
 	for _, e := range l.entries {
-		if g < 0 || e.group == g {
+		if e.text != "" && (g < 0 || e.group == g) {
 			leg.Add(e.text, e.thumb)
 		}
 	}
