@@ -1,22 +1,39 @@
 // Package demo runs scout's demonstration in one process on loopback: a
 // master, an emulated world of Enemy Territory servers placed in real
 // networks of real countries with the delays a player in Melbourne sees,
-// registered with the master by real heartbeats, and three discoveries of
+// registered with the master by real heartbeats, and four discoveries of
 // it over real sockets, side by side: conventional (master order, the
-// Enemy Territory client's window of 16), adaptive (Armitage's Algorithms
-// 1 and 2) and the oracle (exactly the playable servers, nearest first: the
-// bound no client can reach, since it needs the true RTTs).
+// Enemy Territory client's window of 16), adaptive as the paper gives it
+// (Armitage's Algorithms 1 and 2), adaptive with this project's variant
+// (adaptive.Scout) and the oracle (exactly the playable servers, nearest
+// first: the bound no client can reach, since it needs the true RTTs).
+//
+// It is a shell: it owns the sockets, the clocks and the emulator. The
+// counting of what each run found ([Found]) is a pure function of the
+// run's outcomes and the world's ground truth.
 //
 // # The world
 //
-// The servers come from package population: public IPv4 addresses in the
-// prefixes their origin ASes announced in 2008, in the countries and the
-// hosting networks real server lists show, in the order a master lists
-// them; each server's RTT is the population's latency model from the chosen
-// place (Melbourne by default) to the server's city, network and /16. The
-// emulator adds to every reply that RTT, a jitter drawn uniformly from
-// [0, 2*mean) with the model's per-ping mean (1.1 ms + 0.5% of the RTT),
-// and Loss (1%). Host names, maps and players come from world.Generate.
+// The servers come from package population with the model of scout sim's
+// tables (population.FittedVantage: the calibrated world with the
+// per-vantage latency residual): public IPv4 addresses in the prefixes
+// their origin ASes announced in 2008, in the countries and the hosting
+// networks real server lists show, in the order a master lists them; each
+// server's RTT is the model's from the chosen place (Melbourne by default)
+// to the server's city, network and /16. The emulator adds to every reply
+// that RTT, a jitter drawn uniformly from [0, 2*mean) with the model's
+// per-ping mean (1.1 ms + 0.5% of the RTT), and Loss (1%). Host names,
+// maps and players come from world.Generate.
+//
+// # Ground truth
+//
+// A server is playable when the RTT the emulator was told to give it (its
+// path's RTT, before jitter, loss and the loopback's own delay) is below
+// StopRTT: that is a property of the world, not of one measurement. A run
+// found a playable server when it probed it and the server answered,
+// whatever RTT that probe measured: jitter only lengthens an RTT, so a
+// server at 199 ms may measure 201 ms, and counting measured RTTs under
+// 200 ms would make the jitter, not the ordering, decide the count.
 //
 // # No packet leaves loopback
 //
@@ -36,6 +53,7 @@ import (
 	"net"
 	"net/netip"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -73,8 +91,13 @@ type Config struct {
 	Loss    float64
 	// NoLoss sets Loss to 0 (Loss 0 means DefaultLoss).
 	NoLoss bool
-	// Params are the adaptive planner's constants; zero means adaptive.Paper().
-	Params *adaptive.Params
+	// StopRTT is the largest playable RTT, exclusive: a server is playable
+	// when its true RTT is below it, and the oracle probes exactly those;
+	// 0 means adaptive.Paper().StopRTT (200 ms).
+	StopRTT time.Duration
+	// Variants are the adaptive runs, between conventional and the oracle;
+	// nil means DefaultVariants(StopRTT).
+	Variants []Variant
 	// Window is the probes in flight of every run; 0 means the ET client's
 	// probe.DefaultWindow (16).
 	Window   int
@@ -86,14 +109,36 @@ type Config struct {
 	Log io.Writer
 }
 
+// Variant is one adaptive run: a name for the table and the planner's
+// constants.
+type Variant struct {
+	Name   string
+	Params adaptive.Params
+}
+
+// DefaultVariants are the paper's algorithm (adaptive.Paper) and this
+// project's variant (adaptive.Scout), both auto-stopping at stopRTT (0
+// keeps theirs, 200 ms).
+func DefaultVariants(stopRTT time.Duration) []Variant {
+	paper, scout := adaptive.Paper(), adaptive.Scout()
+	if stopRTT > 0 {
+		paper.StopRTT, scout.StopRTT = stopRTT, stopRTT
+	}
+	return []Variant{{Name: "adaptive, paper", Params: paper}, {Name: "adaptive, scout", Params: scout}}
+}
+
 // Run is one discovery of the world.
 type Run struct {
-	Name     string
+	Name string
+	// Params are an adaptive run's constants; nil for conventional and the
+	// oracle.
+	Params   *adaptive.Params
 	Summary  discover.Summary
 	Ordering discover.Ordering // Probes is set for every run; the rest for adaptive and oracle
-	// Playable counts the servers found with an RTT below StopRTT;
-	// LastPlayable is when the last of them was found, since the run began.
-	Playable     int
+	// Found counts the playable servers (true RTT below StopRTT) that
+	// answered a probe of the run, whatever RTT it measured (see [Found]);
+	// LastPlayable is when the last of them answered, since the run began.
+	Found        int
 	LastPlayable time.Duration
 	Err          error
 }
@@ -112,8 +157,8 @@ type Report struct {
 	// of them the master listed, which discovery can find.
 	WorldPlayable, Playable int
 	StopRTT                 time.Duration
-	Params                  adaptive.Params
-	// Runs are conventional, adaptive and oracle, in that order.
+	// Runs are conventional, the adaptive variants in Config order, and
+	// the oracle.
 	Runs []Run
 	Took time.Duration
 }
@@ -127,7 +172,7 @@ func Build(cfg Config) (world.World, population.Place, error) {
 	if !ok {
 		return world.World{}, place, fmt.Errorf("demo: unknown place %q (known: %v)", cfg.Place, placeNames())
 	}
-	pop, err := population.Build(population.Fitted(population.ET, cfg.Servers, cfg.Seed))
+	pop, err := population.Build(population.FittedVantage(population.ET, cfg.Servers, cfg.Seed))
 	if err != nil {
 		return world.World{}, place, err
 	}
@@ -184,9 +229,11 @@ func (cfg Config) withDefaults() Config {
 	if cfg.NoLoss {
 		cfg.Loss = 0
 	}
-	if cfg.Params == nil {
-		p := adaptive.Paper()
-		cfg.Params = &p
+	if cfg.StopRTT == 0 {
+		cfg.StopRTT = adaptive.Paper().StopRTT
+	}
+	if cfg.Variants == nil {
+		cfg.Variants = DefaultVariants(cfg.StopRTT)
 	}
 	if cfg.Window == 0 {
 		cfg.Window = probe.DefaultWindow
@@ -218,7 +265,8 @@ type Env struct {
 	Table  *loopnat.Table
 	// Report holds the world's figures; Runs is empty.
 	Report Report
-	// Truth is every server's RTT from the place (the path's, no jitter).
+	// Truth is every server's RTT from the place: the path's, the RTT the
+	// emulator was told to give it, before jitter.
 	Truth map[netip.AddrPort]time.Duration
 }
 
@@ -228,7 +276,7 @@ type Env struct {
 func Start(ctx context.Context, cfg Config) (env *Env, stop func(), err error) {
 	start := time.Now()
 	cfg = cfg.withDefaults()
-	rep := Report{Params: *cfg.Params, StopRTT: cfg.Params.StopRTT}
+	rep := Report{StopRTT: cfg.StopRTT}
 	w, place, err := Build(cfg)
 	if err != nil {
 		return nil, nil, err
@@ -333,23 +381,29 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 		}
 		return info.Country, info.ASN
 	}
-	p := *cfg.Params
-	runs := []Run{{Name: "conventional"}, {Name: "adaptive"}, {Name: "oracle"}}
-	plans := []discover.Planner{
-		nil,
-		func(ts []adaptive.Target) (adaptive.Strategy, error) {
-			return adaptive.New(ts, p, rand.New(rand.NewPCG(cfg.Seed, 0xad)))
-		},
-		func(ts []adaptive.Target) (adaptive.Strategy, error) {
-			return adaptive.NewOracle(ts, func(t adaptive.Target) (time.Duration, bool) {
-				r, ok := truth[t.Addr]
-				return r, ok
-			}, p.StopRTT-time.Nanosecond) // playable: below StopRTT, as counted above
-		},
+	runs := []Run{{Name: "conventional"}}
+	plans := []discover.Planner{nil}
+	for k, v := range cfg.Variants {
+		p := v.Params
+		runs = append(runs, Run{Name: v.Name, Params: &p})
+		plans = append(plans, func(ts []adaptive.Target) (adaptive.Strategy, error) {
+			return adaptive.New(ts, p, rand.New(rand.NewPCG(cfg.Seed, 0xad+uint64(k))))
+		})
 	}
+	runs = append(runs, Run{Name: "oracle"})
+	plans = append(plans, func(ts []adaptive.Target) (adaptive.Strategy, error) {
+		return adaptive.NewOracle(ts, func(t adaptive.Target) (time.Duration, bool) {
+			r, ok := truth[t.Addr]
+			return r, ok
+		}, rep.StopRTT-time.Nanosecond) // playable: below StopRTT, as counted above
+	})
 	geo.Default() // load the tables before the clocks start
-	cfg.logf("discovering: conventional (master order, window %d), adaptive (%s clusters, auto-stop at %v) and oracle, side by side",
-		cfg.Window, p.ClusterBy, p.StopRTT)
+	names := make([]string, 0, len(cfg.Variants))
+	for _, v := range cfg.Variants {
+		names = append(names, fmt.Sprintf("%s (%s clusters, auto-stop at %v)", v.Name, v.Params.ClusterBy, v.Params.StopRTT))
+	}
+	cfg.logf("discovering: conventional (master order, window %d), %s and oracle, side by side",
+		cfg.Window, strings.Join(names, ", "))
 	var runWG sync.WaitGroup
 	for i := range runs {
 		runWG.Go(func() {
@@ -372,7 +426,7 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 			} else {
 				r.Summary, r.Ordering, r.Err = discover.Ordered(ctx, mw, pc, base, locate, plans[i], func(discover.Event) {})
 			}
-			r.Playable, r.LastPlayable = playable(r.Ordering.Probes, p.StopRTT)
+			r.Found, r.LastPlayable = Found(r.Ordering.Probes, truth, rep.StopRTT)
 		})
 	}
 	runWG.Wait()
@@ -406,19 +460,6 @@ func conventional(ctx context.Context, mconn, pconn probe.Conn, cfg discover.Con
 		probes = append(probes, o)
 	})
 	return sum, probes, err
-}
-
-// playable counts the servers found with an RTT below stop and returns
-// when the last of them was found.
-func playable(probes []discover.Outcome, stop time.Duration) (int, time.Duration) {
-	n, last := 0, time.Duration(0)
-	for _, o := range probes {
-		if o.Answered && o.RTT < stop {
-			n++
-			last = max(last, o.At+o.RTT)
-		}
-	}
-	return n, last
 }
 
 // newMaster builds scout's master for the demo: loopback clients allowed to

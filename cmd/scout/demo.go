@@ -7,11 +7,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
 	"github.com/scout-discovery/scout/adaptive"
 	"github.com/scout-discovery/scout/demo"
+	"github.com/scout-discovery/scout/rttplot"
 	"github.com/scout-discovery/scout/world"
 )
 
@@ -21,25 +23,34 @@ func init() {
 
 const demoAbout = `Runs, in this process and on loopback only, a master and an emulated world of
 Enemy Territory servers (2,000 by default) placed in real networks of real
-countries (the population model: 2008 prefixes and ASes, real server lists'
-country mix) with the delays a player in Melbourne sees (--place: AU, JP, CH,
-DE), 1% loss and jitter. The servers register with the master by heartbeat;
-then three clients discover the world side by side over real sockets:
+countries with the delays a player in Melbourne sees (--place: AU, JP, CH,
+DE): the world model of scout sim's tables (2008 prefixes and ASes, real
+server lists' country mix, the latency model with its per-vantage residual),
+1% loss and jitter. The servers register with the master by heartbeat; then
+four clients discover the world side by side over real sockets:
 
-  conventional  master order, probing while the list arrives, 16 in flight
-                (the Enemy Territory client)
-  adaptive      Armitage's Algorithms 1 and 2 (NETWORKING 2008): the whole
-                list, clusters by country, calibration probes, the nearest
-                clusters first, auto-stop when the 2nd-percentile RTT of the
-                last 100 probes reaches 200 ms
-  oracle        exactly the playable servers, nearest first (it knows the true
-                RTTs, which no client does: the bound)
+  conventional     master order, probing while the list arrives, 16 in
+                   flight (the Enemy Territory client)
+  adaptive, paper  Armitage's Algorithms 1 and 2 (NETWORKING 2008): the whole
+                   list, clusters by country, calibration probes, the nearest
+                   clusters first, auto-stop when the 2nd-percentile RTT of
+                   the last 100 probes (RTTbottom) reaches 200 ms
+  adaptive, scout  this project's variant (scout servers --variant scout):
+                   country+AS clusters, two-round calibration, bound stop rule
+  oracle           exactly the playable servers, nearest first (it knows the
+                   true RTTs, which no client does: the bound)
 
-and prints the comparison (time to the last playable server, probes sent,
-flows created, where auto-stop fired, playable servers found) and writes the
-plot of RTT against probe time (scout-demo.svg and .png in --out).
-Nothing leaves 127.0.0.0/8: the master and the clients see the servers'
-public addresses through a translation table (package loopnat).`
+A server is playable when the RTT the emulator gives it before jitter is
+under --auto-stop (200 ms); a run found it when it probed it and the server
+answered, whatever RTT jitter made that reply measure. The comparison (time
+to the last playable server, probes sent, flows created, playable servers
+found, where auto-stop fired) is printed, and the plot of RTT against probe
+time is written to --out (scout-demo.svg and .png). Nothing leaves
+127.0.0.0/8: the master and the clients see the servers' public addresses
+through a translation table (package loopnat).`
+
+// Demo plot size, in pixels: two rows of two panels.
+const demoPlotWidth, demoPlotHeight = 1200, 860
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("demo", "[flags]", demoAbout, stderr)
@@ -49,9 +60,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Place, "place", demo.DefaultPlace, "where the player sits: AU (Melbourne), JP (Tokyo), CH (Zurich), DE (Frankfurt)")
 	fs.Float64Var(&cfg.Loss, "loss", demo.DefaultLoss, "each reply's chance of being lost")
 	fs.IntVar(&cfg.Window, "window", 16, "probes in flight, every run (the ET client's 16)")
-	autoStop := fs.Duration("auto-stop", adaptive.Paper().StopRTT, "RTTstop: the largest playable RTT; adaptive stops when the 2nd percentile reaches it")
-	by := fs.String("cluster-by", "country", "adaptive clusters by country, as or country+as")
-	out := fs.String("out", ".", "directory for scout-demo.svg and scout-demo.png")
+	autoStop := fs.Duration("auto-stop", adaptive.Paper().StopRTT, "RTTstop: playable is a true RTT under it; both adaptive variants auto-stop at it")
+	by := fs.String("cluster-by", "country", "the paper variant's clusters: country, as or country+as (scout's are country+as)")
+	out := fs.String("out", "scout-out", "directory for scout-demo.svg and scout-demo.png (created if missing)")
 	maxTime := fs.Duration("max-time", 3*time.Minute, "stop everything after this long")
 	if code, done := parseFlags(fs, args); done {
 		return code
@@ -67,18 +78,17 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return bad("--servers and --window must be positive, --auto-stop and --max-time positive, --loss in [0, 1]")
 	}
 	cfg.NoLoss = cfg.Loss == 0
-	p := adaptive.Paper()
-	p.StopRTT = *autoStop
+	cfg.StopRTT = *autoStop
+	cfg.Variants = demo.DefaultVariants(*autoStop)
 	switch *by {
 	case "country":
 	case "as":
-		p.ClusterBy = adaptive.ByAS
+		cfg.Variants[0].Params.ClusterBy = adaptive.ByAS
 	case "country+as":
-		p.ClusterBy = adaptive.ByCountryAS
+		cfg.Variants[0].Params.ClusterBy = adaptive.ByCountryAS
 	default:
 		return bad("unknown --cluster-by %q", *by)
 	}
-	cfg.Params = &p
 	cfg.Log = stdout
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fmt.Fprintf(stderr, "scout demo: --out: %v\n", err)
@@ -94,8 +104,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(rep.Runs) > 0 {
 		printDemo(stdout, rep)
 		svg, png := filepath.Join(*out, "scout-demo.svg"), filepath.Join(*out, "scout-demo.png")
+		chart := demoChart(rep)
 		for _, path := range []string{svg, png} {
-			if perr := writeDemoPlot(path, rep); perr != nil {
+			if perr := rttplot.Write(path, chart); perr != nil {
 				err = errors.Join(err, perr)
 			}
 		}
@@ -108,55 +119,94 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func writeDemoPlot(path string, rep demo.Report) error {
-	conv, adapt := rep.Runs[0], rep.Runs[1]
-	title := fmt.Sprintf("scout demo: %d ET servers seen from %s", rep.Servers, rep.Place.City.Name)
-	return writePlot(path, title, rep.StopRTT,
-		plotSeries("conventional (master order)", conv.Ordering.Probes, 0, rep.Params),
-		plotSeries("adaptive", adapt.Ordering.Probes, adapt.Ordering.StopAt, rep.Params))
+// demoChart draws every run in its own panel, two to a row: probes, the
+// running RTTbottom (for conventional and adaptive: what Algorithm 2 sees),
+// auto-stop, and a mark where each run found its last playable server.
+func demoChart(rep demo.Report) rttplot.Chart {
+	var series []rttplot.Series
+	window := adaptive.Paper().Window
+	for _, r := range rep.Runs {
+		p := adaptive.Paper()
+		var stopAt time.Duration
+		if r.Params != nil {
+			p, stopAt = *r.Params, r.Ordering.StopAt
+		}
+		s := plotSeries(r.Name, r.Ordering.Probes, stopAt, p)
+		if r.Name == "oracle" {
+			s.Bottom = nil // no auto-stop to judge
+		}
+		s.Name = fmt.Sprintf("%s: %d of %d playable found", r.Name, r.Found, rep.Playable)
+		if r.LastPlayable > 0 {
+			s.Marks = []rttplot.Mark{{At: r.LastPlayable, Label: "last playable " + fmt.Sprintf("%.1f s", r.LastPlayable.Seconds()),
+				Key: "last playable server found"}}
+		}
+		series = append(series, s)
+	}
+	return rttplot.Chart{
+		Title:   fmt.Sprintf("scout demo: %d ET servers seen from %s, over real sockets on loopback", rep.Servers, rep.Place.City.Name),
+		Layout:  rttplot.SideBySide,
+		Columns: 2,
+		Series:  series,
+		StopRTT: rep.StopRTT,
+		Width:   demoPlotWidth,
+		Height:  demoPlotHeight,
+		Key:     true,
+		Caption: fmt.Sprintf("RTTbottom: the 2nd-percentile RTT of the last %d probes (Armitage's Algorithm 2); the paper's adaptive run stops when it reaches "+
+			"RTTstop, scout's by its bound rule. Playable: the RTT the emulator gives the server before jitter is under %s; "+
+			"a run found it when the server answered, whatever RTT jitter gave the reply. The oracle probes exactly the playable servers, nearest first.",
+			window, strconv.FormatFloat(float64(rep.StopRTT)/float64(time.Millisecond), 'f', -1, 64)+" ms"),
+	}
 }
 
-// printDemo prints the comparison table and what adaptive did.
+// printDemo prints the comparison table and what the adaptive runs did.
 func printDemo(w io.Writer, rep demo.Report) {
 	s := func(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }
-	fmt.Fprintf(w, "\n%d servers listed of %d (registration %s); %d playable from %s (RTT < %v)\n\n",
+	fmt.Fprintf(w, "\n%d servers listed of %d (registration %s); %d of them playable from %s (true RTT < %v, before jitter)\n\n",
 		rep.Listed, rep.Servers, s(rep.Registration), rep.Playable, rep.Place.City.Name, rep.StopRTT)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "\tlast playable\twhole run\tprobes\tflows\tplayable found\t")
+	fmt.Fprintln(tw, "\tlast playable\twhole run\tprobes\tflows\tplayable found\tauto-stop\t")
 	for _, r := range rep.Runs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d of %d\t\n", r.Name, s(r.LastPlayable), s(r.Summary.Took),
-			r.Summary.Probe.Sent, r.Summary.Probe.Destinations, r.Playable, rep.Playable)
+		stop := "-"
+		if r.Params != nil && r.Ordering.Stopped {
+			stop = s(r.Ordering.StopAt)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d of %d\t%s\t\n", r.Name, s(r.LastPlayable), s(r.Summary.Took),
+			r.Summary.Probe.Sent, r.Summary.Probe.Destinations, r.Found, rep.Playable, stop)
 	}
 	tw.Flush()
-	conv, a := rep.Runs[0], rep.Runs[1]
 	fmt.Fprintln(w)
-	clusters, initial := 0, 0
-	for _, c := range a.Ordering.Clusters {
-		if !c.Dissolved {
-			clusters++
+	conv := rep.Runs[0]
+	for _, a := range rep.Runs {
+		if a.Params == nil {
+			continue
+		}
+		clusters, initial := 0, 0
+		for _, c := range a.Ordering.Clusters {
+			if !c.Dissolved {
+				clusters++
+			}
+		}
+		for _, o := range a.Ordering.Probes {
+			if o.Phase == adaptive.Calibrate || o.Phase == adaptive.Split {
+				initial++
+			}
+		}
+		fmt.Fprintf(w, "%s: %d of %d servers geolocated, %d clusters (by %s), %d initial probes; ",
+			a.Name, a.Ordering.Located, a.Summary.Listed, clusters, a.Params.ClusterBy, initial)
+		if a.Ordering.Stopped {
+			share := 100 * float64(a.Ordering.Stop.Sent) / float64(max(a.Summary.Listed, 1))
+			fmt.Fprintf(w, "auto-stop at %s after %d probes (%.1f%% of the list)\n", s(a.Ordering.StopAt), a.Ordering.Stop.Sent, share)
+		} else {
+			fmt.Fprintln(w, "auto-stop did not fire: it probed every server")
+		}
+		if conv.Summary.Probe.Sent > 0 && conv.LastPlayable > 0 {
+			fmt.Fprintf(w, "  last playable server in %.0f%% of conventional's time, with %.0f%% of its probes\n",
+				100*a.LastPlayable.Seconds()/conv.LastPlayable.Seconds(), 100*float64(a.Summary.Probe.Sent)/float64(conv.Summary.Probe.Sent))
 		}
 	}
-	for _, o := range a.Ordering.Probes {
-		if o.Phase == adaptive.Calibrate || o.Phase == adaptive.Split {
-			initial++
-		}
-	}
-	fmt.Fprintf(w, "adaptive: list complete at %s, %d of %d servers geolocated, %d clusters (by %s), %d initial probes\n",
-		s(a.Ordering.ProbeStart), a.Ordering.Located, a.Summary.Listed, clusters, rep.Params.ClusterBy, initial)
-	if a.Ordering.Stopped {
-		share := 100 * float64(a.Ordering.Stop.Sent) / float64(max(a.Summary.Listed, 1))
-		fmt.Fprintf(w, "auto-stop fired at %s after %d probes (%.1f%% of the list; conventional took %s for all of it)\n",
-			s(a.Ordering.StopAt), a.Ordering.Stop.Sent, share, s(conv.Summary.Took))
-	} else {
-		fmt.Fprintln(w, "auto-stop did not fire: adaptive probed every server")
-	}
-	if conv.Summary.Probe.Sent > 0 && conv.LastPlayable > 0 {
-		fmt.Fprintf(w, "adaptive found the last playable server in %.0f%% of conventional's time with %.0f%% of its probes\n",
-			100*a.LastPlayable.Seconds()/conv.LastPlayable.Seconds(), 100*float64(a.Summary.Probe.Sent)/float64(conv.Summary.Probe.Sent))
-	}
-	for _, r := range rep.Runs[:2] {
-		if r.Playable < rep.Playable {
-			fmt.Fprintf(w, "%s missed %d playable servers (lost replies, jitter across %v, or auto-stop)\n", r.Name, rep.Playable-r.Playable, rep.StopRTT)
+	for _, r := range rep.Runs {
+		if r.Found < rep.Playable {
+			fmt.Fprintf(w, "%s missed %d playable servers (never probed: auto-stop; or both probes' replies lost)\n", r.Name, rep.Playable-r.Found)
 		}
 	}
 }

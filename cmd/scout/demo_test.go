@@ -15,21 +15,21 @@ import (
 )
 
 // TestDemo_SmallWorldComparison runs scout demo with 300 servers seen from
-// Melbourne and checks the comparison's invariants: adaptive sends no more
-// probes than conventional, finds every playable server the master listed
-// or the shortfall is printed, and both plots are written and decode.
+// Melbourne and checks that the table has its four runs and its columns,
+// that the plot is written to --out (created when missing) and decodes at
+// its size, and that nothing else is written there.
 func TestDemo_SmallWorldComparison(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a 300-server world for several seconds")
 	}
-	dir := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "out")
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"demo", "--servers", "300", "--seed", "3", "--out", dir, "--max-time", "90s"}, &stdout, &stderr)
 	out := stdout.String()
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr.String())
 	}
-	for _, want := range []string{"conventional", "adaptive", "oracle", "initial probes", "playable found"} {
+	for _, want := range []string{"conventional", "adaptive, paper", "adaptive, scout", "oracle", "initial probes", "playable found", "auto-stop"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -43,14 +43,26 @@ func TestDemo_SmallWorldComparison(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := png.Decode(f); err != nil {
+	if img, err := png.Decode(f); err != nil {
 		t.Errorf("scout-demo.png does not decode: %v", err)
+	} else if b := img.Bounds(); b.Dx() != demoPlotWidth || b.Dy() != demoPlotHeight {
+		t.Errorf("scout-demo.png is %dx%d", b.Dx(), b.Dy())
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 2 {
+		t.Errorf("--out holds %d files, want the SVG and the PNG", len(es))
 	}
 	t.Log(out)
 }
 
 // TestDemo_Invariants runs the demo package directly on a small world and
-// checks the report.
+// checks the report against the world's ground truth (see demo.Found):
+// conventional and the oracle find every playable server the master listed
+// (one retry makes a server lost to 1% loss twice rare: at most one is
+// allowed), the scout variant finds them too (its bound rule does not stop
+// before the last one; EVALUATION.md), the paper's variant may stop
+// before some (its rule is the paper's, whose Table 2 runs miss servers
+// too) but never sends more probes than conventional, and the oracle
+// probes only playable servers.
 func TestDemo_Invariants(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a 300-server world for several seconds")
@@ -59,36 +71,50 @@ func TestDemo_Invariants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Runs) != 3 {
+	if len(rep.Runs) != 4 {
 		t.Fatalf("%d runs", len(rep.Runs))
 	}
-	conv, adapt, oracle := rep.Runs[0], rep.Runs[1], rep.Runs[2]
+	conv, paper, scout, oracle := rep.Runs[0], rep.Runs[1], rep.Runs[2], rep.Runs[3]
+	t.Logf("listed %d, playable %d; found: conventional %d, paper %d, scout %d, oracle %d",
+		rep.Listed, rep.Playable, conv.Found, paper.Found, scout.Found, oracle.Found)
 	if rep.Listed < rep.Servers*95/100 {
 		t.Errorf("master listed %d of %d", rep.Listed, rep.Servers)
+	}
+	if rep.Playable < 3 || rep.Playable > rep.WorldPlayable {
+		t.Errorf("%d playable listed, %d in the world: the test needs some", rep.Playable, rep.WorldPlayable)
 	}
 	if conv.Summary.Listed != rep.Listed || len(conv.Ordering.Probes) != rep.Listed {
 		t.Errorf("conventional listed %d and probed %d of %d", conv.Summary.Listed, len(conv.Ordering.Probes), rep.Listed)
 	}
-	if adapt.Summary.Probe.Sent > conv.Summary.Probe.Sent {
-		t.Errorf("adaptive sent %d probes, conventional %d", adapt.Summary.Probe.Sent, conv.Summary.Probe.Sent)
+	for _, r := range []demo.Run{conv, scout, oracle} {
+		if r.Found < rep.Playable-1 || r.Found > rep.Playable {
+			t.Errorf("%s found %d playable of %d listed", r.Name, r.Found, rep.Playable)
+		}
 	}
-	if adapt.Summary.Probe.Destinations > conv.Summary.Probe.Destinations {
-		t.Errorf("adaptive created %d flows, conventional %d", adapt.Summary.Probe.Destinations, conv.Summary.Probe.Destinations)
+	if paper.Found > rep.Playable || (paper.Found < rep.Playable && !paper.Ordering.Stopped) {
+		t.Errorf("paper found %d of %d playable, stopped %v", paper.Found, rep.Playable, paper.Ordering.Stopped)
+	}
+	for _, a := range []demo.Run{paper, scout} {
+		if a.Params == nil {
+			t.Fatalf("%s has no params", a.Name)
+		}
+		if a.Summary.Probe.Sent > conv.Summary.Probe.Sent || a.Summary.Probe.Destinations > conv.Summary.Probe.Destinations {
+			t.Errorf("%s sent %d probes to %d servers, conventional %d to %d", a.Name,
+				a.Summary.Probe.Sent, a.Summary.Probe.Destinations, conv.Summary.Probe.Sent, conv.Summary.Probe.Destinations)
+		}
+		if a.Ordering.Located < rep.Listed*9/10 {
+			t.Errorf("%s geolocated %d of %d", a.Name, a.Ordering.Located, rep.Listed)
+		}
+	}
+	if paper.Params.ClusterBy == scout.Params.ClusterBy {
+		t.Errorf("both adaptive runs cluster by %v: the variants are not the paper's and scout's", paper.Params.ClusterBy)
 	}
 	if oracle.Summary.Probe.Destinations > rep.Playable {
 		t.Errorf("oracle probed %d servers, %d playable", oracle.Summary.Probe.Destinations, rep.Playable)
 	}
-	// Loss (1%, one retry) and jitter across 200 ms may cost a server or
-	// two; more is a bug in the ordering.
-	for _, r := range []demo.Run{conv, adapt} {
-		if r.Playable > rep.Playable+2 || r.Playable < rep.Playable-max(2, rep.Playable/20) {
-			t.Errorf("%s found %d playable, %d listed", r.Name, r.Playable, rep.Playable)
-		}
+	for _, r := range rep.Runs {
 		if r.Ordering.Refused != 0 {
 			t.Errorf("%s: %d outcomes refused", r.Name, r.Ordering.Refused)
 		}
-	}
-	if adapt.Ordering.Located < rep.Listed*9/10 {
-		t.Errorf("adaptive geolocated %d of %d", adapt.Ordering.Located, rep.Listed)
 	}
 }
