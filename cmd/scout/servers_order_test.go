@@ -17,6 +17,7 @@ import (
 
 	"github.com/scout-discovery/scout/adaptive"
 	"github.com/scout-discovery/scout/demo"
+	"github.com/scout-discovery/scout/discover"
 )
 
 // TestServers_OrderAdaptiveLive runs scout servers --order adaptive against
@@ -63,11 +64,8 @@ func TestServers_OrderAdaptiveLive(t *testing.T) {
 		}
 		found := map[netip.AddrPort]bool{}
 		for _, l := range lines[:len(lines)-1] {
-			var srv struct {
-				Type, Address, Error string
-				RTT                  float64 `json:"rtt_ms"`
-			}
-			if json.Unmarshal([]byte(l), &srv) != nil || srv.Type != "server" || srv.Error != "" || srv.RTT <= 0 {
+			var srv discover.ServerJSON
+			if json.Unmarshal([]byte(l), &srv) != nil || srv.Type != "server" || srv.Error != "" || srv.RTTms <= 0 {
 				continue
 			}
 			if a, err := netip.ParseAddrPort(srv.Address); err == nil && env.Truth[a] > 0 && env.Truth[a] < env.Report.StopRTT {
