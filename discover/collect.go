@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/probe"
+	"github.com/scout-discovery/scout/q3"
 )
 
 // Defaults of a [Config] whose fields are zero.
@@ -21,12 +22,9 @@ const (
 	// already a lost packet or a master that marks no end.
 	DefaultQuiet = time.Second
 	// EndGrace is how long a list stays open after the end marker of
-	// every form of the request arrived. id's master and dpmaster before
-	// 2.0 end every packet with the marker, dpmaster 2.x only the last,
-	// and nothing in the packet tells which: a master sends a list's
-	// packets back to back, so the list is taken as complete once no
-	// packet followed the marker within EndGrace.
-	EndGrace = 100 * time.Millisecond
+	// every form of the request arrived: q3.EndGrace, the Quake III
+	// master protocol's rule.
+	EndGrace = q3.EndGrace
 	// DefaultMasterTimeout is how long a master has to send its first
 	// packet (or, for Steam, each page) before it is asked again.
 	DefaultMasterTimeout = 2 * time.Second

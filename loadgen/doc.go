@@ -31,10 +31,10 @@
 // it is complete at the datagram ending with \EOT\0\0\0 that brings it to
 // every server, whether the master ends every datagram with the marker
 // (scout master's default, id's master) or only the last (dpmaster 2.x).
-// One short of servers ends EndGrace (package discover's rule, 100 ms)
-// after its last datagram if that carried a marker; with another request
-// of the same source in flight, a datagram that would take it past every
-// server starts the next reply. Answers to one source are told apart by
+// One short of servers ends EndGrace (q3.EndGrace, 100 ms, the rule
+// package discover follows too) after its last datagram if that carried a
+// marker; with another request of the same source in flight, a datagram
+// that would take it past every server starts the next reply. Answers to one source are told apart by
 // time and count only, so an open loop should leave more than EndGrace
 // between a source's requests (Sources/Rate: 320 ms at 256 sources and
 // 800/s). Config.FirstMarkerEnds restores the rule that a reply ends at

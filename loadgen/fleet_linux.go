@@ -15,7 +15,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/scout-discovery/scout/discover"
 	"github.com/scout-discovery/scout/infostring"
 	"github.com/scout-discovery/scout/q3"
 )
@@ -436,7 +435,7 @@ func ListServers(ctx context.Context, master, from netip.AddrPort, query []byte,
 	}
 	var list []netip.AddrPort
 	buf := make([]byte, 65536)
-	ended := false // an end marker came; the list closes after discover.EndGrace of silence
+	ended := false // an end marker came; the list closes after q3.EndGrace of silence
 	for {
 		n, src, err := c.ReadFromUDPAddrPort(buf)
 		if err != nil {
@@ -461,10 +460,10 @@ func ListServers(ctx context.Context, master, from netip.AddrPort, query []byte,
 		// A master may end every packet with the marker (scout master,
 		// id's, dpmaster before 2.0) or only the last (dpmaster 2.x): as
 		// discover does, the list is complete once nothing follows a
-		// marker within discover.EndGrace.
+		// marker within q3.EndGrace.
 		if r.End != q3.EndNone {
 			ended = true
-			grace := time.Now().Add(discover.EndGrace)
+			grace := time.Now().Add(q3.EndGrace)
 			if grace.After(deadline) {
 				grace = deadline
 			}

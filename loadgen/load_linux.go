@@ -12,7 +12,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/scout-discovery/scout/discover"
 	"github.com/scout-discovery/scout/q3"
 )
 
@@ -33,9 +32,10 @@ const (
 	// few full answers (a 5,000-server answer is about 36 KB of payload).
 	DefaultRecvBuffer = 1 << 20
 	// DefaultEndGrace is how long an answer that has had an end marker
-	// but not every server stays open for more packets: package
-	// discover's rule for masters that end every packet with the marker.
-	DefaultEndGrace = discover.EndGrace
+	// but not every server stays open for more packets: q3.EndGrace, the
+	// rule for masters that end every packet with the marker (package
+	// discover's too).
+	DefaultEndGrace = q3.EndGrace
 )
 
 // DefaultSourceBase is the first source address.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
+	"time"
 )
 
 // End is the marker that closes a server list packet.
@@ -31,6 +32,14 @@ const (
 
 	numEnds = iota // the count of End values
 )
+
+// EndGrace is how long a client keeps a master's list open after the end
+// marker of every form of its request arrived. id's master and dpmaster
+// before 2.0 end every packet with the marker, dpmaster 2.x only the last,
+// and nothing in the packet tells which: a master sends a list's packets
+// back to back, so the list is complete once no packet followed the
+// marker within EndGrace.
+const EndGrace = 100 * time.Millisecond
 
 func endNames() [numEnds]string {
 	return [numEnds]string{EndNone: "none", EndEOT: "eot", EndNUL: "nul", EndEOTBare: "eot_bare"}
