@@ -14,6 +14,11 @@ require (
 require golang.org/x/net v0.62.0
 
 require (
+	golang.org/x/tools v0.51.0 // indirect
+	gonum.org/v1/gonum v0.16.0 // indirect
+)
+
+require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect
 	codeberg.org/go-latex/latex v0.2.0 // indirect
 	codeberg.org/go-pdf/fpdf v0.11.1 // indirect

@@ -1,0 +1,492 @@
+// Package evaluate judges landmark estimates against a real all-pairs
+// mesh (package mesh): K cities are made landmarks by a stated rule, every
+// other city is in turn a client and a server site, and the estimate of
+// each client-server RTT is compared with the RTT measured between them.
+//
+// It reports, per K and per estimator, the error distribution, how often
+// the triangle inequality's bounds are violated and by how much, the
+// safety margin a stop rule needs (measured on one half of the cities,
+// checked on the other), and what a client would probe with it: the share
+// of server sites whose lower bound minus the margin is under the playable
+// threshold (every one of them must be probed before the stop rule lets
+// go), and the playable sites it would miss.
+//
+// Pure computation over a matrix in memory; the caller reads the files.
+package evaluate
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/scout-discovery/scout/landmark"
+	"github.com/scout-discovery/scout/mesh"
+)
+
+// Rule is how landmark cities are chosen.
+type Rule string
+
+const (
+	// KCenter is the greedy farthest-point rule: first the city whose
+	// largest RTT to any other is smallest (the mesh's centre), then each
+	// time the city farthest (by RTT) from every landmark chosen so far.
+	// It places landmarks where the network's extremes are, without looking
+	// at any client.
+	KCenter Rule = "kcenter"
+	// Hubs takes the first K of a fixed list of hosting hubs where a game
+	// community's masters plausibly run, in order: Frankfurt, New York,
+	// Tokyo, Sydney, Los Angeles, Singapore, Sao Paulo, London.
+	Hubs Rule = "hubs"
+)
+
+// HubCities is the Hubs rule's list (WonderProxy city names).
+var HubCities = []string{"Frankfurt", "NewYork", "Tokyo", "Sydney", "LosAngeles", "Singapore", "SaoPaulo", "London"}
+
+// Place returns the indexes of k landmark cities of m by rule.
+func Place(m *mesh.Mesh, k int, rule Rule) ([]int, error) {
+	if k < 1 || k > m.Len() {
+		return nil, fmt.Errorf("evaluate: %d landmarks for %d cities", k, m.Len())
+	}
+	switch rule {
+	case Hubs:
+		if k > len(HubCities) {
+			return nil, fmt.Errorf("evaluate: rule %s has %d cities, not %d", rule, len(HubCities), k)
+		}
+		var out []int
+		for _, name := range HubCities[:k] {
+			i := m.Index(name)
+			if i < 0 {
+				return nil, fmt.Errorf("evaluate: no city %q in the mesh", name)
+			}
+			out = append(out, i)
+		}
+		return out, nil
+	case KCenter:
+		n := m.Len()
+		centre, best := -1, math.Inf(1)
+		for i := range n {
+			worst := 0.0
+			for j := range n {
+				if r := m.RTT(i, j); !math.IsNaN(r) {
+					worst = max(worst, r)
+				}
+			}
+			if worst < best {
+				centre, best = i, worst
+			}
+		}
+		out := []int{centre}
+		near := make([]float64, n) // RTT to the nearest landmark so far
+		for j := range n {
+			near[j] = nanInf(m.RTT(centre, j))
+		}
+		for len(out) < k {
+			far := -1
+			for j := range n {
+				if !math.IsInf(near[j], 1) && (far < 0 || near[j] > near[far]) && !slices.Contains(out, j) {
+					far = j
+				}
+			}
+			if far < 0 {
+				return nil, fmt.Errorf("evaluate: no measured city left for landmark %d", len(out)+1)
+			}
+			out = append(out, far)
+			for j := range n {
+				near[j] = min(near[j], nanInf(m.RTT(far, j)))
+			}
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("evaluate: unknown rule %q (want %s or %s)", rule, KCenter, Hubs)
+}
+
+func nanInf(x float64) float64 {
+	if math.IsNaN(x) {
+		return math.Inf(1)
+	}
+	return x
+}
+
+// Estimator names.
+const (
+	Lower   = "lower"   // the triangle lower bound
+	Upper   = "upper"   // the triangle upper bound
+	Mid     = "mid"     // the mean of the two bounds
+	GNP     = "gnp"     // coordinates fitted by least relative error
+	Vivaldi = "vivaldi" // coordinates by spring relaxation
+	Clamped = "gnp-clamped"
+)
+
+// Estimators lists the estimators in report order.
+var Estimators = []string{Lower, Upper, Mid, GNP, Vivaldi, Clamped}
+
+// Errors summarises one estimator's error (estimate - measured, ms).
+type Errors struct {
+	N                  int
+	MedAbs, P90Abs     float64 // |error| median and 90th percentile, ms
+	MedRel, P90Rel     float64 // |error| / measured
+	Bias               float64 // median signed error, ms
+	RankCorr           float64 // mean per-client Spearman correlation of estimate and measured
+	unusable           int
+	abs, rel, signed   []float64
+	perClientCorrSum   float64
+	perClientCorrCount int
+}
+
+// Violation summarises how often and by how much one bound fails.
+type Violation struct {
+	Share              float64 // of the pairs
+	P50, P99, Max      float64 // excess of the violating pairs, ms
+	excesses           []float64
+	count, pairsTested int
+}
+
+// Cost is what a client would probe with the stop rule "stop when every
+// unprobed server's lower bound minus Margin exceeds the threshold".
+type Cost struct {
+	Client   string
+	Probed   float64 // share of server sites probed
+	Oracle   float64 // share of server sites that are playable
+	Missed   int     // playable sites the rule would never probe
+	Playable int
+}
+
+// Result is one K's evaluation.
+type Result struct {
+	K         int
+	Rule      Rule
+	Landmarks []string
+	Dim       int // the coordinates' dimension (0: too few landmarks)
+	Pairs     int
+	Est       map[string]*Errors
+	Low, High Violation
+	// Margin is how far the stop rule's lower bound of a playable pair
+	// (measured RTT under the threshold) rises above the threshold, at the
+	// MarginQuantile over the pairs of the fitting half of the cities
+	// (clients with an even index among the non-landmarks), 0 if it never
+	// does; MissedHeldOut counts the playable pairs of the other half that
+	// lower bound minus Margin would still exclude.
+	Margin        float64
+	MissedHeldOut int
+	PlayableHeld  int
+	Costs         []Cost
+	ByRegion      map[string]*Errors // the chosen estimator's error by server region
+}
+
+// Options configure Run.
+type Options struct {
+	Threshold      float64  // playable RTT, ms; default 200
+	MarginQuantile float64  // default 0.999
+	Clients        []string // cities whose probe cost is reported; default the paper's four
+	Region         func(cc string) string
+	Chosen         string // estimator reported by region; default GNP
+	// Drop is how many landmarks the stop rule's lower bound leaves out
+	// (landmark.LowerBound); Repair clips vectors to the paths through
+	// other landmarks first (landmark.Repair).
+	Drop   int
+	Repair bool
+}
+
+func (o *Options) defaults() {
+	if o.Threshold == 0 {
+		o.Threshold = 200
+	}
+	if o.MarginQuantile == 0 {
+		o.MarginQuantile = 0.999
+	}
+	if o.Clients == nil {
+		o.Clients = []string{"Melbourne", "Tokyo", "Zurich", "Frankfurt"}
+	}
+	if o.Chosen == "" {
+		o.Chosen = GNP
+	}
+	if o.Region == nil {
+		o.Region = func(cc string) string { return cc }
+	}
+}
+
+// Dim returns the coordinate dimension used with k landmarks: a host's
+// position and height need dim+2 measurements, and 3 dimensions are
+// enough for the Internet's picture (more overfits 8 landmarks).
+func Dim(k int) int { return min(k-2, 3) }
+
+// Run evaluates k landmarks chosen by rule on m.
+func Run(m *mesh.Mesh, k int, rule Rule, opt Options) (*Result, error) {
+	opt.defaults()
+	lms, err := Place(m, k, rule)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{K: k, Rule: rule, Est: map[string]*Errors{}, ByRegion: map[string]*Errors{}}
+	for _, l := range lms {
+		res.Landmarks = append(res.Landmarks, m.Cities[l].Name)
+	}
+	for _, e := range Estimators {
+		res.Est[e] = &Errors{}
+	}
+	lmat := make([][]float64, k)
+	for i := range k {
+		lmat[i] = make([]float64, k)
+		for j := range k {
+			lmat[i][j] = m.RTT(lms[i], lms[j])
+		}
+	}
+	vec := func(i int) landmark.Vector {
+		v := make(landmark.Vector, k)
+		for j, l := range lms {
+			v[j] = m.RTT(i, l)
+		}
+		if opt.Repair {
+			v = landmark.Repair(v, lmat)
+		}
+		return v
+	}
+	var sp *landmark.Space
+	if d := Dim(k); d >= 1 {
+		if sp, err = landmark.FitSpace(lmat, d); err != nil {
+			return nil, err
+		}
+		res.Dim = d
+	}
+	var hosts []int
+	for i := range m.Len() {
+		if !slices.Contains(lms, i) {
+			hosts = append(hosts, i)
+		}
+	}
+	vs := make([]landmark.Vector, m.Len())
+	gnp := make([]*landmark.Coord, m.Len())
+	viv := make([]*landmark.Coord, m.Len())
+	for _, i := range hosts {
+		vs[i] = vec(i)
+		if sp != nil {
+			if c, err := sp.Place(vs[i]); err == nil {
+				gnp[i] = &c
+			}
+			if c, err := sp.PlaceVivaldi(vs[i]); err == nil {
+				viv[i] = &c
+			}
+		}
+	}
+	estimate := func(c, s int) map[string]float64 {
+		lo, hi, n := landmark.Bounds(vs[c], vs[s])
+		out := map[string]float64{}
+		if n == 0 {
+			return out
+		}
+		out[Lower], out[Upper], out[Mid] = lo, hi, (lo+hi)/2
+		if gnp[c] != nil && gnp[s] != nil {
+			g := gnp[c].Dist(*gnp[s])
+			out[GNP], out[Clamped] = g, min(max(g, lo), hi)
+		}
+		if viv[c] != nil && viv[s] != nil {
+			out[Vivaldi] = viv[c].Dist(*viv[s])
+		}
+		return out
+	}
+	var fitLow []float64
+	type heldPair struct{ lo, t float64 }
+	var held []heldPair
+	for ci, c := range hosts {
+		ests := map[string][]float64{}
+		var truth []float64
+		for _, s := range hosts {
+			t := m.RTT(c, s)
+			if s == c || math.IsNaN(t) {
+				continue
+			}
+			e := estimate(c, s)
+			if len(e) == 0 {
+				continue
+			}
+			res.Pairs++
+			lo, hi := e[Lower], e[Upper]
+			res.Low.tested(lo - t)
+			res.High.tested(t - hi)
+			if t < opt.Threshold {
+				stop := landmark.LowerBound(vs[c], vs[s], opt.Drop)
+				if ci%2 == 0 {
+					fitLow = append(fitLow, stop-opt.Threshold)
+				} else {
+					held = append(held, heldPair{stop, t})
+				}
+			}
+			truth = append(truth, t)
+			for _, name := range Estimators {
+				x, ok := e[name]
+				if !ok {
+					res.Est[name].unusable++
+					ests[name] = append(ests[name], math.NaN())
+					continue
+				}
+				res.Est[name].add(x, t)
+				ests[name] = append(ests[name], x)
+				if name == opt.Chosen {
+					r := opt.Region(m.Cities[s].Country)
+					if res.ByRegion[r] == nil {
+						res.ByRegion[r] = &Errors{}
+					}
+					res.ByRegion[r].add(x, t)
+				}
+			}
+		}
+		for name, xs := range ests {
+			if rho, ok := spearman(xs, truth); ok {
+				res.Est[name].perClientCorrSum += rho
+				res.Est[name].perClientCorrCount++
+			}
+		}
+	}
+	for _, e := range res.Est {
+		e.finish()
+	}
+	for _, e := range res.ByRegion {
+		e.finish()
+	}
+	res.Low.finish()
+	res.High.finish()
+	res.Margin = max(0, quantile(fitLow, opt.MarginQuantile))
+	for _, p := range held {
+		res.PlayableHeld++
+		if p.lo-res.Margin > opt.Threshold {
+			res.MissedHeldOut++
+		}
+	}
+	for _, name := range opt.Clients {
+		c := m.Index(name)
+		if c < 0 || vs[c] == nil {
+			continue // not in the mesh, or a landmark itself
+		}
+		cost := Cost{Client: name}
+		var sites, probed, playable int
+		for _, s := range hosts {
+			t := m.RTT(c, s)
+			if s == c || math.IsNaN(t) {
+				continue
+			}
+			sites++
+			lo := landmark.LowerBound(vs[c], vs[s], opt.Drop)
+			in := lo-res.Margin <= opt.Threshold
+			if in {
+				probed++
+			}
+			if t < opt.Threshold {
+				playable++
+				if !in {
+					cost.Missed++
+				}
+			}
+		}
+		cost.Probed = float64(probed) / float64(sites)
+		cost.Oracle = float64(playable) / float64(sites)
+		cost.Playable = playable
+		res.Costs = append(res.Costs, cost)
+	}
+	return res, nil
+}
+
+func (v *Violation) tested(excess float64) {
+	v.pairsTested++
+	if excess > 0 {
+		v.count++
+		v.excesses = append(v.excesses, excess)
+	}
+}
+
+func (v *Violation) finish() {
+	if v.pairsTested > 0 {
+		v.Share = float64(v.count) / float64(v.pairsTested)
+	}
+	v.P50, v.P99 = quantile(v.excesses, 0.5), quantile(v.excesses, 0.99)
+	v.Max = quantile(v.excesses, 1)
+}
+
+func (e *Errors) add(est, t float64) {
+	e.N++
+	d := est - t
+	e.signed = append(e.signed, d)
+	e.abs = append(e.abs, math.Abs(d))
+	e.rel = append(e.rel, math.Abs(d)/max(t, 1))
+}
+
+func (e *Errors) finish() {
+	e.MedAbs, e.P90Abs = quantile(e.abs, 0.5), quantile(e.abs, 0.9)
+	e.MedRel, e.P90Rel = quantile(e.rel, 0.5), quantile(e.rel, 0.9)
+	e.Bias = quantile(e.signed, 0.5)
+	if e.perClientCorrCount > 0 {
+		e.RankCorr = e.perClientCorrSum / float64(e.perClientCorrCount)
+	}
+	e.abs, e.rel, e.signed = nil, nil, nil
+}
+
+// quantile returns the q-quantile of xs (nearest rank), NaN when empty. It
+// sorts xs.
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	slices.Sort(xs)
+	i := int(math.Ceil(q*float64(len(xs)))) - 1
+	return xs[min(max(i, 0), len(xs)-1)]
+}
+
+// spearman returns the rank correlation of the pairs where x is a number.
+func spearman(x, y []float64) (float64, bool) {
+	var xs, ys []float64
+	for i := range x {
+		if !math.IsNaN(x[i]) {
+			xs, ys = append(xs, x[i]), append(ys, y[i])
+		}
+	}
+	if len(xs) < 3 {
+		return 0, false
+	}
+	rx, ry := ranks(xs), ranks(ys)
+	var mx, my float64
+	for i := range rx {
+		mx += rx[i]
+		my += ry[i]
+	}
+	mx /= float64(len(rx))
+	my /= float64(len(ry))
+	var sxy, sxx, syy float64
+	for i := range rx {
+		a, b := rx[i]-mx, ry[i]-my
+		sxy += a * b
+		sxx += a * a
+		syy += b * b
+	}
+	if sxx == 0 || syy == 0 {
+		return 0, false
+	}
+	return sxy / math.Sqrt(sxx*syy), true
+}
+
+// ranks returns the average ranks of xs (ties share their mean rank).
+func ranks(xs []float64) []float64 {
+	idx := make([]int, len(xs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		switch {
+		case xs[a] < xs[b]:
+			return -1
+		case xs[a] > xs[b]:
+			return 1
+		}
+		return 0
+	})
+	r := make([]float64, len(xs))
+	for i := 0; i < len(idx); {
+		j := i
+		for j+1 < len(idx) && xs[idx[j+1]] == xs[idx[i]] {
+			j++
+		}
+		for k := i; k <= j; k++ {
+			r[idx[k]] = float64(i+j)/2 + 1
+		}
+		i = j + 1
+	}
+	return r
+}
