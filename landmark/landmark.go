@@ -280,6 +280,7 @@ func (sp *Space) PlaceVivaldi(v Vector) (Coord, error) {
 // alone push the bound up. It returns 0 when fewer than drop+1 landmarks
 // measured both.
 func LowerBound(c, s Vector, drop int) float64 {
+	drop = max(drop, 0)
 	var top [MaxLandmarks]float64
 	n := 0
 	for k := range min(len(c), len(s), MaxLandmarks) {

@@ -32,6 +32,9 @@ const (
 	RIPECountries     = "ripe_atlas_country_rtt_stat.csv.gz"
 )
 
+// MaxRTT bounds an RTT read, in ms: a larger one is a damaged row.
+const MaxRTT = 60_000
+
 // MaxNodes bounds the nodes a matrix may have, so a damaged file cannot
 // make Load allocate an n*n matrix of any size.
 const MaxNodes = 4096
@@ -139,7 +142,7 @@ func LoadWonderProxy(dir string) (*Mesh, error) {
 		if err := errors.Join(err1, err2, err3); err != nil {
 			return nil, fmt.Errorf("mesh: %s line %d: %v", WonderProxyPings, k+2, err)
 		}
-		if !(avg >= 0) || math.IsInf(avg, 0) {
+		if !(avg >= 0 && avg <= MaxRTT) {
 			return nil, fmt.Errorf("mesh: %s line %d: RTT %v", WonderProxyPings, k+2, avg)
 		}
 		i, ok1 := byID[s]
@@ -207,7 +210,7 @@ func LoadRIPE(dir string) (*Countries, error) {
 			continue
 		}
 		ms, err := strconv.ParseFloat(r[col["rtt_avg"]], 64)
-		if err != nil || !(ms >= 0) || math.IsInf(ms, 0) {
+		if err != nil || !(ms >= 0 && ms <= MaxRTT) {
 			return nil, fmt.Errorf("mesh: %s line %d: rtt_avg %q", RIPECountries, k+2, r[col["rtt_avg"]])
 		}
 		pairs = append(pairs, pair{a, b, ms})

@@ -223,3 +223,28 @@ func loopback(ap string) error {
 	}
 	return nil
 }
+
+// SharedData returns the shared data folder (shared/data beside the
+// repository, as CI lays it out, or beside any folder above the module
+// root, as a git worktree sees it). It skips the test when the folder
+// or file is missing, and fails it when CI is set.
+func SharedData(t testing.TB, file string) string {
+	t.Helper()
+	for dir := ModuleRoot(t); ; {
+		d := filepath.Join(dir, "..", "shared", "data")
+		if _, err := os.Stat(filepath.Join(d, file)); err == nil {
+			return d
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	msg := fmt.Sprintf("shared/data/%s not found beside the repository", file)
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s; CI must have it", msg)
+	}
+	t.Skip(msg)
+	return ""
+}

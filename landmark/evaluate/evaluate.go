@@ -19,6 +19,8 @@ import (
 	"math"
 	"slices"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/scout-discovery/scout/landmark"
 	"github.com/scout-discovery/scout/mesh"
 )
@@ -163,7 +165,7 @@ type Result struct {
 	// Margin is how far the stop rule's lower bound of a playable pair
 	// (measured RTT under the threshold) rises above the threshold, at the
 	// MarginQuantile over the pairs of the fitting half of the cities
-	// (clients with an even index among the non-landmarks), 0 if it never
+	// (clients with an even index), 0 if it never
 	// does; MissedHeldOut counts the playable pairs of the other half that
 	// lower bound minus Margin would still exclude.
 	Margin        float64
@@ -248,11 +250,12 @@ func Run(m *mesh.Mesh, k int, rule Rule, opt Options) (*Result, error) {
 		}
 		res.Dim = d
 	}
-	var hosts []int
-	for i := range m.Len() {
-		if !slices.Contains(lms, i) {
-			hosts = append(hosts, i)
-		}
+	// Every city is a client and a server site, the landmark cities too (a
+	// master's city hosts game servers and players as well; their vector
+	// holds a 0).
+	hosts := make([]int, m.Len())
+	for i := range hosts {
+		hosts[i] = i
 	}
 	vs := make([]landmark.Vector, m.Len())
 	gnp := make([]*landmark.Coord, m.Len())
@@ -354,8 +357,8 @@ func Run(m *mesh.Mesh, k int, rule Rule, opt Options) (*Result, error) {
 	}
 	for _, name := range opt.Clients {
 		c := m.Index(name)
-		if c < 0 || vs[c] == nil {
-			continue // not in the mesh, or a landmark itself
+		if c < 0 {
+			continue // not in the mesh
 		}
 		cost := Cost{Client: name}
 		var sites, probed, playable int
@@ -419,15 +422,14 @@ func (e *Errors) finish() {
 	e.abs, e.rel, e.signed = nil, nil, nil
 }
 
-// quantile returns the q-quantile of xs (nearest rank), NaN when empty. It
-// sorts xs.
+// quantile returns the q-quantile of xs (the empirical distribution's
+// inverse), NaN when empty. It sorts xs.
 func quantile(xs []float64, q float64) float64 {
 	if len(xs) == 0 {
 		return math.NaN()
 	}
 	slices.Sort(xs)
-	i := int(math.Ceil(q*float64(len(xs)))) - 1
-	return xs[min(max(i, 0), len(xs)-1)]
+	return stat.Quantile(q, stat.Empirical, xs, nil)
 }
 
 // spearman returns the rank correlation of the pairs where x is a number.
@@ -442,24 +444,8 @@ func spearman(x, y []float64) (float64, bool) {
 		return 0, false
 	}
 	rx, ry := ranks(xs), ranks(ys)
-	var mx, my float64
-	for i := range rx {
-		mx += rx[i]
-		my += ry[i]
-	}
-	mx /= float64(len(rx))
-	my /= float64(len(ry))
-	var sxy, sxx, syy float64
-	for i := range rx {
-		a, b := rx[i]-mx, ry[i]-my
-		sxy += a * b
-		sxx += a * a
-		syy += b * b
-	}
-	if sxx == 0 || syy == 0 {
-		return 0, false
-	}
-	return sxy / math.Sqrt(sxx*syy), true
+	rho := stat.Correlation(rx, ry, nil)
+	return rho, !math.IsNaN(rho)
 }
 
 // ranks returns the average ranks of xs (ties share their mean rank).
