@@ -1,6 +1,6 @@
 // Package evaluate judges landmark estimates against a real all-pairs
 // mesh (package mesh): K cities are made landmarks by a stated rule, every
-// other city is in turn a client and a server site, and the estimate of
+// city, the landmarks' too, is in turn a client and a server site, and the estimate of
 // each client-server RTT is compared with the RTT measured between them.
 //
 // It reports, per K and per estimator, the error distribution, how often
