@@ -214,12 +214,41 @@ func Dim(k int) int { return min(k-2, 3) }
 
 // Run evaluates k landmarks chosen by rule on m.
 func Run(m *mesh.Mesh, k int, rule Rule, opt Options) (*Result, error) {
-	opt.defaults()
 	lms, err := Place(m, k, rule)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{K: k, Rule: rule, Est: map[string]*Errors{}, ByRegion: map[string]*Errors{}}
+	res, err := RunAt(m, lms, opt)
+	if res != nil {
+		res.Rule = rule
+	}
+	return res, err
+}
+
+// CountryMesh returns RIPE Atlas's country matrix as a mesh whose "cities"
+// are countries (Name and Country the code), for Run and RunAt.
+func CountryMesh(c *mesh.Countries) *mesh.Mesh {
+	m := &mesh.Mesh{Matrix: c.Matrix}
+	for i, cc := range c.Codes {
+		m.Cities = append(m.Cities, mesh.City{ID: i, Name: cc, Country: cc})
+	}
+	return m
+}
+
+// RunAt evaluates the landmarks at the given indexes of m.
+func RunAt(m *mesh.Mesh, lms []int, opt Options) (*Result, error) {
+	opt.defaults()
+	k := len(lms)
+	if k < 1 {
+		return nil, fmt.Errorf("evaluate: no landmark")
+	}
+	for _, l := range lms {
+		if l < 0 || l >= m.Len() {
+			return nil, fmt.Errorf("evaluate: landmark %d outside the mesh", l)
+		}
+	}
+	var err error
+	res := &Result{K: k, Est: map[string]*Errors{}, ByRegion: map[string]*Errors{}}
 	for _, l := range lms {
 		res.Landmarks = append(res.Landmarks, m.Cities[l].Name)
 	}
