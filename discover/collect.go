@@ -75,7 +75,6 @@ func (r MasterReport) Answered() bool { return r.Packets > 0 }
 // collecting is a master's state during a run.
 type collecting struct {
 	Master
-	index    int
 	rep      MasterReport
 	start    time.Time // first query
 	sentAt   time.Time // latest query
@@ -89,75 +88,64 @@ type collecting struct {
 	done     bool
 }
 
-// collector asks masters for lists on one socket. It is a state machine
-// driven by collect; poll and receive take now.
-type collector struct {
-	cfg     Config
-	masters []*collecting
-	byAddr  map[netip.AddrPort]*collecting
-	stray   int
-	sent    int
-	out     int64
-	in      int64
-	// list is called with each usable entry of a packet, in wire order.
-	list func(m *collecting, ap netip.AddrPort)
-	// done is called when a master's list ends.
-	done func(m *collecting)
-}
-
+// outgoing is a query to write.
 type outgoing struct {
 	b  []byte
 	to netip.AddrPort
 	m  *collecting
 }
 
+// The master half of the session: poll, wake and receive take now and
+// return the queries to write; each usable entry goes to list, each end
+// of a list to the events.
+
 // poll handles the timeouts due at now and returns the queries to send.
-func (c *collector) poll(now time.Time) []outgoing {
+func (s *session) poll(now time.Time) []outgoing {
 	var out []outgoing
-	for _, m := range c.masters {
+	for _, m := range s.masters {
 		if m.done {
 			continue
 		}
 		switch {
 		case m.sentAt.IsZero():
 			m.start = now
-			out = append(out, c.ask(now, m)...)
-		case m.Protocol == ProtocolSteam && m.waitingPage() && !now.Before(m.sentAt.Add(c.cfg.timeout())):
-			if m.attempts < c.cfg.attempts() {
-				out = append(out, c.ask(now, m)...)
+			out = append(out, s.ask(now, m)...)
+		case m.Protocol == ProtocolSteam && !now.Before(m.sentAt.Add(s.cfg.timeout())):
+			if m.attempts < s.cfg.attempts() {
+				out = append(out, s.ask(now, m)...)
 			} else if m.rep.Packets == 0 {
-				c.finish(now, m, EndNoReply, nil)
+				s.finish(now, m, EndNoReply, nil)
 			} else {
-				c.finish(now, m, EndPartial, fmt.Errorf("page %d unanswered after %d queries", m.pages+1, m.attempts))
+				s.finish(now, m, EndPartial, fmt.Errorf("page %d unanswered after %d queries", m.pages+1, m.attempts))
 			}
-		case m.Protocol != ProtocolSteam && m.rep.Packets == 0 && !now.Before(m.sentAt.Add(c.cfg.timeout())):
-			if m.attempts < c.cfg.attempts() && m.rep.Garbled == 0 {
-				out = append(out, c.ask(now, m)...)
+		case m.Protocol != ProtocolSteam && m.rep.Packets == 0 && !now.Before(m.sentAt.Add(s.cfg.timeout())):
+			if m.attempts < s.cfg.attempts() && m.rep.Garbled == 0 {
+				out = append(out, s.ask(now, m)...)
 			} else {
-				c.finish(now, m, EndNoReply, nil) // EndGarbage when garbage came
+				s.finish(now, m, EndNoReply, nil) // EndGarbage when garbage came
 			}
 		case m.endSeen && !now.Before(m.last.Add(EndGrace)):
-			c.finish(now, m, EndMarker, nil)
-		case m.Protocol != ProtocolSteam && m.rep.Packets > 0 && !now.Before(m.last.Add(c.cfg.quiet())):
-			c.finish(now, m, EndQuiet, nil)
+			s.finish(now, m, EndMarker, nil)
+		case m.Protocol != ProtocolSteam && m.rep.Packets > 0 && !now.Before(m.last.Add(s.cfg.quiet())):
+			s.finish(now, m, EndQuiet, nil)
 		}
+	}
+	if s.listsDone() {
+		s.endLists(now)
 	}
 	return out
 }
 
-// waitingPage: a Steam master owes an answer to the latest query.
-func (m *collecting) waitingPage() bool { return !m.done }
-
 // ask returns the query datagrams of m: one per form of its request (see
 // Request.Q3Also), or the next Steam page's.
-func (c *collector) ask(now time.Time, m *collecting) []outgoing {
+func (s *session) ask(now time.Time, m *collecting) []outgoing {
 	seed := m.seed
 	if !seed.IsValid() {
 		seed = m.Steam.Seed
 	}
 	bs, err := m.queries(seed)
 	if err != nil {
-		c.finish(now, m, EndNoReply, fmt.Errorf("encoding the query: %w", err))
+		s.finish(now, m, EndNoReply, fmt.Errorf("encoding the query: %w", err))
 		return nil
 	}
 	m.sentAt = now
@@ -170,10 +158,20 @@ func (c *collector) ask(now time.Time, m *collecting) []outgoing {
 	return out
 }
 
+// wrote records the write of o at now; err is the socket's.
+func (s *session) wrote(now time.Time, o outgoing, err error) {
+	if err != nil {
+		s.finish(now, o.m, EndNoReply, fmt.Errorf("sending: %w", err))
+		return
+	}
+	s.sent++
+	s.out += int64(len(o.b))
+}
+
 // wake returns when poll next has work; zero when every master is done.
-func (c *collector) wake() time.Time {
+func (s *session) wake() time.Time {
 	var w time.Time
-	for _, m := range c.masters {
+	for _, m := range s.masters {
 		if m.done {
 			continue
 		}
@@ -182,9 +180,9 @@ func (c *collector) wake() time.Time {
 		case m.endSeen:
 			t = m.last.Add(EndGrace)
 		case m.Protocol == ProtocolSteam || m.rep.Packets == 0:
-			t = m.sentAt.Add(c.cfg.timeout())
+			t = m.sentAt.Add(s.cfg.timeout())
 		default:
-			t = m.last.Add(c.cfg.quiet())
+			t = m.last.Add(s.cfg.quiet())
 		}
 		if w.IsZero() || t.Before(w) {
 			w = t
@@ -193,12 +191,13 @@ func (c *collector) wake() time.Time {
 	return w
 }
 
-// receive handles a datagram; it may return the next Steam page's query.
-func (c *collector) receive(now time.Time, from netip.AddrPort, b []byte) []outgoing {
-	c.in += int64(len(b))
-	m := c.byAddr[from]
+// receive handles a datagram on the master socket (from unmapped); it may
+// return the next Steam page's query.
+func (s *session) receive(now time.Time, from netip.AddrPort, b []byte) []outgoing {
+	s.in += int64(len(b))
+	m := s.byAddr[from]
 	if m == nil {
-		c.stray++
+		s.stray++
 		return nil
 	}
 	if m.done {
@@ -225,7 +224,7 @@ func (c *collector) receive(now time.Time, from netip.AddrPort, b []byte) []outg
 	}
 	for _, ap := range p.servers {
 		if m.rep.Listed >= MaxListed {
-			c.finish(now, m, EndLimit, fmt.Errorf("more than %d entries", MaxListed))
+			s.finish(now, m, EndLimit, fmt.Errorf("more than %d entries", MaxListed))
 			return nil
 		}
 		m.rep.Listed++
@@ -234,7 +233,7 @@ func (c *collector) receive(now time.Time, from netip.AddrPort, b []byte) []outg
 			m.rep.Unusable++
 			continue
 		}
-		c.list(m, ap)
+		s.list(m, ap)
 	}
 	if m.done {
 		return nil
@@ -250,17 +249,18 @@ func (c *collector) receive(now time.Time, from netip.AddrPort, b []byte) []outg
 	case m.Protocol == ProtocolSteam:
 		m.pages++
 		if m.pages >= MaxPages || !p.next.IsValid() {
-			c.finish(now, m, EndLimit, fmt.Errorf("%d pages without the end marker", m.pages))
+			s.finish(now, m, EndLimit, fmt.Errorf("%d pages without the end marker", m.pages))
 			return nil
 		}
 		m.seed = p.next
 		m.attempts = 0
-		return c.ask(now, m)
+		return s.ask(now, m)
 	}
 	return nil
 }
 
-func (c *collector) finish(now time.Time, m *collecting, end string, err error) {
+// finish ends m's list at now, how and why, and queues the event.
+func (s *session) finish(now time.Time, m *collecting, end string, err error) {
 	if m.done {
 		return
 	}
@@ -279,11 +279,15 @@ func (c *collector) finish(now time.Time, m *collecting, end string, err error) 
 	} else if end == EndNoReply {
 		m.rep.Error = fmt.Sprintf("no reply to %d queries", m.rep.Queries)
 	}
-	c.done(m)
+	s.events = append(s.events, MasterDone{m.rep})
+	if s.listsDone() {
+		s.endLists(now)
+	}
 }
 
-func (c *collector) allDone() bool {
-	for _, m := range c.masters {
+// listsDone reports that every master's list has ended.
+func (s *session) listsDone() bool {
+	for _, m := range s.masters {
 		if !m.done {
 			return false
 		}
@@ -291,42 +295,42 @@ func (c *collector) allDone() bool {
 	return true
 }
 
-// maxReadErrors is how many reads in a row may fail before collect gives
-// up on the socket.
+// maxReadErrors is how many reads in a row may fail before a shell gives
+// up on the master socket.
 const maxReadErrors = 64
 
-// collect runs c on conn until every master is done or ctx ends.
-func collect(ctx context.Context, conn probe.Conn, c *collector) error {
+// collect is the shell of [Ordered]'s listing: it drives the master half
+// of s on conn until every list has ended or ctx ends, emitting s's events
+// through emit as they come.
+func collect(ctx context.Context, conn probe.Conn, s *session, emit func(Event)) error {
 	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
 	buf := make([]byte, probe.ReadBufferSize)
 	readErrors := 0
 	send := func(now time.Time, out []outgoing) {
 		for _, o := range out {
-			if o.b == nil {
-				continue
-			}
-			if _, err := conn.WriteToUDPAddrPort(o.b, o.to); err != nil {
-				c.finish(now, o.m, EndNoReply, fmt.Errorf("sending: %w", err))
-				continue
-			}
-			c.sent++
-			c.out += int64(len(o.b))
+			_, err := conn.WriteToUDPAddrPort(o.b, o.to)
+			s.wrote(now, o, err)
 		}
 	}
+	flush := func() {
+		for _, e := range s.takeEvents() {
+			emit(e)
+		}
+	}
+	defer flush()
 	for {
 		now := time.Now()
-		send(now, c.poll(now))
-		if c.allDone() {
+		send(now, s.poll(now))
+		flush()
+		if s.listsDone() {
 			return nil
 		}
-		if err := conn.SetReadDeadline(c.wake()); err != nil {
+		if err := conn.SetReadDeadline(s.wake()); err != nil {
 			return err
 		}
 		if err := ctx.Err(); err != nil {
-			for _, m := range c.masters {
-				c.finish(time.Now(), m, EndStopped, err)
-			}
+			s.stop(time.Now(), err)
 			return err
 		}
 		n, from, err := conn.ReadFromUDPAddrPort(buf)
@@ -334,15 +338,13 @@ func collect(ctx context.Context, conn probe.Conn, c *collector) error {
 		switch {
 		case err == nil:
 			readErrors = 0
-			send(now, c.receive(now, netip.AddrPortFrom(from.Addr().Unmap(), from.Port()), buf[:n]))
+			send(now, s.receive(now, netip.AddrPortFrom(from.Addr().Unmap(), from.Port()), buf[:n]))
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			readErrors = 0
 		case !errors.Is(err, net.ErrClosed) && readErrors < maxReadErrors:
 			readErrors++ // an ICMP error on some platforms; the socket lives on
 		default:
-			for _, m := range c.masters {
-				c.finish(now, m, EndStopped, err)
-			}
+			s.stop(now, err)
 			return err
 		}
 	}

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
-	"slices"
+	"os"
 	"sync"
 	"time"
 
@@ -91,120 +92,190 @@ type Summary struct {
 	Took        time.Duration
 }
 
+// admission returns the burst and rate of the admission of listed
+// servers; a negative rate admits every server at once.
+func (c *Config) admission() (burst int, rate float64) { return 0, -1 }
+
 // Discover asks cfg.Masters for their lists on masterConn and probes every
 // server listed (and cfg.Extra) from probeConn, reporting each event to
 // each as it happens. each is never called concurrently. Discover returns
 // when every list has ended and every server has a result, or when ctx
 // ends. It must be the only reader of both conns; it closes neither. The
 // two may not be the same socket.
+//
+// Discover is the shell around the run's pure core (session): one
+// goroutine reads the master socket, the prober ([probe.Prober.Stream])
+// runs in another, and this one owns the core, feeding it packets,
+// results and the clock, writing the queries it returns and handing the
+// servers it admits to the prober.
 func Discover(ctx context.Context, masterConn, probeConn probe.Conn, cfg Config, each func(Event)) (Summary, error) {
 	start := time.Now()
-	var mu sync.Mutex // serialises each and guards what the two goroutines share below
-	var sum Summary
-	firstResult := time.Duration(0)
-	emit := func(e Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		each(e)
-	}
+	s := newSession(cfg, start)
+	s.addExtra()
 
-	type listing struct{ masters []string }
-	seen := map[netip.AddrPort]*listing{} // guarded by mu
-	var order []netip.AddrPort            // target index -> address (guarded by mu)
-
-	in := make(chan probe.Target, 256)
-	c := &collector{cfg: cfg, byAddr: map[netip.AddrPort]*collecting{}}
-	for _, m := range cfg.Masters {
-		m.Addr = netip.AddrPortFrom(m.Addr.Addr().Unmap(), m.Addr.Port())
-		if c.byAddr[m.Addr] != nil {
-			continue
-		}
-		cm := &collecting{Master: m, index: len(c.masters)}
-		cm.rep = MasterReport{Name: m.Name, Addr: m.Addr, Protocol: m.Protocol.String()}
-		c.masters = append(c.masters, cm)
-		c.byAddr[m.Addr] = cm
+	type result struct {
+		i  int
+		r  probe.Result
+		at time.Time
 	}
-	c.list = func(m *collecting, ap netip.AddrPort) {
-		mu.Lock()
-		l := seen[ap]
-		again := l != nil
-		if !again {
-			l = &listing{}
-			seen[ap] = l
-			order = append(order, ap)
-			m.rep.New++
-			sum.Listed++
-		}
-		if !slices.Contains(l.masters, m.Name) { // a master may list it under two forms
-			l.masters = append(l.masters, m.Name)
-		}
-		each(Listed{Addr: ap, Master: m.Name, Again: again})
-		mu.Unlock()
-		if !again {
-			select {
-			case in <- probe.Target{Addr: ap, Dialect: m.Dialect}:
-			case <-ctx.Done():
-			}
-		}
-	}
-	c.done = func(m *collecting) { emit(MasterDone{m.rep}) }
-
-	collected := make(chan error, 1)
+	results := make(chan result)
+	in := make(chan probe.Target)
+	probed := make(chan error, 1)
+	var counts probe.Counts
 	go func() {
-		// Extra targets first: they need no master.
-		for _, t := range cfg.Extra {
-			mu.Lock()
-			dup := seen[t.Addr] != nil
-			if !dup {
-				seen[t.Addr] = &listing{}
-				order = append(order, t.Addr)
-			}
-			mu.Unlock()
-			if !dup {
-				select {
-				case in <- t:
-				case <-ctx.Done():
-				}
-			}
-		}
 		var err error
-		if len(c.masters) > 0 {
-			err = collect(ctx, masterConn, c)
-		}
-		mu.Lock()
-		sum.ListsTook = time.Since(start)
-		mu.Unlock()
-		close(in)
-		collected <- err
+		counts, err = cfg.Prober.Stream(ctx, probeConn, in, func(i int, r probe.Result) {
+			results <- result{i, r, time.Now()}
+		})
+		probed <- err
 	}()
 
-	counts, perr := cfg.Prober.Stream(ctx, probeConn, in, func(i int, r probe.Result) {
-		mu.Lock()
-		defer mu.Unlock()
-		s := Server{Result: r}
-		if i < len(order) {
-			if l := seen[order[i]]; l != nil {
-				s.Masters = append([]string(nil), l.masters...)
+	reads := make(chan masterDatagram, 64)
+	stopReading := startReading(masterConn, reads)
+	defer stopReading()
+
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	var queue []probe.Target // admitted, not yet taken by the prober
+	var lerr, perr error
+	inOpen, proberRunning := true, true
+	done := ctx.Done()
+	for proberRunning {
+		now := time.Now()
+		if !s.listsDone() {
+			for _, o := range s.poll(now) {
+				_, err := masterConn.WriteToUDPAddrPort(o.b, o.to)
+				s.wrote(now, o, err)
 			}
 		}
-		if r.Answered() && firstResult == 0 {
-			firstResult = time.Since(start)
+		if s.listsDone() && reads != nil {
+			s.endLists(now)
+			stopReading()
+			reads = nil
 		}
-		each(Probed{s})
-	})
-	cerr := <-collected
-
-	mu.Lock()
-	defer mu.Unlock()
-	sum.Probe = counts
-	for _, m := range c.masters {
-		sum.Masters = append(sum.Masters, m.rep)
+		if inOpen {
+			queue = append(queue, s.due(now)...)
+		}
+		for _, e := range s.takeEvents() {
+			each(e)
+		}
+		var feed chan probe.Target
+		var next probe.Target
+		if len(queue) > 0 {
+			feed, next = in, queue[0]
+		} else if inOpen && s.allHanded() {
+			close(in)
+			inOpen = false
+		}
+		w := s.wake()
+		if a := s.admitWake(); inOpen && !a.IsZero() && (w.IsZero() || a.Before(w)) {
+			w = a
+		}
+		if !w.IsZero() {
+			timer.Reset(time.Until(w))
+		} else {
+			timer.Stop()
+		}
+		select {
+		case <-done:
+			done = nil // the prober ends its targets with ctx's error
+			s.stop(time.Now(), ctx.Err())
+			lerr = ctx.Err()
+			queue = nil
+			if inOpen {
+				close(in)
+				inOpen = false
+			}
+		case <-timer.C:
+		case d := <-reads:
+			if d.err != nil {
+				s.stop(d.at, d.err)
+				lerr = d.err
+				continue
+			}
+			if !s.listsDone() {
+				for _, o := range s.receive(d.at, d.from, d.b) {
+					_, err := masterConn.WriteToUDPAddrPort(o.b, o.to)
+					s.wrote(d.at, o, err)
+				}
+			}
+		case feed <- next:
+			queue = queue[1:]
+		case r := <-results:
+			s.result(r.at, r.i, r.r)
+		case perr = <-probed:
+			proberRunning = false
+		}
 	}
-	sum.MasterQueries, sum.MasterBytesOut, sum.MasterBytesIn, sum.Stray = c.sent, c.out, c.in, c.stray
-	sum.FirstResult = firstResult
-	sum.Took = time.Since(start)
-	if err := errors.Join(perr, cerr); err != nil {
+	for _, e := range s.takeEvents() {
+		each(e)
+	}
+	sum := s.summary(time.Now())
+	sum.Probe = counts
+	if err := errors.Join(perr, lerr); err != nil {
 		return sum, fmt.Errorf("discover: %w", err)
 	}
 	return sum, nil
+}
+
+// masterDatagram is one read of the master socket.
+type masterDatagram struct {
+	b    []byte
+	from netip.AddrPort // unmapped
+	at   time.Time
+	err  error // the socket failed; nothing more comes
+}
+
+// startReading reads conn in a goroutine, sending each datagram, timed at
+// its read, to out, until the returned stop is called (stop may be called
+// more than once, and waits for the reader to end). A socket that fails
+// maxReadErrors times in a row, or is closed, ends with one datagram
+// carrying the error.
+func startReading(conn probe.Conn, out chan<- masterDatagram) (stop func()) {
+	quit := make(chan struct{})
+	ended := make(chan struct{})
+	conn.SetReadDeadline(time.Time{})
+	go func() {
+		defer close(ended)
+		buf := make([]byte, probe.ReadBufferSize)
+		errs := 0
+		for {
+			n, from, err := conn.ReadFromUDPAddrPort(buf)
+			d := masterDatagram{at: time.Now()}
+			switch {
+			case err == nil:
+				errs = 0
+				d.b, d.from = append([]byte(nil), buf[:n]...), netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				select {
+				case <-quit:
+					return
+				default:
+					continue
+				}
+			case !errors.Is(err, net.ErrClosed) && errs < maxReadErrors:
+				errs++ // an ICMP error on some platforms; the socket lives on
+				continue
+			default:
+				d.err = err
+			}
+			select {
+			case out <- d:
+			case <-quit:
+				return
+			}
+			if d.err != nil {
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(quit)
+			conn.SetReadDeadline(time.Unix(1, 0)) // wakes the reader
+			<-ended
+		})
+	}
 }

@@ -33,4 +33,17 @@
 // address is handed at once to the probe engine ([probe.Prober.Stream]),
 // so the first probes leave while later packets of the list are still on
 // their way, as the Enemy Territory client does.
+//
+// # Core and shell
+//
+// The decisions of a run are a pure core, session (session.go, and the
+// master half in collect.go): it takes the time and what arrived (a
+// master's packet, a probe's result, a timer that expired) and returns
+// what to do (queries to send or resend, servers to hand to the prober,
+// events, whether the lists are over). It does no I/O and never reads the
+// clock, so its rules are tested by calling it with made-up times and
+// packets. [Discover] and [Ordered] are the shells: they own the sockets
+// and the clock, run the prober ([probe.Prober], itself a core and a
+// shell) and call each with the events, from one goroutine. [LAN] is a
+// shell around the prober alone.
 package discover

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strings"
 
 	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/probe"
@@ -243,13 +242,4 @@ func usable(ap netip.AddrPort) bool {
 	a := ap.Addr().Unmap()
 	return ap.Port() != 0 && a.IsValid() && !a.IsUnspecified() && !a.IsMulticast() &&
 		!(a.Is4() && a.As4() == [4]byte{255, 255, 255, 255})
-}
-
-// joinNames lists master names for messages.
-func joinNames(ms []*collecting) string {
-	var names []string
-	for _, m := range ms {
-		names = append(names, m.Name)
-	}
-	return strings.Join(names, ", ")
 }

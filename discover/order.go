@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"sync"
 	"time"
 
 	"github.com/scout-discovery/scout/adaptive"
@@ -91,50 +90,11 @@ func Ordered(ctx context.Context, masterConn, probeConn probe.Conn, cfg Config, 
 	if plan == nil {
 		return sum, ord, ErrNoPlanner
 	}
-	var mu sync.Mutex // serialises each: the master collector calls it from this goroutine only, but be safe
-	emit := func(e Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		each(e)
-	}
-
-	type listing struct {
-		masters []string
-		dialect probe.Dialect
-	}
-	seen := map[netip.AddrPort]*listing{}
-	var order []netip.AddrPort
-	c := newCollector(cfg)
-	c.list = func(m *collecting, ap netip.AddrPort) {
-		l := seen[ap]
-		again := l != nil
-		if !again {
-			l = &listing{dialect: m.Dialect}
-			seen[ap] = l
-			order = append(order, ap)
-			m.rep.New++
-			sum.Listed++
-		}
-		l.masters = append(l.masters, m.Name)
-		emit(Listed{Addr: ap, Master: m.Name, Again: again})
-	}
-	c.done = func(m *collecting) { emit(MasterDone{m.rep}) }
-	var cerr error
-	if len(c.masters) > 0 {
-		cerr = collect(ctx, masterConn, c)
-	}
-	for _, t := range cfg.Extra {
-		ap := netip.AddrPortFrom(t.Addr.Addr().Unmap(), t.Addr.Port())
-		if seen[ap] == nil {
-			seen[ap] = &listing{dialect: t.Dialect}
-			order = append(order, ap)
-		}
-	}
-	sum.ListsTook = time.Since(start)
-	for _, m := range c.masters {
-		sum.Masters = append(sum.Masters, m.rep)
-	}
-	sum.MasterQueries, sum.MasterBytesOut, sum.MasterBytesIn, sum.Stray = c.sent, c.out, c.in, c.stray
+	s := newSession(cfg, start)
+	cerr := collect(ctx, masterConn, s, each)
+	s.addExtra()
+	sum = s.summary(time.Now())
+	order := s.order
 	finish := func(err error) (Summary, Ordering, error) {
 		sum.Took = time.Since(start)
 		if err != nil {
@@ -163,7 +123,7 @@ func Ordered(ctx context.Context, masterConn, probeConn probe.Conn, cfg Config, 
 	ord.ProbeStart = time.Since(start)
 
 	firstResult := time.Duration(0)
-	dialect := func(ap netip.AddrPort) probe.Dialect { return seen[ap].dialect }
+	dialect := func(ap netip.AddrPort) probe.Dialect { return s.seen[ap].dialect }
 	counts, perr := drive(ctx, probeConn, cfg.Prober, st, dialect, func(t adaptive.Target, ph adaptive.Phase, sent time.Time, r probe.Result) {
 		now := time.Now()
 		o := Outcome{Addr: t.Addr, Phase: ph, At: sent.Sub(start), Answered: r.Answered()}
@@ -183,33 +143,16 @@ func Ordered(ctx context.Context, masterConn, probeConn probe.Conn, cfg Config, 
 				ord.Stopped, ord.Stop, ord.StopAt = true, info, now.Sub(start)
 			}
 		}
-		s := Server{Result: r}
-		if l := seen[t.Addr]; l != nil {
-			s.Masters = append([]string(nil), l.masters...)
+		sv := Server{Result: r}
+		if l := s.seen[t.Addr]; l != nil {
+			sv.Masters = append([]string(nil), l.masters...)
 		}
-		emit(Probed{s})
+		each(Probed{sv})
 	})
 	ord.Clusters = st.Clusters()
 	sum.Probe = counts
 	sum.FirstResult = firstResult
 	return finish(errors.Join(cerr, perr))
-}
-
-// newCollector returns a collector of cfg's masters, duplicates dropped;
-// the caller sets list and done.
-func newCollector(cfg Config) *collector {
-	c := &collector{cfg: cfg, byAddr: map[netip.AddrPort]*collecting{}}
-	for _, m := range cfg.Masters {
-		m.Addr = netip.AddrPortFrom(m.Addr.Addr().Unmap(), m.Addr.Port())
-		if c.byAddr[m.Addr] != nil {
-			continue
-		}
-		cm := &collecting{Master: m, index: len(c.masters)}
-		cm.rep = MasterReport{Name: m.Name, Addr: m.Addr, Protocol: m.Protocol.String()}
-		c.masters = append(c.masters, cm)
-		c.byAddr[m.Addr] = cm
-	}
-	return c
 }
 
 // drive probes what st hands out, keeping at most the prober's window of

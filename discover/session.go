@@ -1,0 +1,244 @@
+package discover
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/scout-discovery/scout/probe"
+)
+
+// Admission of listed servers to the prober. A master decides which
+// addresses a client probes; a broken or hostile one can list thousands
+// of addresses that are no game servers (a victim's ports, which answer
+// nothing or an ICMP error at once, so a window of probes in flight
+// refills as fast as it empties). Whatever a master lists, the servers it
+// listed are handed to the prober no faster than
+//
+//	AdmitBurst + AdmitRate × (time since the run began) + AdmitPerAnswer × (servers that answered)
+//
+// so listed addresses that never answer are probed at AdmitRate once the
+// burst is spent, while a list of live servers, whose answers each admit
+// two more, is not held back (as TCP's slow start grows with the acks).
+// Extra targets, given by the user, are not metered.
+const (
+	// DefaultAdmitBurst is how many listed servers may be handed to the
+	// prober before any has answered: a whole list of a mid-size game,
+	// more than the prober's window at any default pace.
+	DefaultAdmitBurst = 1000
+	// DefaultAdmitRate is how many more listed servers per second may be
+	// handed out whether or not any answers.
+	DefaultAdmitRate = 100
+	// AdmitPerAnswer is how many more listed servers each server that
+	// answered admits.
+	AdmitPerAnswer = 2
+)
+
+// listing is what is known of one address to probe.
+type listing struct {
+	masters []string      // that listed it, in order (none for an extra target)
+	dialect probe.Dialect // of the first master that listed it
+	extra   bool          // given in Config.Extra
+}
+
+// session is one discovery run's decisions: the pure core that [Discover]
+// and [Ordered] drive. It does no I/O and never reads the clock: every
+// method that depends on time takes now. It asks the masters (the
+// methods in collect.go: poll, receive, wake), merges their lists, decides
+// which servers go to the prober and when (due), and turns probe results
+// into events (result). The shells write the queries it returns, feed it
+// the packets and results, and emit the events it queues (takeEvents).
+// It is used by one goroutine.
+type session struct {
+	cfg   Config
+	start time.Time
+
+	// Masters (collect.go).
+	masters []*collecting
+	byAddr  map[netip.AddrPort]*collecting
+	stray   int
+	sent    int
+	out     int64
+	in      int64
+
+	// Merged lists: every address to probe, in the order first listed
+	// (the prober's target index in Discover).
+	seen  map[netip.AddrPort]*listing
+	order []netip.AddrPort
+	// Listed counts the distinct addresses the masters listed.
+	listed int
+
+	// Probing (Discover only).
+	handed      int // order[:handed] went to the prober
+	metered     int // of them, listed by a master (not extra)
+	answered    int // results that answered
+	results     int // results taken
+	firstResult time.Duration
+	listsTook   time.Duration // when every list had ended, since start
+	listsEnded  bool
+
+	events []Event // not yet taken by the shell
+}
+
+// newSession returns the core of a run of cfg beginning at start, its
+// masters deduplicated by address.
+func newSession(cfg Config, start time.Time) *session {
+	s := &session{cfg: cfg, start: start, byAddr: map[netip.AddrPort]*collecting{},
+		seen: map[netip.AddrPort]*listing{}}
+	for _, m := range cfg.Masters {
+		m.Addr = netip.AddrPortFrom(m.Addr.Addr().Unmap(), m.Addr.Port())
+		if s.byAddr[m.Addr] != nil {
+			continue
+		}
+		cm := &collecting{Master: m}
+		cm.rep = MasterReport{Name: m.Name, Addr: m.Addr, Protocol: m.Protocol.String()}
+		s.masters = append(s.masters, cm)
+		s.byAddr[m.Addr] = cm
+	}
+	return s
+}
+
+// addExtra adds cfg.Extra to the servers to probe, after those listed so
+// far; an address already known is not added twice.
+func (s *session) addExtra() {
+	for _, t := range s.cfg.Extra {
+		ap := netip.AddrPortFrom(t.Addr.Addr().Unmap(), t.Addr.Port())
+		if s.seen[ap] == nil {
+			s.seen[ap] = &listing{dialect: t.Dialect, extra: true}
+			s.order = append(s.order, ap)
+		}
+	}
+}
+
+// list records that m listed ap (a usable address).
+func (s *session) list(m *collecting, ap netip.AddrPort) {
+	l := s.seen[ap]
+	again := l != nil
+	if !again {
+		l = &listing{dialect: m.Dialect}
+		s.seen[ap] = l
+		s.order = append(s.order, ap)
+		m.rep.New++
+		s.listed++
+	}
+	if !slices.Contains(l.masters, m.Name) { // a master may list it under two forms
+		l.masters = append(l.masters, m.Name)
+	}
+	s.events = append(s.events, Listed{Addr: ap, Master: m.Name, Again: again})
+}
+
+// admitted returns how many listed (not extra) servers may have been
+// handed to the prober by now.
+func (s *session) admitted(now time.Time) float64 {
+	burst, rate := s.cfg.admission()
+	if rate < 0 {
+		return float64(len(s.order))
+	}
+	return float64(burst) + rate*now.Sub(s.start).Seconds() + float64(AdmitPerAnswer*s.answered)
+}
+
+// due returns the servers to hand to the prober now, in the order listed:
+// extra targets at once, listed ones as far as admission allows.
+func (s *session) due(now time.Time) []probe.Target {
+	var out []probe.Target
+	allow := s.admitted(now)
+	for s.handed < len(s.order) {
+		ap := s.order[s.handed]
+		l := s.seen[ap]
+		if !l.extra {
+			if float64(s.metered+1) > allow {
+				break
+			}
+			s.metered++
+		}
+		s.handed++
+		out = append(out, probe.Target{Addr: ap, Dialect: l.dialect})
+	}
+	return out
+}
+
+// admitWake returns when admission next lets a listed server through;
+// zero when none waits or only an answer can.
+func (s *session) admitWake() time.Time {
+	if s.handed == len(s.order) {
+		return time.Time{}
+	}
+	burst, rate := s.cfg.admission()
+	if rate <= 0 {
+		return time.Time{}
+	}
+	need := float64(s.metered+1) - float64(burst) - float64(AdmitPerAnswer*s.answered)
+	d := time.Duration(need / rate * float64(time.Second))
+	if d < 0 {
+		d = 0
+	}
+	at := s.start.Add(d)
+	for float64(s.metered+1) > s.admitted(at) { // rounding
+		at = at.Add(time.Nanosecond)
+	}
+	return at
+}
+
+// allHanded reports that every list has ended and every server went to
+// the prober: the prober's input may be closed.
+func (s *session) allHanded() bool { return s.listsDone() && s.handed == len(s.order) }
+
+// result takes the prober's result for its target i (the i-th handed
+// out) at now, and queues the event.
+func (s *session) result(now time.Time, i int, r probe.Result) {
+	s.results++
+	sv := Server{Result: r}
+	if i >= 0 && i < s.handed {
+		if l := s.seen[s.order[i]]; l != nil {
+			sv.Masters = append([]string(nil), l.masters...)
+		}
+	}
+	if r.Answered() {
+		s.answered++
+		if s.firstResult == 0 {
+			s.firstResult = now.Sub(s.start)
+		}
+	}
+	s.events = append(s.events, Probed{sv})
+}
+
+// takeEvents returns the events queued since the last call, in the order
+// they happened.
+func (s *session) takeEvents() []Event {
+	ev := s.events
+	s.events = nil
+	return ev
+}
+
+// stop ends every list still open, at now, with err (the context's).
+func (s *session) stop(now time.Time, err error) {
+	for _, m := range s.masters {
+		s.finish(now, m, EndStopped, err)
+	}
+	s.endLists(now)
+}
+
+// endLists records when the lists ended, once.
+func (s *session) endLists(now time.Time) {
+	if !s.listsEnded {
+		s.listsEnded = true
+		s.listsTook = now.Sub(s.start)
+	}
+}
+
+// summary returns the run's summary so far, the probe counts aside.
+func (s *session) summary(now time.Time) Summary {
+	sum := Summary{Listed: s.listed, MasterQueries: s.sent, MasterBytesOut: s.out, MasterBytesIn: s.in,
+		Stray: s.stray, ListsTook: s.listsTook, FirstResult: s.firstResult, Took: now.Sub(s.start)}
+	for _, m := range s.masters {
+		sum.Masters = append(sum.Masters, m.rep)
+	}
+	return sum
+}
+
+// String describes the session for test failures.
+func (s *session) String() string {
+	return fmt.Sprintf("session: %d masters, %d listed, %d handed (%d metered), %d results (%d answered)",
+		len(s.masters), s.listed, s.handed, s.metered, s.results, s.answered)
+}
