@@ -53,10 +53,13 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	cfg := set.Config
 	cfg.Logger = log
 	if set.State != "" {
-		s, err := store.Open(set.State, storeTimeout)
+		s, err := store.Open(set.State, store.Options{Timeout: storeTimeout})
 		if err != nil {
 			log.Error("opening the state file", "path", set.State, "err", err)
 			return 1
+		}
+		if d := s.Damage(); d != nil {
+			log.Error("the state file was damaged", "path", d.Path, "damage", d.Damage.String(), "moved_to", d.MovedTo, "err", d)
 		}
 		defer s.Close()
 		cfg.Store = s

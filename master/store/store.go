@@ -1,19 +1,49 @@
 // Package store keeps the master's registry on disk, in an embedded
 // go.etcd.io/bbolt database, so that after a restart (a kill -9 included)
-// every server that was listed is listed again at once.
+// every server that was listed is listed again at once. It is part of the
+// master's shell: it owns a file; the decisions stay in package master.
 //
 // # Durability
 //
-// Put and Delete return only after the bbolt transaction holding them has
-// been committed and fsync'ed (they go through DB.Batch, which groups
-// concurrent callers into one transaction). So a change whose Put or Delete
-// returned nil survives a crash or a kill -9 of the process; a change whose
-// call had not returned may or may not. bbolt's copy-on-write pages mean a
-// crash never leaves a half-written database.
+// Apply writes a group of puts and deletes in one bbolt read-write
+// transaction and returns after bbolt has committed it: the new pages
+// written and fsync'ed, then the meta page written and fsync'ed. So
 //
-// # Record format
+//   - a change whose Apply returned nil survives a kill -9 of the process
+//     (and a power cut, as far as the disk honours fsync);
+//   - a change in an Apply that had not returned is either all there or all
+//     absent: bbolt's copy-on-write pages never leave half a transaction,
+//     and a torn meta page is ignored in favour of the previous one.
 //
-// One bucket, "servers". Key: the server's address as
+// One Apply costs about one transaction's fsyncs whatever the number of
+// changes in it, so the master's state writer (package masterd) gathers
+// everything verified or dropped since its last commit and calls Apply once
+// per commit interval (100 ms by default) rather than once per server. A
+// server verified at time t is therefore durable by t + interval + the
+// duration of one commit; a kill -9 loses at most the servers verified in
+// that last stretch, and they come back with their next heartbeat.
+//
+// # Damaged files
+//
+// Open never lets a damaged file crash the process. It reports, as a
+// *DamagedError, a 0-byte file, a file that is not a bbolt database, a bbolt
+// database that is not a scout state file (no format marker, or another
+// one), a format version newer than this package writes, and a database
+// that fails bbolt's consistency check (tx.Check) or makes bbolt panic or
+// fault (truncated or overwritten pages). By default the file is then moved
+// aside to PATH.damaged-YYYYMMDDTHHMMSSZ (never deleted) and a new, empty
+// database is created at PATH: the master starts with an empty list that
+// refills from heartbeats. With Options.RefuseDamaged, Open leaves the file
+// where it is and returns the *DamagedError instead.
+//
+// # Layout
+//
+// Bucket "meta" holds the format marker, written when the file is created:
+// key "format" = "scout-master-state", key "version" = the record version as
+// a uvarint. A file from before the marker (a "servers" bucket and nothing
+// else) is taken as version 1 and given the marker.
+//
+// Bucket "servers": key, the server's address as
 // netip.AddrPort.MarshalBinary (4 or 16 address bytes, then the port,
 // little-endian). Value, version 1:
 //
@@ -29,52 +59,53 @@
 package store
 
 import (
-	"encoding/binary"
-	"errors"
+	"bytes"
 	"fmt"
 	"net/netip"
+	"runtime/debug"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/master"
 )
 
-// Version is the record format written by this package.
-const Version = 1
+var (
+	bucket     = []byte("servers")
+	metaBucket = []byte("meta")
+	formatKey  = []byte("format")
+	versionKey = []byte("version")
+)
 
-// maxString bounds any string read back, so a corrupt length cannot make
-// Load allocate much.
-const maxString = master.MaxInfoBytes
+// FormatName is the format marker written in every state file.
+const FormatName = "scout-master-state"
 
-var bucket = []byte("servers")
-
-// ErrCorrupt reports a record that cannot be decoded.
-var ErrCorrupt = errors.New("store: corrupt record")
+// Options configures Open. The zero value waits forever for the file's
+// lock and moves a damaged file aside.
+type Options struct {
+	// Timeout bounds the wait for another process's lock on the file;
+	// 0 waits forever. A timeout is an error, not damage.
+	Timeout time.Duration
+	// RefuseDamaged makes Open return a *DamagedError and leave a damaged
+	// or foreign file in place, instead of moving it aside and starting
+	// with an empty database.
+	RefuseDamaged bool
+	// Now names the moved-aside file (nil: time.Now).
+	Now func() time.Time
+}
 
 // Store is the on-disk registry. It is safe for concurrent use (bbolt
-// serialises writers; Batch groups them).
+// serialises writers), but Close must not run concurrently with the other
+// methods.
 type Store struct {
-	db *bolt.DB
+	db     *bolt.DB
+	damage *DamagedError
 }
 
-// Open opens or creates the database at path. It waits at most timeout
-// for another process's lock on the file (0 waits forever).
-func Open(path string, timeout time.Duration) (*Store, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout})
-	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
-	}
-	if err := db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(bucket)
-		return err
-	}); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("store: %s: %w", path, err)
-	}
-	return &Store{db: db}, nil
-}
+// Damage returns what Open found wrong with the file it then moved aside,
+// or nil if the file was sound (or new).
+func (s *Store) Damage() *DamagedError { return s.damage }
 
 // Close closes the database. It is safe to call more than once, but not
 // concurrently with other methods.
@@ -87,30 +118,71 @@ func (s *Store) Close() error {
 	return err
 }
 
+// Path returns the database's file name.
+func (s *Store) Path() string { return s.db.Path() }
+
 func key(a netip.AddrPort) []byte {
 	a = netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
 	b, _ := a.MarshalBinary()
 	return b
 }
 
-// Put records a listed server, durably (see the package doc).
-func (s *Store) Put(srv master.Server) error {
-	k, v := key(srv.Addr), Encode(srv)
-	return s.db.Batch(func(tx *bolt.Tx) error { return tx.Bucket(bucket).Put(k, v) })
+// Apply records puts (listed servers, by address) and deletes (addresses
+// no longer listed) in one transaction, durably (see the package doc):
+// when it returns nil all of them are on disk, and when it returns an
+// error none is. Puts are applied before deletes. Deleting an absent
+// server is not an error.
+func (s *Store) Apply(puts []master.Server, deletes []netip.AddrPort) (err error) {
+	if len(puts) == 0 && len(deletes) == 0 {
+		return nil
+	}
+	type kv struct{ k, v []byte }
+	recs := make([]kv, len(puts))
+	size := 0
+	for _, p := range puts {
+		size += recordSize(p)
+	}
+	buf := make([]byte, 0, size) // one allocation for every value
+	for i, p := range puts {
+		start := len(buf)
+		buf = appendRecord(buf, p)
+		recs[i] = kv{key(p.Addr), buf[start:len(buf):len(buf)]}
+	}
+	// bbolt inserts in key order touch each page once.
+	slices.SortFunc(recs, func(a, b kv) int { return bytes.Compare(a.k, b.k) })
+	defer faultsPanic()()
+	defer guard(&err, "writing")
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucket)
+		for _, r := range recs {
+			if err := b.Put(r.k, r.v); err != nil {
+				return err
+			}
+		}
+		for _, a := range deletes {
+			if err := b.Delete(key(a)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
-// Delete removes a server, durably. Deleting an absent server is not an
-// error.
-func (s *Store) Delete(a netip.AddrPort) error {
-	k := key(a)
-	return s.db.Batch(func(tx *bolt.Tx) error { return tx.Bucket(bucket).Delete(k) })
-}
+// Put records one listed server, durably: Apply with one put.
+func (s *Store) Put(srv master.Server) error { return s.Apply([]master.Server{srv}, nil) }
+
+// Delete removes one server, durably: Apply with one delete.
+func (s *Store) Delete(a netip.AddrPort) error { return s.Apply(nil, []netip.AddrPort{a}) }
 
 // Load reads every stored server. Records that do not decode are skipped
 // and counted in corrupt.
 func (s *Store) Load() (servers []master.Server, corrupt int, err error) {
+	defer faultsPanic()()
+	defer guard(&err, "loading")
 	err = s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucket).ForEach(func(k, v []byte) error {
+		b := tx.Bucket(bucket)
+		servers = make([]master.Server, 0, b.Stats().KeyN)
+		return b.ForEach(func(k, v []byte) error {
 			var a netip.AddrPort
 			if a.UnmarshalBinary(k) != nil || !a.IsValid() {
 				corrupt++
@@ -129,141 +201,20 @@ func (s *Store) Load() (servers []master.Server, corrupt int, err error) {
 	return servers, corrupt, err
 }
 
-func nanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
+// guard turns a panic or a memory fault inside bbolt (a file damaged
+// after Open checked it) into an error. It must be deferred by the
+// goroutine that calls bbolt; it also makes faults on the memory-mapped
+// file panics rather than fatal errors for the rest of that call.
+func guard(err *error, doing string) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("store: %s the state file: bbolt failed: %v", doing, r)
 	}
-	return t.UnixNano()
 }
 
-func fromNanos(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n)
-}
-
-// Encode returns a server's record (its address is the key, not part of
-// the value).
-func Encode(srv master.Server) []byte {
-	b := make([]byte, 0, 64+len(srv.Game)+len(srv.Gametype)+len(srv.Info)*16)
-	b = append(b, Version)
-	b = binary.AppendUvarint(b, uint64(srv.Family))
-	b = binary.AppendVarint(b, int64(srv.Protocol))
-	b = binary.AppendVarint(b, int64(srv.Clients))
-	b = binary.AppendVarint(b, int64(srv.MaxClients))
-	b = binary.AppendVarint(b, nanos(srv.FirstSeen))
-	b = binary.AppendVarint(b, nanos(srv.LastVerified))
-	b = appendString(b, srv.Game)
-	b = appendString(b, srv.Gametype)
-	b = binary.AppendUvarint(b, uint64(len(srv.Info)))
-	for _, p := range srv.Info {
-		b = appendString(b, p.Key)
-		b = appendString(b, p.Value)
-	}
-	return b
-}
-
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-type reader struct {
-	b   []byte
-	err error
-}
-
-func (r *reader) uvarint() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.err = ErrCorrupt
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) varint() int64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.err = ErrCorrupt
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) int() int {
-	v := r.varint()
-	if v < -1<<31 || v > 1<<31-1 {
-		r.err = ErrCorrupt
-	}
-	return int(v)
-}
-
-func (r *reader) string() string {
-	n := r.uvarint()
-	if r.err != nil {
-		return ""
-	}
-	if n > maxString || n > uint64(len(r.b)) {
-		r.err = ErrCorrupt
-		return ""
-	}
-	s := string(r.b[:n])
-	r.b = r.b[n:]
-	return s
-}
-
-// Decode parses a record written by Encode. The Addr of the result is
-// zero (it is the key). Decode never panics; every malformed input returns
-// an error wrapping ErrCorrupt.
-func Decode(v []byte) (master.Server, error) {
-	var srv master.Server
-	if len(v) == 0 || v[0] != Version {
-		return srv, fmt.Errorf("%w: version", ErrCorrupt)
-	}
-	r := reader{b: v[1:]}
-	fam := r.uvarint()
-	if fam > 255 {
-		r.err = ErrCorrupt
-	}
-	srv.Family = game.Family(fam)
-	srv.Protocol = r.int()
-	srv.Clients = r.int()
-	srv.MaxClients = r.int()
-	srv.FirstSeen = fromNanos(r.varint())
-	srv.LastVerified = fromNanos(r.varint())
-	srv.Game = r.string()
-	srv.Gametype = r.string()
-	n := r.uvarint()
-	if n > master.MaxInfoPairs {
-		r.err = ErrCorrupt
-	}
-	if r.err == nil && n > 0 {
-		srv.Info = make([]master.Pair, 0, n)
-		for range n {
-			k := r.string()
-			val := r.string()
-			if r.err != nil {
-				break
-			}
-			srv.Info = append(srv.Info, master.Pair{Key: k, Value: val})
-		}
-	}
-	if r.err == nil && len(r.b) != 0 {
-		r.err = ErrCorrupt
-	}
-	if r.err != nil {
-		return master.Server{}, fmt.Errorf("%w: truncated or malformed", r.err)
-	}
-	srv.Listed = true
-	return srv, nil
+// faultsPanic makes a fault on the memory-mapped file (a page past the end
+// of a truncated file) a recoverable panic in the calling goroutine, and
+// returns the function that restores the previous setting.
+func faultsPanic() func() {
+	old := debug.SetPanicOnFault(true)
+	return func() { debug.SetPanicOnFault(old) }
 }

@@ -83,7 +83,7 @@ func FuzzDecode(f *testing.F) {
 
 func TestStore_PutLoadDelete(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "master.db")
-	st, err := Open(path, time.Second)
+	st, err := Open(path, Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestStore_PutLoadDelete(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	st, err = Open(path, time.Second)
+	st, err = Open(path, Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestStore_PutLoadDelete(t *testing.T) {
 
 func TestStore_CorruptRecordsSkippedAndCounted(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "master.db")
-	st, err := Open(path, time.Second)
+	st, err := Open(path, Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestMain(m *testing.M) {
 }
 
 func runChild(path, mode string) {
-	st, err := Open(path, 5*time.Second)
+	st, err := Open(path, Options{Timeout: 5 * time.Second})
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(3)
@@ -223,7 +223,7 @@ func TestStore_SurvivesKill9(t *testing.T) {
 				t.Fatalf("child reported %d puts", puts)
 			}
 
-			st, err := Open(path, 5*time.Second)
+			st, err := Open(path, Options{Timeout: 5 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
