@@ -53,8 +53,8 @@ const (
 
 	// Removals.
 	ReasonSilent            // not verified for Config.Timeout
-	ReasonProbesUnanswered  // Config.MaxMissedProbes re-probes in a row unanswered
-	ReasonCheckUnanswered   // a check triggered by a heartbeat or flatline went unanswered
+	ReasonProbesUnanswered  // Config.MaxMissedProbes checks of a listed server in a row unanswered (see Registry.Expire)
+	ReasonCheckUnanswered   // a flatline check (flatline tag, or two heartbeats in one check) went unanswered
 	ReasonChallengeTimedOut // a new server never answered its challenge
 
 	// Packet-level reasons, decided by the Handler before the registry.

@@ -26,8 +26,9 @@ const (
 	// DefaultTimeout is how long a listed server stays listed without a
 	// verified reply (dpmaster: 15 minutes).
 	DefaultTimeout = 15 * time.Minute
-	// DefaultMaxMissedProbes is how many periodic re-probes in a row may go
-	// unanswered before the server is dropped.
+	// DefaultMaxMissedProbes is how many checks of a listed server in a
+	// row (re-probes, heartbeat checks, re-checks; not flatline checks)
+	// may go unanswered before it is dropped. See Expire for the rule.
 	DefaultMaxMissedProbes = 3
 	// MaxInfoPairs bounds the info key/values kept per server (for the
 	// HTTP list); further pairs are dropped.
@@ -142,7 +143,7 @@ type Server struct {
 	LastVerified  time.Time // last verified reply; zero if never
 	LastHeartbeat time.Time
 	NextProbe     time.Time // when it is re-probed next; zero if never
-	Missed        int       // periodic re-probes unanswered in a row
+	Missed        int       // checks unanswered in a row (see Expire)
 }
 
 // Empty reports a server with no client; Full one with as many clients as
@@ -277,6 +278,7 @@ type check struct {
 	reqs   game.Requests
 	cause  ProbeCause
 	tries  int                             // sent so far, 1..1+VerifyRetries
+	hbs    int                             // heartbeats seen while it runs, the one that started it included
 	chals  [1 + MaxVerifyRetries]Challenge // the challenge of each try
 }
 
@@ -394,7 +396,13 @@ func (r *Registry) Heartbeat(now time.Time, src netip.AddrPort, hb Heartbeat) (P
 		r.pending++
 	}
 	e.LastHeartbeat = now
-	if e.chk != nil {
+	if c := e.chk; c != nil {
+		if c.hbs++; c.hbs >= 2 && e.Listed {
+			// Two heartbeats within one check: ioquake3's shutdown sends
+			// two back to back (SV_MasterShutdown). The check in flight
+			// now decides at once, as for a flatline.
+			c.cause = CauseFlatline
+		}
 		return Probe{}, ReasonProbeOutstanding
 	}
 	if e.Listed && (e.Family != hb.Family || (e.hbGame != g)) {
@@ -405,8 +413,9 @@ func (r *Registry) Heartbeat(now time.Time, src netip.AddrPort, hb Heartbeat) (P
 	if !e.Listed {
 		e.hbGame, e.Family = g, hb.Family
 	}
-	reqs := game.GetInfo
-	return r.startProbeLocked(now, e, reqs, CauseHeartbeat), OK
+	p := r.startProbeLocked(now, e, game.GetInfo, CauseHeartbeat)
+	e.chk.hbs = 1
+	return p, OK
 }
 
 // Flatline handles a shutdown heartbeat ("WolfFlatline-1", "ETFlatline-1")
@@ -739,10 +748,8 @@ func (r *Registry) DueProbes(now time.Time, dst []Probe, max int) []Probe {
 		if (max > 0 && n >= max) || !e.Listed || e.NextProbe.IsZero() || now.Before(e.NextProbe) {
 			continue
 		}
-		reqs, interval, cause := game.GetInfo, game.DefaultReprobeInterval, CauseReprobe
-		if g, ok := r.cfg.Catalogue.ByName(e.Game); ok && g.Reprobe.Requests != 0 {
-			reqs, interval = g.Reprobe.Requests, g.Reprobe.Interval
-		}
+		reqs, interval := r.reprobeOf(e)
+		cause := CauseReprobe
 		if e.LastVerified.IsZero() {
 			cause = CauseRestored
 			reqs |= game.GetInfo // an infoResponse restores everything a client filters on
@@ -754,13 +761,62 @@ func (r *Registry) DueProbes(now time.Time, dst []Probe, max int) []Probe {
 	return dst
 }
 
+// reprobeOf returns the requests and the interval of e's periodic
+// re-probe: its game's, or getinfo every game.DefaultReprobeInterval.
+func (r *Registry) reprobeOf(e *entry) (game.Requests, time.Duration) {
+	if g, ok := r.cfg.Catalogue.ByName(e.Game); ok && g.Reprobe.Requests != 0 && g.Reprobe.Interval > 0 {
+		return g.Reprobe.Requests, g.Reprobe.Interval
+	}
+	return game.GetInfo, game.DefaultReprobeInterval
+}
+
+// recheckDelay is the wait from an unanswered check's first try to the
+// next check of a listed server that is kept: its re-probe interval
+// divided by MaxMissedProbes, so that the MaxMissedProbes checks that
+// drop a live server span its whole re-probe period (see Expire).
+func (r *Registry) recheckDelay(e *entry) time.Duration {
+	_, interval := r.reprobeOf(e)
+	return interval / time.Duration(max(r.cfg.MaxMissedProbes, 1))
+}
+
 // Expire removes, at now, the servers that must go, appending them to dst:
 // new servers that never answered their challenge, listed servers silent
-// for Timeout, servers whose heartbeat- or flatline-triggered check went
-// unanswered for ChallengeLifetime (retries included), and servers that
-// missed MaxMissedProbes periodic re-probes in a row. A check is
-// unanswered at its first try + ChallengeLifetime exactly; a server is
-// silent at LastVerified+Timeout exactly.
+// for Timeout, listed servers whose flatline check went unanswered, and
+// listed servers whose last MaxMissedProbes checks all went unanswered. A
+// check is unanswered at its first try + ChallengeLifetime exactly
+// (retries included); a server is silent at LastVerified+Timeout exactly.
+//
+// # Unanswered checks of a listed server
+//
+// A flatline check (ET's and RtCW's flatline tag, or a second heartbeat
+// while a heartbeat's check runs: ioquake3 sends two on shutdown) that
+// goes unanswered drops the server at once, ChallengeLifetime after the
+// flatline: a server that says it is going and then does not answer is
+// gone. Any other check (a re-probe, a heartbeat's check, a restored
+// server's) that goes unanswered counts a miss and schedules the next
+// check recheckDelay (re-probe interval / MaxMissedProbes) after its
+// first try; the server is dropped when MaxMissedProbes checks in a row
+// went unanswered, so its last chances are spread over its whole re-probe
+// period instead of the few seconds of one check's retries. A reply to
+// any check clears the misses.
+//
+// The arithmetic, with 5% loss each way, independent, and a one-packet
+// request (Q3A's getstatus re-probe, the getinfo of a heartbeat check):
+// a try fails with q = 1 - 0.95² = 0.0975, a check of 1+VerifyRetries = 3
+// tries with p = q³ = 9.3e-4. Before this rule one unanswered heartbeat
+// check dropped a listed server: with a heartbeat every 5-minute period,
+// 9.3e-4 per server per period, 4.6 live servers of 5,000 delisted per
+// period, each gone until its next heartbeat (issue 9 measured 23 in 9
+// minutes in an emulated world; TestReprobe_FivePercentLossKeepsLiveServers
+// simulates 1,000 servers for an hour: 12 delisted by the old rule, the
+// 11 the arithmetic predicts, none by this one).
+// Now MaxMissedProbes = 3 checks, recheckDelay = 100 s apart for Q3A,
+// must all go unanswered: p³ = 8.0e-10 per server per period, one live
+// server of 5,000 delisted every 2.5e5 periods (2.4 years). A loss burst
+// shorter than recheckDelay costs one miss, not the listing. A server
+// that dies without a flatline goes 2 × recheckDelay + ChallengeLifetime
+// after its first unanswered check (205 s for Q3A; it used to take
+// MaxMissedProbes re-probe intervals, or its heartbeat check's 5 s).
 func (r *Registry) Expire(now time.Time, dst []Removal) []Removal {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -771,12 +827,14 @@ func (r *Registry) Expire(now time.Time, dst []Removal) []Removal {
 			switch {
 			case !e.Listed:
 				why = ReasonChallengeTimedOut
-			case c.cause == CauseHeartbeat || c.cause == CauseFlatline:
+			case c.cause == CauseFlatline:
 				why = ReasonCheckUnanswered
 			default:
 				e.Missed++
 				if e.Missed >= r.cfg.MaxMissedProbes {
 					why = ReasonProbesUnanswered
+				} else {
+					e.NextProbe = c.sentAt.Add(r.recheckDelay(e))
 				}
 			}
 		}
