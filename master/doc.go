@@ -27,22 +27,48 @@
 // Keeping the list true: DueProbes returns the periodic re-probes of each
 // game (Q3A: getstatus every 5 minutes; ET: getchallenge+getstatus+getinfo
 // every 4 minutes, per CAIA 070730A); Expire drops servers silent for
-// Timeout (15 minutes), servers that missed MaxMissedProbes re-probes, and
-// servers whose heartbeat- or flatline-triggered check went unanswered. A
-// flatline (or ioquake3's double shutdown heartbeat) only triggers a check:
-// a spoofed flatline cannot delist a live server, which answers the check.
+// Timeout (15 minutes), servers whose flatline check went unanswered, and
+// servers whose last MaxMissedProbes checks all went unanswered. A
+// flatline (the ET and RtCW flatline tags, or ioquake3's two shutdown
+// heartbeats within one check) only triggers a check: a spoofed flatline
+// cannot delist a live server, which answers the check.
 //
 // An unanswered check is sent again with a fresh challenge, at most
 // Config.VerifyRetries times (default 2: 1 s and 3 s after the first try,
-// within ChallengeLifetime), so one lost packet neither leaves a new server
-// unlisted until its next heartbeat nor drops a listed one. A reply to any
-// of the check's tries verifies; a heartbeat costs its source at most
-// 1+VerifyRetries getinfo packets.
+// within ChallengeLifetime), so one lost packet does not leave a new server
+// unlisted until its next heartbeat. A reply to any of the check's tries
+// verifies; a heartbeat costs its source at most 1+VerifyRetries getinfo
+// packets.
+//
+// A listed server is not delisted by bad luck: when a check that is not a
+// flatline's (a re-probe, a heartbeat's check) goes unanswered, tries and
+// all, the server is checked again later in its re-probe period, every
+// interval / MaxMissedProbes (100 s for Q3A), and dropped only when
+// MaxMissedProbes checks in a row went unanswered. At 5% loss each way a
+// check of three one-packet tries goes unanswered with p = (1 -
+// 0.95²)³ = 9.3e-4: that was the chance per period that a live server
+// was dropped (one unanswered heartbeat check dropped it), 4.6 servers of
+// 5,000 per 5 minutes; now it is p³ = 8.0e-10, one server of 5,000 every
+// 2.4 years. A flatline check still drops at once, ChallengeLifetime
+// after the flatline. Registry.Expire has the rule and the arithmetic in
+// full; TestReprobe_FivePercentLossKeepsLiveServers simulates it.
 //
 // # Queries
 //
 // Select answers getservers / getserversExt / getServers with a fair
 // rotation over a snapshot rebuilt only after the listing changes.
+//
+// dpmaster 2.x's documented behaviours hold (doc/manual.txt "GAME
+// PROPERTIES", doc/techinfo.txt "PROTOCOL"): an anonymous getservers for
+// a protocol no game lists is for the anonymous game whose listed servers
+// use it (protocol numbers are hints, not reservations; see resolve);
+// protocols are any 32-bit number, negative ones too; "getservers 84 "
+// with a trailing space is answered; a getserversExt without its
+// mandatory game name gets nothing (ext_without_game). A gametype is one
+// word in the Quake III family and may hold spaces in the Doom 3
+// family's si_gameType ("Team DM"); see gametypeOf. A refusal of a whole
+// class of servers (bad_gametype, bad_protocol, unknown_heartbeat, ...)
+// is logged once per server and reason (MaxLoggedDrops).
 //
 // # Defences
 //

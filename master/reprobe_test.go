@@ -172,7 +172,7 @@ func lossWorld(t *testing.T, cfg Config, servers int, loss float64, d time.Durat
 		nextHB[i] = t0.Add(time.Duration(rng.Int64N(int64(5 * time.Minute))))
 	}
 	answer := func(now time.Time, p Probe) {
-		if lost() || lost() { // the request, then the reply
+		if reqLost, repLost := lost(), lost(); reqLost || repLost {
 			return
 		}
 		rep := infoReply(p.Challenge.Text)
