@@ -222,6 +222,8 @@ func (s *session) receive(now time.Time, from netip.AddrPort, b []byte) []outgoi
 	if p.err != nil {
 		m.lastErr = p.err
 	}
+	m.rep.Listed += p.dropped
+	m.rep.Unusable += p.dropped
 	for _, ap := range p.servers {
 		if m.rep.Listed >= MaxListed {
 			s.finish(now, m, EndLimit, fmt.Errorf("more than %d entries", MaxListed))

@@ -165,6 +165,7 @@ func RequestFor(g *game.Game, protocol int, ext bool) (Request, error) {
 // page is what one packet from a master held.
 type page struct {
 	servers []netip.AddrPort
+	dropped int            // entries the codec dropped as naming no server
 	end     bool           // the list is complete
 	next    netip.AddrPort // Steam: the seed of the next page's query
 	err     error          // why parsing stopped early (servers still count)
@@ -218,7 +219,7 @@ func (r *Request) parse(b []byte) page {
 		if resp.Ext != r.Q3.Ext {
 			return page{err: fmt.Errorf("getserversExt=%v answered with Ext=%v", r.Q3.Ext, resp.Ext)}
 		}
-		return page{servers: resp.Servers, end: resp.End != q3.EndNone, err: err}
+		return page{servers: resp.Servers, dropped: len(resp.Dropped), end: resp.End != q3.EndNone, err: err}
 	case ProtocolQ4:
 		m, err := q4.ParseServers(b)
 		return page{servers: m.Servers, err: err}
@@ -236,10 +237,21 @@ func (r *Request) parse(b []byte) page {
 }
 
 // usable reports whether a listed address can be probed: a unicast
-// address and a port. Masters should list nothing else; a broken or
-// hostile one could list 0.0.0.0, a broadcast or a multicast address.
+// address a datagram can be sent to, and a port. Masters list nothing
+// else; a broken or hostile one could list port 0, 0.0.0.0 (or anything
+// in 0.0.0.0/8, "this network"), the broadcast 255.255.255.255 (or
+// anything in the reserved 240.0.0.0/4), a multicast address, or an IPv6
+// link-local address, which means nothing without the zone a master
+// cannot send. Each such entry is dropped alone (MasterReport.Unusable).
+// Private and loopback addresses stay: a LAN or test master lists them.
 func usable(ap netip.AddrPort) bool {
 	a := ap.Addr().Unmap()
-	return ap.Port() != 0 && a.IsValid() && !a.IsUnspecified() && !a.IsMulticast() &&
-		!(a.Is4() && a.As4() == [4]byte{255, 255, 255, 255})
+	switch {
+	case ap.Port() == 0 || !a.IsValid() || a.IsUnspecified() || a.IsMulticast():
+		return false
+	case a.Is4():
+		b := a.As4()
+		return b[0] != 0 && b[0] < 240
+	}
+	return !a.IsLinkLocalUnicast() || a.Zone() != ""
 }

@@ -93,9 +93,6 @@ func TestParse_Hostile(t *testing.T) {
 			ServersResponse{Ext: true}},
 		{"servers/wrong-separator", Prefix + "getserversResponse" + entry("1.2.3.4:27960") + "|\x01\x02\x03\x04\x6d\x38", ErrMalformed,
 			ServersResponse{Servers: []netip.AddrPort{ap("1.2.3.4:27960")}}},
-		{"servers/port-0", Prefix + "getserversResponse" + entry("1.2.3.4:27960") + "\\\x05\x06\x07\x08\x00\x00" + entry("5.6.7.8:1"), ErrMalformed,
-			ServersResponse{Servers: []netip.AddrPort{ap("1.2.3.4:27960")}}},
-		{"servers/unspecified-address", Prefix + "getserversResponse\\\x00\x00\x00\x00\x6d\x38", ErrMalformed, ServersResponse{}},
 		{"servers/bytes-after-eot", Prefix + "getserversResponse" + entry("1.2.3.4:27960") + "\\EOT\x00\x00\x00" + entry("5.6.7.8:1"), ErrMalformed,
 			ServersResponse{Servers: []netip.AddrPort{ap("1.2.3.4:27960")}, End: EndEOT}},
 		{"servers/eot-cut", Prefix + "getserversResponse\\EOT\x00", ErrTruncated, ServersResponse{}},
@@ -208,5 +205,28 @@ func TestParse_GetServersDpmasterForms(t *testing.T) {
 		if m, err := Parse([]byte(Prefix + in)); err == nil {
 			t.Errorf("Parse(%q) = %#v, want an error", in, m)
 		}
+	}
+}
+
+// TestParse_ServersResponseDropsOnlyTheBadEntry: an entry with port 0 or
+// the unspecified address is well framed; it is dropped (kept in
+// Dropped), and the entries after it are read as if it were not there.
+func TestParse_ServersResponseDropsOnlyTheBadEntry(t *testing.T) {
+	ap := netip.MustParseAddrPort
+	entry := func(s string) string {
+		a := ap(s)
+		a4 := a.Addr().As4()
+		return "\\" + string(a4[:]) + string([]byte{byte(a.Port() >> 8), byte(a.Port())})
+	}
+	in := Prefix + "getserversResponse" + entry("1.2.3.4:27960") + "\\\x05\x06\x07\x08\x00\x00" +
+		"\\\x00\x00\x00\x00\x6d\x38" + entry("5.6.7.8:1") + "\\EOT\x00\x00\x00"
+	m, err := Parse([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ServersResponse{Servers: []netip.AddrPort{ap("1.2.3.4:27960"), ap("5.6.7.8:1")},
+		Dropped: []netip.AddrPort{ap("5.6.7.8:0"), ap("0.0.0.0:27960")}, End: EndEOT}
+	if !reflect.DeepEqual(m, want) {
+		t.Fatalf("Parse = %+v\nwant %+v", m, want)
 	}
 }

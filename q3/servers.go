@@ -100,9 +100,14 @@ type ServersResponse struct {
 	Ext bool `json:"ext"`
 	// Servers are the listed game servers, in wire order. Addresses are
 	// as sent: an IPv4-mapped address in a '/' entry stays an IPv6
-	// address (Unmap before keying). A valid decoded entry never has port
-	// 0 or an unspecified address.
+	// address (Unmap before keying). A decoded entry never has port 0 or
+	// an unspecified address: those are in Dropped.
 	Servers []netip.AddrPort `json:"servers"`
+	// Dropped are the entries a decoded packet carried that name no
+	// server (port 0 or the unspecified address), in wire order. They are
+	// well framed, so the entries after them still count (ioquake3's
+	// client keeps reading past them too); AppendBinary ignores Dropped.
+	Dropped []netip.AddrPort `json:"dropped,omitempty"`
 	// End is the closing marker.
 	End End `json:"end"`
 }
@@ -217,11 +222,7 @@ func parseServersResponse(body []byte, ext bool) (Message, error) {
 				// A cut entry, or a cut EOT: both look the same.
 				return r, fmt.Errorf("%s: %w: entry %d has %d of %d bytes", name, ErrTruncated, n, len(p), ipv4EntryLen)
 			}
-			ap := netip.AddrPortFrom(netip.AddrFrom4([4]byte(p[1:5])), binary.BigEndian.Uint16(p[5:7]))
-			if err := checkEntry(ap); err != nil {
-				return r, fmt.Errorf("%s: entry %d: %w", name, n, err)
-			}
-			r.Servers = append(r.Servers, ap)
+			r.add(netip.AddrPortFrom(netip.AddrFrom4([4]byte(p[1:5])), binary.BigEndian.Uint16(p[5:7])))
 			p = p[ipv4EntryLen:]
 		case '/':
 			if !ext {
@@ -230,11 +231,7 @@ func parseServersResponse(body []byte, ext bool) (Message, error) {
 			if len(p) < ipv6EntryLen {
 				return r, fmt.Errorf("%s: %w: IPv6 entry %d has %d of %d bytes", name, ErrTruncated, n, len(p), ipv6EntryLen)
 			}
-			ap := netip.AddrPortFrom(netip.AddrFrom16([16]byte(p[1:17])), binary.BigEndian.Uint16(p[17:19]))
-			if err := checkEntry(ap); err != nil {
-				return r, fmt.Errorf("%s: entry %d: %w", name, n, err)
-			}
-			r.Servers = append(r.Servers, ap)
+			r.add(netip.AddrPortFrom(netip.AddrFrom16([16]byte(p[1:17])), binary.BigEndian.Uint16(p[17:19])))
 			p = p[ipv6EntryLen:]
 		case 0:
 			if len(p) == 1 {
@@ -251,9 +248,21 @@ func parseServersResponse(body []byte, ext bool) (Message, error) {
 	return r, nil
 }
 
-// checkEntry refuses what no master sends: port 0 or the unspecified
-// address. Such an entry is a misread marker or garbage, and taking it as
-// a server would have a client probe nothing. The list stops there.
+// add appends a decoded entry to Servers, or to Dropped when it names no
+// server: port 0 or the unspecified address, which no master lists (a
+// misread marker, garbage, or a hostile master). Lenient on purpose: the
+// entry is well framed, so the packet's other entries are not lost with
+// it.
+func (r *ServersResponse) add(ap netip.AddrPort) {
+	if checkEntry(ap) != nil {
+		r.Dropped = append(r.Dropped, ap)
+		return
+	}
+	r.Servers = append(r.Servers, ap)
+}
+
+// checkEntry refuses an address that names no server: port 0 or the
+// unspecified address.
 func checkEntry(ap netip.AddrPort) error {
 	if ap.Port() == 0 {
 		return fmt.Errorf("%w: %v has port 0", ErrMalformed, ap)

@@ -1,0 +1,96 @@
+package discover
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/scout-discovery/scout/q3"
+)
+
+// Rules for master replies, each tested on the pure core and, where a
+// socket matters, over real loopback UDP (hostile_udp_test.go).
+
+// badEntries name no server a client could probe; each must be dropped
+// alone.
+var badEntries = []netip.AddrPort{
+	netip.MustParseAddrPort("198.51.100.7:0"),           // port 0
+	netip.MustParseAddrPort("255.255.255.255:27960"),    // the broadcast
+	netip.MustParseAddrPort("0.0.0.0:27960"),            // the zero address
+	netip.MustParseAddrPort("0.1.2.3:27960"),            // "this network"
+	netip.MustParseAddrPort("224.0.0.1:27960"),          // multicast
+	netip.MustParseAddrPort("240.1.2.3:27960"),          // reserved
+	netip.MustParseAddrPort("[ff02::1]:27960"),          // IPv6 multicast
+	netip.MustParseAddrPort("[fe80::1]:27960"),          // IPv6 link-local, no zone
+	netip.MustParseAddrPort("[::ffff:0.0.0.0]:27960"),   // the zero address, mapped
+	netip.MustParseAddrPort("[::ffff:224.0.0.9]:27960"), // multicast, mapped
+}
+
+// q3Entries encodes a getserversExtResponse with any entries, port 0 and
+// the zero address included (the codec refuses to).
+func q3Entries(list []netip.AddrPort, end bool) []byte {
+	b := []byte(q3.Prefix + "getserversExtResponse")
+	for _, ap := range list {
+		if ap.Addr().Is4() {
+			a := ap.Addr().As4()
+			b = append(append(b, '\\'), a[:]...)
+		} else {
+			a := ap.Addr().As16()
+			b = append(append(b, '/'), a[:]...)
+		}
+		b = binary.BigEndian.AppendUint16(b, ap.Port())
+	}
+	if end {
+		b = append(b, "\\EOT\x00\x00\x00"...)
+	}
+	return b
+}
+
+// TestMasterReply_BadEntryDropsOnlyItself: one entry that names no server
+// (port 0, the broadcast, the zero address, multicast, reserved, IPv6
+// link-local) is dropped and counted; the valid entries of its packet,
+// before and after it, are listed and probed, for every protocol.
+func TestMasterReply_BadEntryDropsOnlyItself(t *testing.T) {
+	good := []netip.AddrPort{srv(1), srv(2), netip.MustParseAddrPort("[2001:db8::1]:27960")}
+	t.Run("q3", func(t *testing.T) {
+		req := q3Request(t)
+		req.Q3.Ext = true
+		for _, bad := range badEntries {
+			s := coreOf(t, Config{Masters: []Master{{Name: "A", Addr: masterA, Request: req}}})
+			s.receive(at(10*time.Millisecond), masterA, q3Entries([]netip.AddrPort{good[0], bad, good[1], good[2]}, true))
+			if got := addrs(s.due(at(10 * time.Millisecond))); !slices.Equal(got, good) {
+				t.Errorf("%v in the packet: probed %v, want %v", bad, got, good)
+			}
+			if r := s.masters[0].rep; r.Listed != 4 || r.Unusable != 1 || r.Packets != 1 || r.Garbled != 0 {
+				t.Errorf("%v in the packet: report %+v", bad, r)
+			}
+		}
+	})
+	t.Run("q4", func(t *testing.T) {
+		g := builtinGame(t, "Quake4")
+		req, err := RequestFor(g, 0, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range badEntries {
+			if !bad.Addr().Unmap().Is4() {
+				continue
+			}
+			b := []byte("\xff\xffservers\x00")
+			for _, ap := range []netip.AddrPort{good[0], bad, good[1]} {
+				a := ap.Addr().Unmap().As4()
+				b = binary.LittleEndian.AppendUint16(append(b, a[:]...), ap.Port())
+			}
+			s := coreOf(t, Config{Masters: []Master{{Name: "A", Addr: masterA, Request: req}}})
+			s.receive(at(10*time.Millisecond), masterA, b)
+			if got := addrs(s.due(at(10 * time.Millisecond))); !slices.Equal(got, good[:2]) {
+				t.Errorf("%v in the packet: probed %v", bad, got)
+			}
+			if r := s.masters[0].rep; r.Listed != 3 || r.Unusable != 1 {
+				t.Errorf("%v in the packet: report %+v", bad, r)
+			}
+		}
+	})
+}
