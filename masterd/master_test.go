@@ -48,7 +48,7 @@ func readMsg(t *testing.T, c *net.UDPConn) q3.Message {
 // challenge, a client gets it in the list, /servers shows it, and the state
 // store holds it once Run has returned.
 func TestMaster_RunServesSocketsHTTPAndState(t *testing.T) {
-	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"), time.Second)
+	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"), store.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
