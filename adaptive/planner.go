@@ -1,6 +1,7 @@
 package adaptive
 
 import (
+	"container/heap"
 	"errors"
 	"fmt"
 	"math"
@@ -469,7 +470,7 @@ func (pl *Planner) nearest() int32 {
 		if c.cursor < len(c.members) {
 			return pl.order[0]
 		}
-		pl.heapPop()
+		heap.Pop(clusterOrder{pl})
 	}
 	return -1
 }
@@ -774,50 +775,35 @@ func (pl *Planner) rerank(c int32, rtt time.Duration) {
 	cl.med.push(rtt)
 	cl.est, cl.known = cl.med.value(), true
 	if cl.heapAt >= 0 {
-		pl.heapFix(cl.heapAt)
+		heap.Fix(clusterOrder{pl}, cl.heapAt)
 	}
 }
 
-func (pl *Planner) heapSwap(i, j int) {
-	pl.order[i], pl.order[j] = pl.order[j], pl.order[i]
-	pl.cl[pl.order[i]].heapAt = i
-	pl.cl[pl.order[j]].heapAt = j
+// clusterOrder is Planner.order as a container/heap: the unfinished
+// clusters by Planner.less, each keeping its position in heapAt.
+type clusterOrder struct{ pl *Planner }
+
+func (h clusterOrder) Len() int           { return len(h.pl.order) }
+func (h clusterOrder) Less(i, j int) bool { return h.pl.less(h.pl.order[i], h.pl.order[j]) }
+func (h clusterOrder) Swap(i, j int) {
+	o := h.pl.order
+	o[i], o[j] = o[j], o[i]
+	h.pl.cl[o[i]].heapAt = i
+	h.pl.cl[o[j]].heapAt = j
 }
 
-func (pl *Planner) heapFix(i int) {
-	for i > 0 { // up
-		up := (i - 1) / 2
-		if !pl.less(pl.order[i], pl.order[up]) {
-			break
-		}
-		pl.heapSwap(i, up)
-		i = up
-	}
-	n := len(pl.order)
-	for { // down
-		m, l, r := i, 2*i+1, 2*i+2
-		if l < n && pl.less(pl.order[l], pl.order[m]) {
-			m = l
-		}
-		if r < n && pl.less(pl.order[r], pl.order[m]) {
-			m = r
-		}
-		if m == i {
-			return
-		}
-		pl.heapSwap(i, m)
-		i = m
-	}
+func (h clusterOrder) Push(x any) {
+	c := x.(int32)
+	h.pl.cl[c].heapAt = len(h.pl.order)
+	h.pl.order = append(h.pl.order, c)
 }
 
-func (pl *Planner) heapPop() {
-	n := len(pl.order) - 1
-	pl.heapSwap(0, n)
-	pl.cl[pl.order[n]].heapAt = -1
-	pl.order = pl.order[:n]
-	if n > 0 {
-		pl.heapFix(0)
-	}
+func (h clusterOrder) Pop() any {
+	n := len(h.pl.order) - 1
+	c := h.pl.order[n]
+	h.pl.cl[c].heapAt = -1
+	h.pl.order = h.pl.order[:n]
+	return c
 }
 
 // checkStop runs the auto-stop rule after a step-6 outcome.

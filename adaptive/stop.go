@@ -1,6 +1,7 @@
 package adaptive
 
 import (
+	"container/heap"
 	"slices"
 	"time"
 )
@@ -80,71 +81,55 @@ func (w *window) bottom() time.Duration {
 	return w.scratch[k-1]
 }
 
-// median is a running median: lo is a max-heap of the lower half, hi a
-// min-heap of the upper half, len(lo) == len(hi) or len(hi)+1.
-type median struct{ lo, hi []time.Duration }
+// median is a running median: lo holds the lower half negated and hi the
+// upper half, both min-heaps, so that -lo.s[0] is the largest of the lower
+// half; len(lo) == len(hi) or len(hi)+1.
+type median struct{ lo, hi durations }
 
 func (m *median) push(v time.Duration) {
-	if len(m.lo) == 0 || v <= m.lo[0] {
-		heapPush(&m.lo, v, greater)
+	if m.lo.Len() == 0 || v <= -m.lo.s[0] {
+		m.lo.push(-v)
 	} else {
-		heapPush(&m.hi, v, lesser)
+		m.hi.push(v)
 	}
 	switch {
-	case len(m.lo) > len(m.hi)+1:
-		heapPush(&m.hi, heapPop(&m.lo, greater), lesser)
-	case len(m.hi) > len(m.lo):
-		heapPush(&m.lo, heapPop(&m.hi, lesser), greater)
+	case m.lo.Len() > m.hi.Len()+1:
+		m.hi.push(-m.lo.pop())
+	case m.hi.Len() > m.lo.Len():
+		m.lo.push(-m.hi.pop())
 	}
 }
 
 // value is the median as medianOf defines it; 0 when empty.
 func (m *median) value() time.Duration {
 	switch {
-	case len(m.lo) == 0:
+	case m.lo.Len() == 0:
 		return 0
-	case len(m.lo) > len(m.hi):
-		return m.lo[0]
+	case m.lo.Len() > m.hi.Len():
+		return -m.lo.s[0]
 	}
-	a, b := m.lo[0], m.hi[0]
+	a, b := -m.lo.s[0], m.hi.s[0]
 	return a + (b-a)/2
 }
 
-func lesser(a, b time.Duration) bool  { return a < b }
-func greater(a, b time.Duration) bool { return a > b }
+// durations is a min-heap of durations through container/heap. push and
+// pop go through heap.Fix and heap.Pop without boxing a value: Push is
+// never called, and Pop leaves the value to pop, which reads it before.
+type durations struct{ s []time.Duration }
 
-func heapPush(h *[]time.Duration, v time.Duration, before func(a, b time.Duration) bool) {
-	*h = append(*h, v)
-	s := *h
-	for i := len(s) - 1; i > 0; {
-		up := (i - 1) / 2
-		if !before(s[i], s[up]) {
-			break
-		}
-		s[i], s[up] = s[up], s[i]
-		i = up
-	}
+func (h *durations) Len() int           { return len(h.s) }
+func (h *durations) Less(i, j int) bool { return h.s[i] < h.s[j] }
+func (h *durations) Swap(i, j int)      { h.s[i], h.s[j] = h.s[j], h.s[i] }
+func (h *durations) Push(x any)         { h.s = append(h.s, x.(time.Duration)) }
+func (h *durations) Pop() any           { h.s = h.s[:len(h.s)-1]; return nil }
+
+func (h *durations) push(v time.Duration) {
+	h.s = append(h.s, v)
+	heap.Fix(h, len(h.s)-1)
 }
 
-func heapPop(h *[]time.Duration, before func(a, b time.Duration) bool) time.Duration {
-	s := *h
-	top, n := s[0], len(s)-1
-	s[0] = s[n]
-	s = s[:n]
-	for i := 0; ; {
-		m, l, r := i, 2*i+1, 2*i+2
-		if l < n && before(s[l], s[m]) {
-			m = l
-		}
-		if r < n && before(s[r], s[m]) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		s[i], s[m] = s[m], s[i]
-		i = m
-	}
-	*h = s
+func (h *durations) pop() time.Duration {
+	top := h.s[0]
+	heap.Pop(h)
 	return top
 }
