@@ -161,6 +161,14 @@ func TestStopRun(t *testing.T) {
 	if got, _ := script(t, p, lowThenHigh(150, outcome{ms(250), true})); got != 249+29 {
 		t.Errorf("stopped after %d, want %d", got, 249+29)
 	}
+	// A window bottom exactly at StopRTT counts (RTTbottom >= RTTstop), as
+	// it does for StopPaper; 1 ns under it never does.
+	if got, _ := script(t, p, lowThenHigh(150, outcome{ms(200), true})); got != 249+29 {
+		t.Errorf("bottom exactly StopRTT: stopped after %d, want %d", got, 249+29)
+	}
+	if got, _ := script(t, p, lowThenHigh(150, outcome{ms(200) - 1, true})); got != 0 {
+		t.Errorf("bottom 1ns under StopRTT: stopped after %d, want never", got)
+	}
 	// A low outcome inside the run resets it.
 	blip := func(i int) outcome {
 		if i < 150 || i == 260 || i == 262 {
