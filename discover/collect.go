@@ -31,12 +31,33 @@ const (
 	// DefaultMasterAttempts is how many times a master is asked before it
 	// is reported as not answering, the first query included.
 	DefaultMasterAttempts = 2
-	// MaxPages bounds the pages of one Steam master list (231 servers
-	// each): a master that never sends the end marker cannot page forever.
-	MaxPages = 1024
-	// MaxListed bounds the entries one master may list, duplicates
-	// included.
-	MaxListed = 1 << 18
+)
+
+// Bounds of one master's answer: defaults of a [Config] whose fields are
+// zero. A master that never marks the end of its list, or keeps sending
+// (entries, empty packets, Steam pages), is cut off at the first bound it
+// passes: its list ends with EndLimit and an error naming the bound, and
+// the servers it listed before still count. No real list comes near
+// them.
+const (
+	// DefaultMaxServersQ3 bounds the entries (duplicates included) one
+	// Quake III or Doom 3 family master may list: four times the 4,096
+	// servers dpmaster holds by default, which is also what ioquake3's
+	// client keeps (MAX_GLOBAL_SERVERS; id's Quake III kept 2,048).
+	DefaultMaxServersQ3 = 16384
+	// DefaultMaxServersSteam bounds the entries of one Steam master list:
+	// Valve's master lists tens of thousands of servers for the largest
+	// Source games, 231 a page; this is the prober's DefaultMaxTargets.
+	DefaultMaxServersSteam = 1 << 16
+	// DefaultMaxPackets bounds the reply packets one master may send,
+	// garbled ones included: a 16,384-server list in the 112-entry packets
+	// of id's master is 147 packets, and 65,536 Steam servers are 284
+	// pages.
+	DefaultMaxPackets = 1024
+	// DefaultMaxListTime bounds one master's list, from its first query:
+	// Quake III lists come within 2 s, and 284 Steam pages at 200 ms each
+	// take a minute.
+	DefaultMaxListTime = 2 * time.Minute
 )
 
 // How a master's list ended.
@@ -46,7 +67,7 @@ const (
 	EndNoReply = "no reply"   // nothing came, after every attempt
 	EndGarbage = "garbage"    // only packets that do not parse came
 	EndPartial = "partial"    // a Steam page went unanswered mid-list
-	EndLimit   = "limit"      // MaxListed or MaxPages reached
+	EndLimit   = "limit"      // a bound of Config (MaxServers, MaxPackets, MaxListTime) was passed
 	EndStopped = "stopped"    // the context ended first
 )
 
@@ -110,6 +131,7 @@ func (s *session) poll(now time.Time) []outgoing {
 		case m.sentAt.IsZero():
 			m.start = now
 			out = append(out, s.ask(now, m)...)
+		case s.overTime(now, m):
 		case m.Protocol == ProtocolSteam && !now.Before(m.sentAt.Add(s.cfg.timeout())):
 			if m.attempts < s.cfg.attempts() {
 				out = append(out, s.ask(now, m)...)
@@ -184,6 +206,9 @@ func (s *session) wake() time.Time {
 		default:
 			t = m.last.Add(s.cfg.quiet())
 		}
+		if end := m.start.Add(s.cfg.maxListTime()); end.Before(t) {
+			t = end
+		}
 		if w.IsZero() || t.Before(w) {
 			w = t
 		}
@@ -208,6 +233,13 @@ func (s *session) receive(now time.Time, from netip.AddrPort, b []byte) []outgoi
 			return nil
 		}
 	}
+	if !m.done && s.overTime(now, m) {
+		return nil
+	}
+	if max := s.cfg.maxPackets(); m.rep.Packets+m.rep.Garbled >= max {
+		s.finish(now, m, EndLimit, fmt.Errorf("sent more than %d packets (the bound per master, discover.Config.MaxPackets): the rest of its list is ignored", max))
+		return nil
+	}
 	p := m.parse(b)
 	if len(p.servers) == 0 && !p.end && p.err != nil {
 		m.rep.Garbled++
@@ -225,8 +257,8 @@ func (s *session) receive(now time.Time, from netip.AddrPort, b []byte) []outgoi
 	m.rep.Listed += p.dropped
 	m.rep.Unusable += p.dropped
 	for _, ap := range p.servers {
-		if m.rep.Listed >= MaxListed {
-			s.finish(now, m, EndLimit, fmt.Errorf("more than %d entries", MaxListed))
+		if max := s.cfg.maxServers(m.Protocol); m.rep.Listed >= max {
+			s.finish(now, m, EndLimit, fmt.Errorf("listed more than %d servers (the bound per master, discover.Config.MaxServers): the rest of its list is ignored", max))
 			return nil
 		}
 		m.rep.Listed++
@@ -250,8 +282,8 @@ func (s *session) receive(now time.Time, from netip.AddrPort, b []byte) []outgoi
 		// One form's list is complete; the others' are still coming.
 	case m.Protocol == ProtocolSteam:
 		m.pages++
-		if m.pages >= MaxPages || !p.next.IsValid() {
-			s.finish(now, m, EndLimit, fmt.Errorf("%d pages without the end marker", m.pages))
+		if !p.next.IsValid() {
+			s.finish(now, m, EndLimit, fmt.Errorf("page %d has no seed for the next", m.pages))
 			return nil
 		}
 		m.seed = p.next
@@ -259,6 +291,16 @@ func (s *session) receive(now time.Time, from netip.AddrPort, b []byte) []outgoi
 		return s.ask(now, m)
 	}
 	return nil
+}
+
+// overTime ends m's list if it has gone on for MaxListTime at now.
+func (s *session) overTime(now time.Time, m *collecting) bool {
+	d := s.cfg.maxListTime()
+	if now.Before(m.start.Add(d)) {
+		return false
+	}
+	s.finish(now, m, EndLimit, fmt.Errorf("list not over after %v (the bound per master, discover.Config.MaxListTime): the rest of it is ignored", d))
+	return true
 }
 
 // finish ends m's list at now, how and why, and queues the event.

@@ -22,6 +22,15 @@ type Config struct {
 	Quiet    time.Duration
 	Timeout  time.Duration
 	Attempts int
+	// MaxServers, MaxPackets and MaxListTime bound each master's answer:
+	// the entries it may list (duplicates included), the packets it may
+	// send (garbled ones included) and the time from its first query to
+	// the end of its list. Zero means DefaultMaxServersQ3 (or
+	// DefaultMaxServersSteam for a Steam master), DefaultMaxPackets and
+	// DefaultMaxListTime.
+	MaxServers  int
+	MaxPackets  int
+	MaxListTime time.Duration
 	// Extra are servers to probe besides those the masters list.
 	Extra []probe.Target
 	// Prober probes the servers; its MaxTargets bounds the servers of the
@@ -37,6 +46,25 @@ func (c *Config) attempts() int {
 	}
 	return c.Attempts
 }
+
+func (c *Config) maxServers(p Protocol) int {
+	switch {
+	case c.MaxServers > 0:
+		return c.MaxServers
+	case p == ProtocolSteam:
+		return DefaultMaxServersSteam
+	}
+	return DefaultMaxServersQ3
+}
+
+func (c *Config) maxPackets() int {
+	if c.MaxPackets > 0 {
+		return c.MaxPackets
+	}
+	return DefaultMaxPackets
+}
+
+func (c *Config) maxListTime() time.Duration { return or(c.MaxListTime, DefaultMaxListTime) }
 
 func or(d, def time.Duration) time.Duration {
 	if d <= 0 {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,4 +94,91 @@ func TestMasterReply_BadEntryDropsOnlyItself(t *testing.T) {
 			}
 		}
 	})
+}
+
+// servers returns n distinct listable addresses from 10.0.0.1:27960 on.
+func servers(n int) []netip.AddrPort {
+	out := make([]netip.AddrPort, n)
+	for i := range out {
+		out[i] = netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}).Next(), 27960)
+	}
+	return out
+}
+
+// TestMasterReply_ServersPerMasterBounded: a master listing more than
+// MaxServers entries is cut off there with EndLimit and an error naming
+// the bound; the servers before it are probed. The default lets a list
+// of dpmaster's 4,096 servers through whole.
+func TestMasterReply_ServersPerMasterBounded(t *testing.T) {
+	list := servers(30)
+	s := coreOf(t, Config{MaxServers: 25})
+	for i := 0; i < 30; i += 10 {
+		s.receive(at(10*time.Millisecond), masterA, q3List(t, q3.EndNone, list[i:i+10]...))
+	}
+	r := s.masters[0].rep
+	if r.End != EndLimit || r.Listed != 25 || !strings.Contains(r.Error, "more than 25 servers") || !strings.Contains(r.Error, "MaxServers") {
+		t.Fatalf("report %+v; want the list cut at 25 with the bound named", r)
+	}
+	if got := addrs(s.due(at(10 * time.Millisecond))); !slices.Equal(got, list[:25]) {
+		t.Fatalf("probed %d servers, want the first 25", len(got))
+	}
+
+	s = coreOf(t, Config{})
+	pkts, err := q3.EncodeServersResponses(servers(4096), q3.SplitOptions{End: q3.EndEOT, MaxBytes: 1400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pkts {
+		s.receive(at(10*time.Millisecond), masterA, p)
+	}
+	s.poll(at(10*time.Millisecond + EndGrace))
+	if r := s.masters[0].rep; r.End != EndMarker || r.Listed != 4096 || s.listed != 4096 {
+		t.Fatalf("dpmaster's 4096: report %+v", r)
+	}
+	if DefaultMaxServersQ3 < 4*4096 || DefaultMaxServersSteam < DefaultMaxServersQ3 {
+		t.Fatalf("defaults %d, %d below what real lists hold", DefaultMaxServersQ3, DefaultMaxServersSteam)
+	}
+}
+
+// TestMasterReply_PacketsPerAnswerBounded: a master that keeps sending
+// packets without the end marker (here empty ones, which list nothing
+// and would hold the list open forever) is cut off after MaxPackets.
+func TestMasterReply_PacketsPerAnswerBounded(t *testing.T) {
+	s := coreOf(t, Config{})
+	empty := q3List(t, q3.EndNone)
+	for i := range DefaultMaxPackets + 10 {
+		s.receive(at(time.Duration(i)*time.Millisecond), masterA, empty)
+	}
+	r := s.masters[0].rep
+	if r.End != EndLimit || r.Packets != DefaultMaxPackets || !strings.Contains(r.Error, "MaxPackets") {
+		t.Fatalf("report %+v; want the list cut after %d packets", r, DefaultMaxPackets)
+	}
+	if !s.listsDone() {
+		t.Fatal("list still open")
+	}
+}
+
+// TestMasterReply_TimePerMasterBounded: a master that trickles its list,
+// one packet just inside every quiet window, is cut off MaxListTime
+// after its query; the wake-up is due then even with no packet.
+func TestMasterReply_TimePerMasterBounded(t *testing.T) {
+	s := coreOf(t, Config{MaxListTime: 10 * time.Second})
+	list := servers(100)
+	now := t0
+	for i := 0; !s.listsDone(); i++ {
+		if i > 100 {
+			t.Fatal("list never ended")
+		}
+		now = now.Add(DefaultQuiet - time.Millisecond)
+		if w := s.wake(); w.Before(now) {
+			now = w
+			s.poll(now)
+			continue
+		}
+		s.receive(now, masterA, q3List(t, q3.EndNone, list[i]))
+	}
+	r := s.masters[0].rep
+	if r.End != EndLimit || r.Took != 10*time.Second || !strings.Contains(r.Error, "MaxListTime") || r.Listed != 10 {
+		t.Fatalf("report %+v; want the list cut at 10s, 10 servers kept", r)
+	}
 }
