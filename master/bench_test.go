@@ -3,7 +3,12 @@ package master
 import (
 	"fmt"
 	"net/netip"
+	"runtime"
+	"strconv"
 	"testing"
+
+	"github.com/scout-discovery/scout/infostring"
+	"github.com/scout-discovery/scout/q3"
 )
 
 // BenchmarkSelect answers a full 5,000-server getservers (the issue's
@@ -32,5 +37,41 @@ func BenchmarkChallengeIssueCheck(b *testing.B) {
 		if c.Check(t0, a, x.Text) != OK {
 			b.Fatal("bad")
 		}
+	}
+}
+
+// BenchmarkRegistry_LiveHeapPerServer lists 16,384 servers through the
+// handler (OpenArena heartbeat and infoResponse, with the info keys of
+// scout load's fleet) and reports the live heap each one costs after a
+// GC: the registry's entry, its maps, the info it keeps and its share of
+// the answer snapshot (BENCHMARKS.md, "Memory per listed server").
+func BenchmarkRegistry_LiveHeapPerServer(b *testing.B) {
+	const n = 16384
+	for b.Loop() {
+		f := newHandlerFix(b, Config{MaxServersPerAddress: -1, MaxPending: n, AllowLoopback: true}, func(c *HandlerConfig) { c.Persist = nil })
+		var m0, m1 runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m0)
+		for i := range n {
+			a := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 16, byte(i >> 8), byte(i)}), 27960)
+			c := challengeOf(b, f.in(a, oaHeartbeat), KindGetInfo)
+			in := infostring.Info{{Key: "challenge", Value: c},
+				{Key: "protocol", Value: "68"}, {Key: "hostname", Value: "loadgen " + strconv.Itoa(i)},
+				{Key: "mapname", Value: "q3dm17"}, {Key: "clients", Value: strconv.Itoa(i % 17)},
+				{Key: "sv_maxclients", Value: "16"}, {Key: "gametype", Value: "0"}, {Key: "pure", Value: "1"}}
+			pkt, err := q3.InfoResponse{Info: in}.AppendBinary(nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			f.in(a, pkt)
+		}
+		if l, _ := f.h.Registry().Counts(); l != n {
+			b.Fatalf("%d listed", l)
+		}
+		f.in(client, oob("getservers 68 empty full")) // builds the snapshot
+		runtime.GC()
+		runtime.ReadMemStats(&m1)
+		b.ReportMetric(float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc))/n, "B/server")
+		runtime.KeepAlive(f)
 	}
 }

@@ -259,14 +259,63 @@ type Removal struct {
 	Reason Reason
 }
 
-// entry is a server plus the registry's bookkeeping.
+// entry is what the registry keeps of one server, with its bookkeeping.
+// It holds the fields of Server in a compact form (Server.Info is built
+// from info, instants are stamps, names are interned) because there is
+// one per listed server: 160 bytes, where a Server with its []Pair and
+// five time.Time was 320 plus the pairs (see BENCHMARKS.md, "Memory per
+// listed server"). server returns the Server.
 type entry struct {
-	Server
-	key      netip.Prefix // per-address accounting key
-	hbGame   *game.Game   // game announced by heartbeat tag; nil for DarkPlaces
-	expireAt time.Time    // listed: drop when now >= expireAt
+	Addr     netip.AddrPort
+	Game     string     // interned
+	Gametype string     // interned
+	info     string     // packInfo's encoding of the info pairs
+	hbGame   *game.Game // game announced by heartbeat tag; nil for DarkPlaces
+	chk      *check     // the check in flight; nil if none
 
-	chk *check // the check in flight; nil if none
+	FirstSeen, LastVerified, LastHeartbeat, NextProbe stamp
+	expireAt                                          stamp // listed: drop when now >= expireAt
+
+	Protocol            int
+	Clients, MaxClients int32
+	Missed              int32 // periodic re-probes unanswered in a row
+	Family              game.Family
+	Listed              bool
+}
+
+// server returns e as a Server, with its info pairs.
+func (e *entry) server() Server {
+	return Server{
+		Addr: e.Addr, Listed: e.Listed, Game: e.Game, Family: e.Family, Protocol: e.Protocol,
+		Gametype: e.Gametype, Clients: int(e.Clients), MaxClients: int(e.MaxClients),
+		Info:      unpackInfo(e.info),
+		FirstSeen: e.FirstSeen.Time(), LastVerified: e.LastVerified.Time(),
+		LastHeartbeat: e.LastHeartbeat.Time(), NextProbe: e.NextProbe.Time(),
+		Missed: int(e.Missed),
+	}
+}
+
+// Empty and Full are Server's.
+func (e *entry) Empty() bool { return e.Clients == 0 }
+func (e *entry) Full() bool  { return e.Clients >= e.MaxClients }
+
+// stamp is an instant in Unix nanoseconds, 0 for none: 8 bytes where a
+// time.Time is 24.
+type stamp int64
+
+func stampOf(t time.Time) stamp {
+	if t.IsZero() {
+		return 0
+	}
+	return stamp(t.UnixNano())
+}
+
+// Time returns s as a time.Time, the zero Time for 0.
+func (s stamp) Time() time.Time {
+	if s == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(s))
 }
 
 // check is one verification in flight: its requests, sent up to
@@ -310,8 +359,9 @@ type Registry struct {
 
 	mu      sync.Mutex
 	servers map[netip.AddrPort]*entry
-	perKey  map[netip.Prefix]int
-	pending int // entries not listed
+	perKey  map[addrKey]int32
+	pending int               // entries not listed
+	names   map[string]string // interned game and gametype names, at most MaxInternedNames
 }
 
 // NewRegistry returns an empty registry.
@@ -333,7 +383,8 @@ func NewRegistry(cfg Config, chal *Challenger) (*Registry, error) {
 		cfg:     cfg,
 		chal:    chal,
 		servers: make(map[netip.AddrPort]*entry),
-		perKey:  make(map[netip.Prefix]int),
+		perKey:  make(map[addrKey]int32),
+		names:   make(map[string]string),
 	}
 	r.snap.Store(&snapshot{minExpire: math.MaxInt64})
 	return r, nil
@@ -381,21 +432,21 @@ func (r *Registry) Heartbeat(now time.Time, src netip.AddrPort, hb Heartbeat) (P
 	defer r.mu.Unlock()
 	e, ok := r.servers[src]
 	if !ok {
-		k := sourceKey(src.Addr())
+		k := addrKeyOf(src.Addr())
 		switch {
 		case len(r.servers) >= r.cfg.MaxServers:
 			return Probe{}, ReasonServerListFull
 		case r.pending >= r.cfg.MaxPending:
 			return Probe{}, ReasonTooManyPending
-		case r.cfg.MaxServersPerAddress > 0 && r.perKey[k] >= r.cfg.MaxServersPerAddress:
+		case r.cfg.MaxServersPerAddress > 0 && int(r.perKey[k]) >= r.cfg.MaxServersPerAddress:
 			return Probe{}, ReasonAddressFull
 		}
-		e = &entry{Server: Server{Addr: src, Family: hb.Family, FirstSeen: now}, key: k}
+		e = &entry{Addr: src, Family: hb.Family, FirstSeen: stampOf(now)}
 		r.servers[src] = e
 		r.perKey[k]++
 		r.pending++
 	}
-	e.LastHeartbeat = now
+	e.LastHeartbeat = stampOf(now)
 	if c := e.chk; c != nil {
 		if c.hbs++; c.hbs >= 2 && e.Listed {
 			// Two heartbeats within one check: ioquake3's shutdown sends
@@ -430,7 +481,7 @@ func (r *Registry) Flatline(now time.Time, src netip.AddrPort) (Probe, Reason) {
 	if !ok || !e.Listed {
 		return Probe{}, ReasonNotListed
 	}
-	e.LastHeartbeat = now
+	e.LastHeartbeat = stampOf(now)
 	if e.chk != nil {
 		e.chk.cause = CauseFlatline // the check in flight now decides
 		return Probe{}, ReasonProbeOutstanding
@@ -499,6 +550,7 @@ func (r *Registry) Verify(now time.Time, src netip.AddrPort, rep Reply) (Server,
 		return Server{}, ChangeNone, why
 	}
 
+	info := packInfo(rep.Info)
 	change := ChangeRefreshed
 	// What the snapshot (and so every cached answer) holds: a change in
 	// the info alone, if only its echoed challenge, leaves them be.
@@ -509,29 +561,32 @@ func (r *Registry) Verify(now time.Time, src netip.AddrPort, rep Reply) (Server,
 		change = ChangeListed
 		r.pending--
 	case s.Game != e.Game || s.Protocol != e.Protocol || s.Gametype != e.Gametype ||
-		s.Clients != e.Clients || s.MaxClients != e.MaxClients || !equalInfo(s.Info, e.Info):
+		s.Clients != int(e.Clients) || s.MaxClients != int(e.MaxClients) || info != e.info:
 		change = ChangeUpdated
 	}
 	e.Listed = true
-	e.Game, e.Protocol, e.Gametype = s.Game, s.Protocol, s.Gametype
-	e.Clients, e.MaxClients, e.Info = s.Clients, s.MaxClients, s.Info
-	e.LastVerified = now
-	e.expireAt = now.Add(r.cfg.Timeout)
+	e.Game, e.Protocol, e.Gametype = r.internLocked(s.Game), s.Protocol, r.internLocked(s.Gametype)
+	e.Clients, e.MaxClients = clamp32(s.Clients), clamp32(s.MaxClients)
+	if info != e.info {
+		e.info = info
+	}
+	e.LastVerified = stampOf(now)
+	e.expireAt = stampOf(now.Add(r.cfg.Timeout))
 	e.Missed = 0
 	if c.tries > 1 {
 		r.afterRetry.Add(1)
 	}
 	e.chk = nil
-	e.NextProbe = time.Time{}
+	e.NextProbe = 0
 	if g, ok := r.cfg.Catalogue.ByName(e.Game); ok && g.Reprobe.Interval > 0 {
-		e.NextProbe = now.Add(g.Reprobe.Interval)
+		e.NextProbe = stampOf(now.Add(g.Reprobe.Interval))
 	} else if e.hbGame == nil {
-		e.NextProbe = now.Add(game.DefaultReprobeInterval)
+		e.NextProbe = stampOf(now.Add(game.DefaultReprobeInterval))
 	}
 	if listing {
 		r.dirty.Store(true)
 	}
-	return e.Server, change, OK
+	return e.server(), change, OK
 }
 
 // parseReplyLocked applies dpmaster's validation of an infoResponse (in its
@@ -633,7 +688,6 @@ func (r *Registry) parseReplyLocked(e *entry, rep *Reply) (Server, Reason) {
 	if !r.cfg.Policy.Accepts(s.Game) {
 		return s, ReasonGamePolicy
 	}
-	s.Info = boundedInfo(rep.Info)
 	return s, OK
 }
 
@@ -683,47 +737,89 @@ func cutGametype(gt string) string {
 	return gt
 }
 
-func boundedInfo(in []Pair) []Pair {
+// packInfo encodes the info pairs the registry keeps of a reply as one
+// string, "key\x00value\x00" per pair in wire order: one allocation of
+// the bytes themselves, no slice, and nothing aliasing the packet. The
+// echoed challenge is left out (it is the master's own, different every
+// check, and never served), as are pairs with a NUL byte (neither family
+// can send one); at most MaxInfoPairs pairs and MaxInfoBytes bytes of keys
+// and values are kept.
+func packInfo(in []Pair) string {
 	n, size := 0, 0
 	for _, p := range in {
+		if skipPair(p) {
+			continue
+		}
 		if n == MaxInfoPairs || size+len(p.Key)+len(p.Value) > MaxInfoBytes {
 			break
 		}
 		n++
 		size += len(p.Key) + len(p.Value)
 	}
-	// Copy so the registry never aliases the handler's packet buffer: all
-	// keys and values into one string, one allocation instead of two per
-	// pair, the pairs slicing it.
 	var sb strings.Builder
-	sb.Grow(size)
-	for _, p := range in[:n] {
+	sb.Grow(size + 2*n)
+	for _, p := range in {
+		if n == 0 {
+			break
+		}
+		if skipPair(p) {
+			continue
+		}
 		sb.WriteString(p.Key)
+		sb.WriteByte(0)
 		sb.WriteString(p.Value)
+		sb.WriteByte(0)
+		n--
 	}
-	all := sb.String()
-	out := make([]Pair, n)
-	off := 0
-	for i, p := range in[:n] {
-		k := off + len(p.Key)
-		v := k + len(p.Value)
-		out[i] = Pair{all[off:k], all[k:v]}
-		off = v
+	return sb.String()
+}
+
+func skipPair(p Pair) bool {
+	return strings.EqualFold(p.Key, "challenge") || strings.IndexByte(p.Key, 0) >= 0 || strings.IndexByte(p.Value, 0) >= 0
+}
+
+// unpackInfo returns the pairs of packInfo's encoding s, slicing s.
+func unpackInfo(s string) []Pair {
+	if s == "" {
+		return nil
+	}
+	out := make([]Pair, 0, strings.Count(s, "\x00")/2)
+	for s != "" {
+		k, rest, _ := strings.Cut(s, "\x00")
+		v, rest, _ := strings.Cut(rest, "\x00")
+		out = append(out, Pair{k, v})
+		s = rest
 	}
 	return out
 }
 
-func equalInfo(a, b []Pair) bool {
-	if len(a) != len(b) {
-		return false
+// MaxInternedNames bounds the game and gametype names the registry keeps
+// one copy of; beyond it each entry keeps its own copy.
+const MaxInternedNames = 4096
+
+// internLocked returns the registry's copy of name, so that thousands of
+// servers of one game share one string and none aliases a packet. r.mu
+// must be held.
+func (r *Registry) internLocked(name string) string {
+	if c, ok := r.names[name]; ok {
+		return c
 	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
+	c := strings.Clone(name)
+	if len(r.names) < MaxInternedNames {
+		r.names[c] = c
 	}
-	return true
+	return c
 }
+
+func clamp32(n int) int32 {
+	return int32(max(math.MinInt32, min(n, math.MaxInt32)))
+}
+
+// addrKey is the per-address accounting key of sourceKey's prefix, in 16
+// bytes: the IPv4 address (v4-mapped) or the IPv6 /64 (low half zero).
+type addrKey [16]byte
+
+func addrKeyOf(a netip.Addr) addrKey { return sourceKey(a).Addr().As16() }
 
 // DueProbes appends to dst, and returns, the probes due at now: the
 // retries of unanswered checks whose time has come (every one due: at most
@@ -745,16 +841,16 @@ func (r *Registry) DueProbes(now time.Time, dst []Probe, max int) []Probe {
 			}
 			continue
 		}
-		if (max > 0 && n >= max) || !e.Listed || e.NextProbe.IsZero() || now.Before(e.NextProbe) {
+		if (max > 0 && n >= max) || !e.Listed || e.NextProbe == 0 || stampOf(now) < e.NextProbe {
 			continue
 		}
 		reqs, interval := r.reprobeOf(e)
 		cause := CauseReprobe
-		if e.LastVerified.IsZero() {
+		if e.LastVerified == 0 {
 			cause = CauseRestored
 			reqs |= game.GetInfo // an infoResponse restores everything a client filters on
 		}
-		e.NextProbe = now.Add(interval)
+		e.NextProbe = stampOf(now.Add(interval))
 		dst = append(dst, r.startProbeLocked(now, e, reqs, cause))
 		n++
 	}
@@ -832,14 +928,14 @@ func (r *Registry) Expire(now time.Time, dst []Removal) []Removal {
 				why = ReasonCheckUnanswered
 			default:
 				e.Missed++
-				if e.Missed >= r.cfg.MaxMissedProbes {
+				if int(e.Missed) >= r.cfg.MaxMissedProbes {
 					why = ReasonProbesUnanswered
 				} else {
-					e.NextProbe = c.sentAt.Add(r.recheckDelay(e))
+					e.NextProbe = stampOf(c.sentAt.Add(r.recheckDelay(e)))
 				}
 			}
 		}
-		if why == OK && e.Listed && !now.Before(e.expireAt) {
+		if why == OK && e.Listed && stampOf(now) >= e.expireAt {
 			why = ReasonSilent
 		}
 		if why == OK {
@@ -853,8 +949,9 @@ func (r *Registry) Expire(now time.Time, dst []Removal) []Removal {
 
 func (r *Registry) removeLocked(a netip.AddrPort, e *entry) {
 	delete(r.servers, a)
-	if r.perKey[e.key]--; r.perKey[e.key] <= 0 {
-		delete(r.perKey, e.key)
+	k := addrKeyOf(a.Addr())
+	if r.perKey[k]--; r.perKey[k] <= 0 {
+		delete(r.perKey, k)
 	}
 	if e.Listed {
 		r.dirty.Store(true)
@@ -872,7 +969,7 @@ func (r *Registry) Restore(now time.Time, servers []Server) (restored int, skipp
 	defer r.mu.Unlock()
 	for _, s := range servers {
 		a, why := classify(s.Addr, r.cfg.AllowLoopback, r.cfg.RefusePrivate, r.cfg.AddrMap)
-		k := sourceKey(a.Addr())
+		k := addrKeyOf(a.Addr())
 		if _, dup := r.servers[a]; dup {
 			continue
 		}
@@ -880,7 +977,7 @@ func (r *Registry) Restore(now time.Time, servers []Server) (restored int, skipp
 		case why != OK:
 		case len(r.servers) >= r.cfg.MaxServers:
 			why = ReasonServerListFull
-		case r.cfg.MaxServersPerAddress > 0 && r.perKey[k] >= r.cfg.MaxServersPerAddress:
+		case r.cfg.MaxServersPerAddress > 0 && int(r.perKey[k]) >= r.cfg.MaxServersPerAddress:
 			why = ReasonAddressFull
 		case !r.cfg.Policy.Accepts(s.Game):
 			why = ReasonGamePolicy
@@ -889,11 +986,15 @@ func (r *Registry) Restore(now time.Time, servers []Server) (restored int, skipp
 			skipped = append(skipped, Removal{Addr: a, Listed: true, Reason: why})
 			continue
 		}
-		e := &entry{Server: s, key: k}
-		e.Addr, e.Listed, e.Missed = a, true, 0
-		e.LastVerified = time.Time{} // not verified by this process
-		e.NextProbe = now
-		e.expireAt = now.Add(r.cfg.Timeout)
+		e := &entry{
+			Addr: a, Listed: true, Game: r.internLocked(s.Game), Family: s.Family, Protocol: s.Protocol,
+			Gametype: r.internLocked(s.Gametype), Clients: clamp32(s.Clients), MaxClients: clamp32(s.MaxClients),
+			info:      packInfo(s.Info),
+			FirstSeen: stampOf(s.FirstSeen), LastHeartbeat: stampOf(s.LastHeartbeat),
+			// LastVerified stays 0: not verified by this process.
+			NextProbe: stampOf(now),
+			expireAt:  stampOf(now.Add(r.cfg.Timeout)),
+		}
 		if g, ok := r.cfg.Catalogue.ByName(s.Game); ok && g.Anonymous && len(g.Heartbeats) > 0 {
 			e.hbGame = g
 		}
@@ -914,7 +1015,7 @@ func (r *Registry) Lookup(a netip.AddrPort) (Server, bool) {
 	if !ok {
 		return Server{}, false
 	}
-	return e.Server, true
+	return e.server(), true
 }
 
 // Servers appends every listed server to dst (for the HTTP list and for
@@ -924,7 +1025,7 @@ func (r *Registry) Servers(dst []Server) []Server {
 	defer r.mu.Unlock()
 	for _, e := range r.servers {
 		if e.Listed {
-			dst = append(dst, e.Server)
+			dst = append(dst, e.server())
 		}
 	}
 	return dst

@@ -585,3 +585,32 @@ func TestReasons_Named(t *testing.T) {
 		seen[s] = true
 	}
 }
+
+// The info a server sent is served back as it came (for the HTTP list),
+// in order, without the master's own echoed challenge.
+func TestRegistry_InfoKeptWithoutChallenge(t *testing.T) {
+	r := newTestRegistry(t, Config{})
+	a := ap("203.0.113.5:27960")
+	s := register(t, r, t0, a, "hostname", "Team DM \\o/", "g_needpass", "0")
+	got, ok := r.Lookup(a)
+	if !ok {
+		t.Fatal("not found")
+	}
+	for _, p := range got.Info {
+		if p.Key == "challenge" {
+			t.Fatalf("challenge kept: %v", got.Info)
+		}
+	}
+	var want []Pair
+	for _, p := range infoReply("x", "hostname", "Team DM \\o/", "g_needpass", "0").Info {
+		if p.Key != "challenge" {
+			want = append(want, p)
+		}
+	}
+	if fmt.Sprint(got.Info) != fmt.Sprint(want) || fmt.Sprint(s.Info) != fmt.Sprint(want) {
+		t.Fatalf("info %v / %v, want %v", got.Info, s.Info, want)
+	}
+	if packInfo(nil) != "" || unpackInfo("") != nil {
+		t.Fatal("empty info")
+	}
+}

@@ -126,7 +126,7 @@ func (r *Registry) buildLocked(nowNS int64) *snapshot {
 		if !e.Listed {
 			continue
 		}
-		exp := e.expireAt.UnixNano()
+		exp := int64(e.expireAt)
 		if nowNS >= exp {
 			continue // silent for Timeout: Expire removes it at its next run
 		}
