@@ -78,7 +78,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	plotH := fs.Int("plot-height", 0, "--plot's height in pixels (0: the default)")
 	plotVariant := fs.String("plot-variant", "paper", "--plot's adaptive panel: paper, or scout (adaptive.Scout, drawn past its auto-stop the same way)")
 	seeds := fs.Int("seeds", 1, "with --table2: run seeds --seed to --seed+N-1 and print each row's spread (min, mean, max)")
-	modelName := fs.String("model", "vantage", "world model: vantage (the calibrated model with the per-vantage latency residual), global-residual (the same before that fit; scout demo's) or modern")
+	modelName := fs.String("model", "vantage", "world model: vantage (the calibrated model with the per-vantage latency residual), global-residual (the same before that fit) or modern")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
