@@ -9,22 +9,27 @@ import (
 	"time"
 )
 
-// TestEmulator_DelayAccuracy probes a world with delays of 10 to 400 ms at
-// about 1,000 probes a second, as the discovery benchmark will, and checks
-// the RTT a client measures against the RTT the world injects. The bound is
-// generous (the machine is shared); the figures are logged.
-func TestEmulator_DelayAccuracy(t *testing.T) {
-	if testing.Short() {
-		t.Skip("takes about 2 s of real time")
-	}
+// delayRun is what one accuracy run measured: RTT errors (measured minus
+// injected), timed by the kernel and at the client's read, both sorted.
+type delayRun struct {
+	errs, readErrs []time.Duration
+	stats          Stats
+}
+
+// measureDelays probes a world with delays of 10 to 400 ms at about 1,000
+// probes a second, as the discovery benchmark does, and returns the RTT a
+// client measures against the RTT the world injects. Every probe must be
+// answered.
+func measureDelays(tb testing.TB) delayRun {
+	tb.Helper()
 	const n = 1500
 	w, err := Generate(Spec{Servers: n, Games: Mix{{OA, 1}}, RTTMin: 10 * time.Millisecond, RTTMax: 400 * time.Millisecond, Seed: 9})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	defer TuneRuntime()() // as scout world runs
-	e, stop := startWorld(t, w, Config{RealTime: true})
-	c := timestampingClient(t)
+	e, stop := startWorld(tb, w, Config{RealTime: true})
+	c := timestampingClient(tb)
 	table := e.Table()
 	injected := map[netip.AddrPort]time.Duration{}
 	sentAt := map[netip.AddrPort]time.Time{}
@@ -61,45 +66,71 @@ func TestEmulator_DelayAccuracy(t *testing.T) {
 		sentAt[s.Public] = time.Now()
 		lo, _ := table.Loopback(s.Public)
 		if _, err := c.WriteToUDPAddrPort(req, lo); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
-	var errs, readErrs []time.Duration
-	for len(errs) < n {
-		r, ok := <-replies
+	var r delayRun
+	for len(r.errs) < n {
+		rep, ok := <-replies
 		if !ok {
 			break
 		}
-		errs = append(errs, r.at.Sub(sentAt[r.from])-injected[r.from])
-		readErrs = append(readErrs, r.read.Sub(sentAt[r.from])-injected[r.from])
+		r.errs = append(r.errs, rep.at.Sub(sentAt[rep.from])-injected[rep.from])
+		r.readErrs = append(r.readErrs, rep.read.Sub(sentAt[rep.from])-injected[rep.from])
 	}
 	stop()
-	if len(errs) < n {
-		t.Fatalf("%d of %d replies", len(errs), n)
+	if len(r.errs) < n {
+		tb.Fatalf("%d of %d replies", len(r.errs), n)
 	}
-	slices.Sort(errs)
-	slices.Sort(readErrs)
-	t.Logf("timed at the client's read instead of by the kernel: p50 %v p99 %v max %v", readErrs[n/2], readErrs[n*99/100], readErrs[n-1])
-	p50, p99, worst := errs[n/2], errs[n*99/100], errs[n-1]
-	st := e.Stats()
-	t.Logf("RTT error (measured - injected) over %d probes at 1000/s: min %v p50 %v p99 %v max %v", n, errs[0], p50, p99, worst)
-	t.Logf("emulator send lateness: p50 <= %v, p99 <= %v, p99.9 <= %v", st.LatenessP50, st.LatenessP99, st.LatenessP999)
-	if errs[0] < 0 {
-		t.Errorf("a reply came %v before its injected RTT", -errs[0])
+	slices.Sort(r.errs)
+	slices.Sort(r.readErrs)
+	r.stats = e.Stats()
+	return r
+}
+
+// quantile is the nearest-rank q quantile of sorted.
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	return sorted[min(int(q*float64(len(sorted))), len(sorted)-1)]
+}
+
+// TestEmulator_DelayAccuracy checks what holds whatever the machine's
+// load: every probe is answered and no reply comes before its injected
+// RTT. How close to it replies come is measured, not asserted:
+// BenchmarkEmulator_DelayAccuracy.
+func TestEmulator_DelayAccuracy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes about 2 s of real time")
 	}
-	// The bounds are loose for a shared 2-core machine at load 5, where a
-	// run's p99 is 40-80 us most of the time and a few ms at worst; a Go
-	// timer alone would put the median near 0.5 ms.
-	if p50 > 300*time.Microsecond {
-		t.Errorf("median RTT error %v, want under 300 us", p50)
-	}
-	if p99 > 20*time.Millisecond {
-		t.Errorf("p99 RTT error %v, want under 20 ms even on a loaded machine (the target is 1 ms)", p99)
+	r := measureDelays(t)
+	t.Logf("RTT error (measured - injected): min %v p50 %v p99 %v max %v", r.errs[0], quantile(r.errs, 0.5), quantile(r.errs, 0.99), r.errs[len(r.errs)-1])
+	if r.errs[0] < 0 {
+		t.Errorf("a reply came %v before its injected RTT", -r.errs[0])
 	}
 }
 
+// BenchmarkEmulator_DelayAccuracy reports the RTT error of 1,500 probes
+// at 1,000/s (RTTs 10-400 ms) per run, in microseconds: err-p50-us and
+// err-p99-us timed by the kernel (SO_TIMESTAMPNS), read-p99-us timed when
+// the client reads the reply, and the emulator's own send lateness
+// (late-p99-us, an upper bound within HistogramBucket). The figures and
+// their spread are in the package doc ("Delay accuracy"):
+//
+//	go test -run '^$' -bench DelayAccuracy -benchtime 1x -count 5 ./world
+func BenchmarkEmulator_DelayAccuracy(b *testing.B) {
+	var r delayRun
+	for range b.N {
+		r = measureDelays(b)
+	}
+	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+	b.ReportMetric(us(quantile(r.errs, 0.5)), "err-p50-us")
+	b.ReportMetric(us(quantile(r.errs, 0.99)), "err-p99-us")
+	b.ReportMetric(us(r.errs[len(r.errs)-1]), "err-max-us")
+	b.ReportMetric(us(quantile(r.readErrs, 0.99)), "read-p99-us")
+	b.ReportMetric(us(r.stats.LatenessP99), "late-p99-us")
+}
+
 // timestampingClient is a loopback socket with kernel receive timestamps.
-func timestampingClient(t *testing.T) *net.UDPConn {
+func timestampingClient(t testing.TB) *net.UDPConn {
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 
 // startWorld runs w until the test ends and returns the emulator and a
 // function that stops it and waits for Run to return.
-func startWorld(t *testing.T, w World, cfg Config) (*Emulator, func()) {
+func startWorld(t testing.TB, w World, cfg Config) (*Emulator, func()) {
 	t.Helper()
 	e, err := Listen(w, cfg)
 	if err != nil {
