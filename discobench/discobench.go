@@ -87,8 +87,9 @@ type Config struct {
 	Loss float64
 	// Seed seeds the world.
 	Seed uint64
-	// FloodProtection keeps the master's per-source query limit on
-	// (dpmaster's default); benchmarks that query many times turn it off.
+	// FloodProtection keeps the master's default defence on queries on
+	// (response rate limiting per victim address, masterd.Config.Responses);
+	// benchmarks that query many times turn it off.
 	FloodProtection bool
 	// ListTimeout bounds Start's wait; 0 means DefaultListTimeout.
 	ListTimeout time.Duration

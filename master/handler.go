@@ -150,6 +150,9 @@ func (h *Handler) Stats() *Stats { return &h.stats }
 // Registry returns the handler's registry.
 func (h *Handler) Registry() *Registry { return h.reg }
 
+// Config returns the handler's configuration, with its defaults filled in.
+func (h *Handler) Config() HandlerConfig { return h.cfg }
+
 // drop counts a dropped packet and returns dst unchanged.
 func (h *Handler) drop(dst []Outgoing, k Kind, from netip.AddrPort, why Reason) []Outgoing {
 	h.stats.dropped[why].Add(1)

@@ -53,20 +53,30 @@ type Config struct {
 	// map); its zero value is dpmaster's defaults.
 	Registry master.Config
 	// Handler configures the packet handler. Its Registry, Queries,
-	// Heartbeats, Budget, Persist and Logger are set by NewMaster from
-	// the fields of Config and are ignored here.
+	// Responses, Heartbeats, Budget, Persist and Logger are set by
+	// NewMaster from the fields of Config and are ignored here.
 	Handler master.HandlerConfig
 	// ChallengeRotation is how often the challenge secret rotates;
 	// 0 means master.DefaultRotationPeriod.
 	ChallengeRotation time.Duration
 
-	// NoQueryLimit turns the per-source flood protection on queries
-	// off (it is on by default).
+	// NoQueryLimit turns the defences on queries off, both the default
+	// response rate limiting and dpmaster's flood protection; the global
+	// outbound budget (OutRate, OutBurst) stays.
 	NoQueryLimit bool
-	// Queries is the flood protection on queries (getservers,
-	// getServers, gameAuth, getmotd); zero fields mean
-	// master.DefaultThrottle and master.DefaultDecayTime.
+	// SourceThrottle selects dpmaster's flood protection on queries
+	// (getservers, getServers, gameAuth, getmotd; its -f, --fp-throttle,
+	// --fp-decay-time): Queries limits how often each source may ask,
+	// master.SourceLimiter, instead of the default defence, Responses.
+	SourceThrottle bool
+	// Queries is dpmaster's flood protection, used with SourceThrottle;
+	// zero fields mean master.DefaultThrottle and master.DefaultDecayTime.
 	Queries Limit
+	// Responses is the default defence on queries (unless SourceThrottle
+	// or NoQueryLimit): the bytes of replies per victim IPv4 address or
+	// IPv6 /64, master.ResponseLimiter; zero fields mean the master.Default
+	// figures it documents.
+	Responses master.ResponseLimits
 	// Heartbeats is the flood protection on heartbeats; zero fields mean
 	// DefaultHBThrottle and DefaultHBDecayTime.
 	Heartbeats Limit

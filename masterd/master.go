@@ -47,8 +47,15 @@ func NewMaster(now time.Time, cfg Config) (*Master, error) {
 	}
 	hc := cfg.Handler
 	hc.Registry, hc.Logger, hc.Queries, hc.Persist = reg, log, nil, nil
-	if !cfg.NoQueryLimit {
+	hc.Responses = nil
+	switch {
+	case cfg.NoQueryLimit:
+	case cfg.SourceThrottle:
 		if hc.Queries, err = master.NewSourceLimiter(cfg.Queries.Throttle, cfg.Queries.Decay, cfg.MaxSources); err != nil {
+			return nil, err
+		}
+	default:
+		if hc.Responses, err = master.NewResponseLimiter(cfg.Responses); err != nil {
 			return nil, err
 		}
 	}

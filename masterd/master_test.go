@@ -149,7 +149,24 @@ func TestConfig_ZeroIsDefaults(t *testing.T) {
 	if _, err := NewMaster(time.Now(), Config{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewMaster(time.Now(), Config{Queries: Limit{Throttle: 1}}); err == nil {
+	m, err := NewMaster(time.Now(), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hc := m.Handler.Config(); hc.Responses == nil || hc.Queries != nil || hc.Budget == nil {
+		t.Errorf("default defences: responses %v, queries %v, budget %v", hc.Responses, hc.Queries, hc.Budget)
+	}
+	m, err = NewMaster(time.Now(), Config{SourceThrottle: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hc := m.Handler.Config(); hc.Responses != nil || hc.Queries == nil {
+		t.Errorf("dpmaster's flood protection: responses %v, queries %v", hc.Responses, hc.Queries)
+	}
+	if _, err := NewMaster(time.Now(), Config{SourceThrottle: true, Queries: Limit{Throttle: 1}}); err == nil {
 		t.Error("a query throttle of 1 accepted")
+	}
+	if _, err := NewMaster(time.Now(), Config{Responses: master.ResponseLimits{VictimRate: -1}}); err == nil {
+		t.Error("a negative response rate accepted")
 	}
 }

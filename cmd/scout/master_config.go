@@ -34,6 +34,9 @@ func (o masterOptions) settings(ctx context.Context) (masterSettings, error) {
 	s := masterSettings{
 		Config: masterd.Config{
 			NoQueryLimit: o.FloodProtection != nil && !*o.FloodProtection,
+			// dpmaster's options keep dpmaster's meaning; without them
+			// the default is the response rate limiting.
+			SourceThrottle: o.FloodProtection != nil && *o.FloodProtection || o.FPThrottle != 0 || o.FPDecayTime != 0,
 			Queries: masterd.Limit{
 				Throttle: orDefault(o.FPThrottle, master.DefaultThrottle),
 				Decay:    time.Duration(orDefault(o.FPDecayTime, int(master.DefaultDecayTime/time.Second))) * time.Second,

@@ -26,7 +26,7 @@ type masterOptions struct {
 	Listen            []string   `json:"listen"`               // -l, --listen ADDR[:PORT]: several; none means 0.0.0.0 and ::
 	MaxServers        int        `json:"max-servers"`          // -n
 	MaxServersPerAddr int        `json:"max-servers-per-addr"` // -N; 0 means the default, negative unlimited
-	FloodProtection   *bool      `json:"flood-protection"`     // -f; scout's default is on (--no-flood-protection turns it off)
+	FloodProtection   *bool      `json:"flood-protection"`     // -f: dpmaster's per-source protection instead of scout's response rate limiting (--no-flood-protection: neither)
 	FPThrottle        int        `json:"fp-throttle"`          // --fp-throttle
 	FPDecayTime       int        `json:"fp-decay-time"`        // --fp-decay-time, seconds
 	MaxClients        int        `json:"max-clients"`          // --max-clients: sources the flood protection tracks
@@ -141,8 +141,8 @@ var masterOptionSpecs = []optSpec{
 	{"listen", 'l', argOne, listOpt(func(o *masterOptions) *[]string { return &o.Listen }), "listen on ADDR[:PORT] ([v6]:port); several allowed; default 0.0.0.0 and ::"},
 	{"max-servers", 'n', argOne, intOpt(func(o *masterOptions) *int { return &o.MaxServers }, 1), "maximum number of servers (16384)"},
 	{"max-servers-per-addr", 'N', argOne, intOpt(func(o *masterOptions) *int { return &o.MaxServersPerAddr }, 1), "maximum servers per IPv4 address or IPv6 /64 (32)"},
-	{"flood-protection", 'f', argNone, flagOpt(func(o *masterOptions) { t := true; o.FloodProtection = &t }), "flood protection on queries (on by default in scout)"},
-	{"no-flood-protection", 0, argNone, flagOpt(func(o *masterOptions) { f := false; o.FloodProtection = &f }), "turn the query flood protection off"},
+	{"flood-protection", 'f', argNone, flagOpt(func(o *masterOptions) { t := true; o.FloodProtection = &t }), "dpmaster's flood protection on queries (per source: --fp-throttle, --fp-decay-time) instead of scout's default, response rate limiting per victim address"},
+	{"no-flood-protection", 0, argNone, flagOpt(func(o *masterOptions) { f := false; o.FloodProtection = &f }), "turn the defences on queries off (the global --out-rate budget stays)"},
 	{"fp-throttle", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.FPThrottle }, 2), "flood protection throttle limit (5)"},
 	{"fp-decay-time", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.FPDecayTime }, 1), "flood protection decay time in seconds (3)"},
 	{"max-clients", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.MaxClients }, 1), "maximum sources the flood protection tracks (16384)"},

@@ -157,3 +157,32 @@ func TestMaster_BadOptionValueExitsOne(t *testing.T) {
 		t.Errorf("-h: exit %d, stdout %q", code, stdout.String())
 	}
 }
+
+// dpmaster's flood-protection options keep dpmaster's meaning (a
+// per-source throttle); without them the default defence is the response
+// rate limiting; --no-flood-protection turns both off.
+func TestMasterFlags_FloodProtectionIsDpmasters(t *testing.T) {
+	for _, tc := range []struct {
+		args             []string
+		throttle, noneAt bool
+	}{
+		{nil, false, false},
+		{[]string{"-f"}, true, false},
+		{[]string{"--flood-protection"}, true, false},
+		{[]string{"--fp-throttle", "7"}, true, false},
+		{[]string{"--fp-decay-time=2"}, true, false},
+		{[]string{"--no-flood-protection"}, false, true},
+	} {
+		o, err := parseMasterArgs(tc.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := o.settings(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.SourceThrottle != tc.throttle || s.NoQueryLimit != tc.noneAt {
+			t.Errorf("%q: source throttle %v, no query limit %v", tc.args, s.SourceThrottle, s.NoQueryLimit)
+		}
+	}
+}
