@@ -31,6 +31,13 @@ type Config struct {
 	MaxServers  int
 	MaxPackets  int
 	MaxListTime time.Duration
+	// AdmitBurst and AdmitRate meter the listed servers handed to the
+	// prober (see [DefaultAdmitBurst]): zero means DefaultAdmitBurst and
+	// DefaultAdmitRate; a negative AdmitRate hands every server out as
+	// soon as it is listed (for measurements only: a master's list then
+	// sets the pace).
+	AdmitBurst int
+	AdmitRate  float64
 	// Extra are servers to probe besides those the masters list.
 	Extra []probe.Target
 	// Prober probes the servers; its MaxTargets bounds the servers of the
@@ -122,7 +129,16 @@ type Summary struct {
 
 // admission returns the burst and rate of the admission of listed
 // servers; a negative rate admits every server at once.
-func (c *Config) admission() (burst int, rate float64) { return 0, -1 }
+func (c *Config) admission() (burst int, rate float64) {
+	burst, rate = c.AdmitBurst, c.AdmitRate
+	if burst <= 0 {
+		burst = DefaultAdmitBurst
+	}
+	if rate == 0 {
+		rate = DefaultAdmitRate
+	}
+	return burst, rate
+}
 
 // Discover asks cfg.Masters for their lists on masterConn and probes every
 // server listed (and cfg.Extra) from probeConn, reporting each event to

@@ -34,6 +34,20 @@
 // so the first probes leave while later packets of the list are still on
 // their way, as the Enemy Territory client does.
 //
+// # Hostile and broken masters
+//
+// A master decides what a client probes, so what it sends is bounded: an
+// entry that names no server (port 0, 0.0.0.0, a broadcast, multicast or
+// reserved address) is dropped alone, the rest of its packet kept; one
+// master's answer is cut off past [DefaultMaxServersQ3] servers,
+// [DefaultMaxPackets] packets or [DefaultMaxListTime] (Config.MaxServers,
+// MaxPackets, MaxListTime), with an error that names the bound; and the
+// servers listed are handed to the prober no faster than admission allows
+// ([DefaultAdmitBurst], then [DefaultAdmitRate] a second, and
+// [AdmitPerAnswer] more for each server that answered), so a list of
+// addresses that answer nothing, or an ICMP error, cannot be probed at the
+// pace the master sends it.
+//
 // # Core and shell
 //
 // The decisions of a run are a pure core, session (session.go, and the

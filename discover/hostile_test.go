@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scout-discovery/scout/probe"
 	"github.com/scout-discovery/scout/q3"
 )
 
@@ -180,5 +181,90 @@ func TestMasterReply_TimePerMasterBounded(t *testing.T) {
 	r := s.masters[0].rep
 	if r.End != EndLimit || r.Took != 10*time.Second || !strings.Contains(r.Error, "MaxListTime") || r.Listed != 10 {
 		t.Fatalf("report %+v; want the list cut at 10s, 10 servers kept", r)
+	}
+}
+
+// TestMasterReply_NoEOTCannotFloodProbes: a master that lists 20,000
+// addresses at once and never marks the end cannot have them probed at
+// the pace it sends them: before any answers, at most DefaultAdmitBurst,
+// then DefaultAdmitRate a second; each server that answers admits
+// AdmitPerAnswer more.
+func TestMasterReply_NoEOTCannotFloodProbes(t *testing.T) {
+	cfg := Config{MaxServers: 20000} // past the default bound per master: the pace must hold on its own
+	s := coreOf(t, cfg)
+	pkts, err := q3.EncodeServersResponses(servers(20000), q3.SplitOptions{End: q3.EndNone, MaxBytes: 1400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range pkts {
+		s.receive(at(10*time.Millisecond+time.Duration(i)*100*time.Microsecond), masterA, p)
+	}
+	if s.listed != 20000 {
+		t.Fatalf("listed %d", s.listed)
+	}
+	handed := len(s.due(at(20 * time.Millisecond)))
+	if handed != DefaultAdmitBurst+2 { // 20 ms at 100/s
+		t.Fatalf("%d handed out at 20 ms, want the burst (%d) and 2", handed, DefaultAdmitBurst)
+	}
+	handed += len(s.due(at(time.Second)))
+	if want := DefaultAdmitBurst + DefaultAdmitRate; handed != want {
+		t.Fatalf("%d handed out in the first second, want %d", handed, want)
+	}
+	if w := s.admitWake(); !w.Equal(at(time.Second + 10*time.Millisecond)) {
+		t.Fatalf("next admission at %v, want 1.01s", w.Sub(t0))
+	}
+	if got := s.due(at(time.Second + 10*time.Millisecond - 1)); len(got) != 0 {
+		t.Fatalf("%d handed out 1ns early", len(got))
+	}
+	for i := range 10 { // ten answer: twenty more
+		s.result(at(time.Second), i, probe.Result{Addr: servers(20000)[i], RTT: time.Millisecond})
+	}
+	if got := len(s.due(at(time.Second))); got != 10*AdmitPerAnswer {
+		t.Fatalf("%d admitted by ten answers, want %d", got, 10*AdmitPerAnswer)
+	}
+	// A list of live servers is not held back: each answer admits two.
+	s = coreOf(t, cfg)
+	for _, p := range pkts {
+		s.receive(at(10*time.Millisecond), masterA, p)
+	}
+	now, handed := at(10*time.Millisecond), 0
+	for handed < 20000 {
+		due := s.due(now)
+		for _, tg := range due {
+			s.result(now.Add(50*time.Millisecond), handed, probe.Result{Addr: tg.Addr, RTT: 50 * time.Millisecond})
+			handed++
+		}
+		now = now.Add(50 * time.Millisecond)
+	}
+	if took := now.Sub(t0); took > 400*time.Millisecond {
+		t.Fatalf("20,000 live servers took %v to admit at 50 ms a round trip", took)
+	}
+}
+
+// TestMasterReply_DuplicatesProbedOnce: a server listed again (in the
+// same packet, a later packet, by another master, under its IPv4-mapped
+// form, or given as an extra target) is probed once; the masters that
+// listed it are all reported.
+func TestMasterReply_DuplicatesProbedOnce(t *testing.T) {
+	req := q3Request(t)
+	req.Q3.Ext = true
+	mapped := netip.AddrPortFrom(netip.AddrFrom16(srv(2).Addr().As16()), srv(2).Port())
+	s := coreOf(t, Config{Masters: []Master{{Name: "A", Addr: masterA, Request: req}, {Name: "B", Addr: masterB, Request: req}},
+		Extra: []probe.Target{{Addr: srv(3), Dialect: probe.Q3Info}}})
+	s.addExtra()
+	s.receive(at(10*time.Millisecond), masterA, q3Entries([]netip.AddrPort{srv(1), srv(2), srv(1)}, false))
+	s.receive(at(20*time.Millisecond), masterA, q3Entries([]netip.AddrPort{srv(2), mapped, srv(3)}, true))
+	s.receive(at(30*time.Millisecond), masterB, q3Entries([]netip.AddrPort{srv(3), mapped, srv(1)}, true))
+	got := addrs(s.due(at(30 * time.Millisecond)))
+	if want := []netip.AddrPort{srv(3), srv(1), srv(2)}; !slices.Equal(got, want) {
+		t.Fatalf("probed %v, want %v (the extra first)", got, want)
+	}
+	if s.listed != 2 || s.masters[0].rep.Listed != 6 || s.masters[0].rep.New != 2 || s.masters[1].rep.New != 0 {
+		t.Fatalf("listed %d, reports %+v %+v", s.listed, s.masters[0].rep, s.masters[1].rep)
+	}
+	s.result(at(time.Second), 2, probe.Result{Addr: srv(2), RTT: time.Millisecond})
+	ev := s.takeEvents()
+	if p, ok := ev[len(ev)-1].(Probed); !ok || !slices.Equal(p.Masters, []string{"A", "B"}) {
+		t.Fatalf("last event %+v, want srv 2 listed by A and B", ev[len(ev)-1])
 	}
 }
