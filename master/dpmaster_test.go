@@ -13,6 +13,7 @@ import (
 
 	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/infostring"
+	"github.com/scout-discovery/scout/q3"
 	"github.com/scout-discovery/scout/q4"
 )
 
@@ -432,5 +433,18 @@ func TestDropReason_LoggedOncePerServer(t *testing.T) {
 	f.in(forged(1000+MaxLoggedDrops+MaxDropLogsPerTick-1), oob("heartbeat Quake5Arena-1\n")) // remembered
 	if n := logs.count("level=WARN"); n != 1 || !logs.has("server="+forged(1000).String()) {
 		t.Errorf("after the bound, want the oldest logged again and the newest not:\n%s", logs.String())
+	}
+
+	// A peer master's register is logged under the server it names.
+	peer := ap("192.0.2.200:27950")
+	h := newHandlerFix(t, Config{}, func(c *HandlerConfig) { c.Peers, c.Logger = []netip.AddrPort{peer}, logs.logger() })
+	named := ap("127.0.0.1:27960")
+	reg, err := q3.Register{Server: named}.AppendBinary(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.in(peer, reg)
+	if !logs.has("level=WARN", "server="+named.String(), "reason=loopback") {
+		t.Errorf("register of a loopback server not logged under it:\n%s", logs.String())
 	}
 }

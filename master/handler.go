@@ -393,7 +393,7 @@ func (h *Handler) register(now time.Time, from netip.AddrPort, m q3.Register, ds
 	}
 	p, why := h.reg.Heartbeat(now, m.Server, Heartbeat{Family: game.FamilyQ3, Tag: game.HeartbeatDarkPlaces})
 	if why != OK {
-		return h.drop(dst, KindRegister, from, why)
+		return h.drop(dst, KindRegister, m.Server, why) // the server refused, as a heartbeat's
 	}
 	return h.probe(now, p, dst)
 }
