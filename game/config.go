@@ -89,7 +89,9 @@ func ParseProperties(gameName string, mods ...string) ([]Property, error) {
 				return nil, fmt.Errorf("%w: %q: bad value %q", ErrSyntax, key, v)
 			}
 			if key == "protocols" {
-				if _, err := strconv.ParseUint(v, 0, 31); err != nil {
+				// Any 32-bit number, negative too: dpmaster reads -g
+				// protocols with strtol, and servers may declare one.
+				if _, err := strconv.ParseInt(v, 0, 32); err != nil {
 					return nil, fmt.Errorf("%w: protocol %q", ErrSyntax, v)
 				}
 			}
@@ -128,7 +130,7 @@ func (c *Catalogue) Apply(props ...Property) (*Catalogue, error) {
 		case "protocols":
 			nums := make([]int, len(p.Values))
 			for i, v := range p.Values {
-				n, _ := strconv.ParseUint(v, 0, 31) // checked by ParseProperties
+				n, _ := strconv.ParseInt(v, 0, 32) // checked by ParseProperties
 				nums[i] = int(n)
 			}
 			g.Protocols = edit(g.Protocols, p.Op, nums)

@@ -167,6 +167,24 @@ func TestApply_ConflictRefused(t *testing.T) {
 	}
 }
 
+// Negative protocols, as dpmaster's strtol reads them: "-g Quake3Arena
+// protocols+=-1" makes "getservers -1" Quake3Arena's.
+func TestParseProperties_NegativeProtocol(t *testing.T) {
+	p, err := ParseProperties("Quake3Arena", "protocols+=-1,0x10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Default().Apply(p...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, proto := range []int{-1, 16, 68} {
+		if g, ok := c.ByProtocol(FamilyQ3, proto); !ok || g.Name != "Quake3Arena" {
+			t.Errorf("protocol %d: %v %v", proto, g, ok)
+		}
+	}
+}
+
 func TestParseProperties_Hostile(t *testing.T) {
 	bad := [][]string{
 		{"", "protocols=1"},
@@ -176,7 +194,8 @@ func TestParseProperties_Hostile(t *testing.T) {
 		{"G", "=1"},
 		{"G", "colour=red"},
 		{"G", "protocols=abc"},
-		{"G", "protocols=-1"},
+		{"G", "protocols=2147483648"},
+		{"G", "protocols=-2147483649"},
 		{"G", "protocols=1,,2"},
 		{"G", "options=send-everything"},
 		{"G", "heartbeat=a\\b"},
