@@ -38,9 +38,14 @@ const (
 	// after its last answer.
 	DefaultReturnTTL = 5 * time.Minute
 	// DefaultReturnTrial is how long a port answered once is remembered,
-	// waiting for it to come back. Until then it holds its slot: a flood's
-	// ports answered after it cannot push it out.
+	// waiting for it to come back.
 	DefaultReturnTrial = 30 * time.Second
+	// DefaultReturnHold is how long a port answered once holds its slot
+	// whatever comes after it: a flood's ports answered later cannot push
+	// a client's port out before it comes back (a refresh every 2 s);
+	// after it, when every slot is taken, the oldest port that has not
+	// come back gives its slot to a new one.
+	DefaultReturnHold = 5 * time.Second
 	// DefaultMaxVictims is the most prefixes the limiter tracks. One
 	// entry is about 200 bytes with the map's overhead (3.2 MB in all).
 	DefaultMaxVictims = 16384
@@ -66,6 +71,7 @@ type ResponseLimits struct {
 	ReturnInterval          time.Duration
 	ReturnTTL               time.Duration
 	ReturnTrial             time.Duration
+	ReturnHold              time.Duration
 	MaxVictims              int // prefixes tracked
 }
 
@@ -89,6 +95,9 @@ func (c ResponseLimits) withDefaults() ResponseLimits {
 	}
 	if c.ReturnTrial == 0 {
 		c.ReturnTrial = DefaultReturnTrial
+	}
+	if c.ReturnHold == 0 {
+		c.ReturnHold = DefaultReturnHold
 	}
 	return c
 }
@@ -118,12 +127,14 @@ func (c ResponseLimits) FloodBound(d time.Duration) int64 {
 //   - the return lane (ReturnBurst, ReturnRate) answers only the source
 //     ports the prefix was answered on before, each at most once per
 //     ReturnInterval. ReturnPorts ports are remembered per prefix: a port
-//     answered once holds its slot for ReturnTrial, and one that came
-//     back for ReturnTTL after its last answer; a new port takes a free
-//     or expired slot, or is not remembered. A player refreshing from one
-//     port keeps being answered while a spoofed flood from many ports of
-//     its address drains the open lane, because the flood's ports, which
-//     do not come back, cannot push the player's port out.
+//     answered once for ReturnTrial, one that came back for ReturnTTL
+//     after its last answer. A new port takes a free or expired slot, else
+//     the slot of the oldest port that has not come back and was answered
+//     more than ReturnHold ago, else it is not remembered. A player
+//     refreshing from one port keeps being answered while a spoofed flood
+//     from many ports of its address drains the open lane, because the
+//     flood's ports, which do not come back, cannot push the player's
+//     port out.
 //
 // A reply is taken from the return lane when its port may use it, else
 // from the open lane, all or nothing. A refused reply costs nothing (as
@@ -149,7 +160,7 @@ type ResponseLimiter struct {
 	openPer, retPer     float64 // nanoseconds per byte
 	openTol, retTol     int64   // burst in nanoseconds
 	retInterval, retTTL int64
-	retTrial            int64
+	retTrial, retHold   int64
 	max                 int
 
 	mu        sync.Mutex
@@ -174,7 +185,7 @@ type returnPort struct {
 func NewResponseLimiter(lim ResponseLimits) (*ResponseLimiter, error) {
 	lim = lim.withDefaults()
 	if lim.VictimBurst < 0 || lim.VictimRate < 0 || lim.ReturnBurst < 0 || lim.ReturnRate < 0 ||
-		lim.MaxVictims < 0 || lim.ReturnInterval < 0 || lim.ReturnTTL < 0 || lim.ReturnTrial < 0 ||
+		lim.MaxVictims < 0 || lim.ReturnInterval < 0 || lim.ReturnTTL < 0 || lim.ReturnTrial < 0 || lim.ReturnHold < 0 ||
 		lim.ReturnPorts < 0 || lim.ReturnPorts > MaxReturnPorts {
 		return nil, fmt.Errorf("master: response limits %+v: every figure must be positive, at most %d return ports", lim, MaxReturnPorts)
 	}
@@ -185,6 +196,7 @@ func NewResponseLimiter(lim ResponseLimits) (*ResponseLimiter, error) {
 		retInterval: int64(lim.ReturnInterval),
 		retTTL:      int64(lim.ReturnTTL),
 		retTrial:    int64(lim.ReturnTrial),
+		retHold:     int64(lim.ReturnHold),
 		max:         lim.MaxVictims,
 		victims:     make(map[netip.Addr]*victim),
 	}
@@ -228,7 +240,7 @@ func (l *ResponseLimiter) Allow(now time.Time, to netip.AddrPort, cost int) Reas
 	default:
 		return ReasonResponseLimited
 	}
-	v.remember(i, port, t, l.lim.ReturnPorts, l.expired(t))
+	v.remember(i, port, t, l.lim.ReturnPorts, l.expired(t), t-l.retHold)
 	l.victims[k] = v
 	return OK
 }
@@ -266,8 +278,9 @@ func (v *victim) portIndex(port uint16, expired func(returnPort) bool) int {
 }
 
 // remember records an answer on port at now: in place when i >= 0 (the
-// port came back), else in a free or expired slot if there is one.
-func (v *victim) remember(i int, port uint16, now int64, n int, expired func(returnPort) bool) {
+// port came back), else in a free or expired slot, else over the oldest
+// port that has not come back and was answered before held.
+func (v *victim) remember(i int, port uint16, now int64, n int, expired func(returnPort) bool, held int64) {
 	if i >= 0 {
 		v.ports[i] = returnPort{port: port, returned: true, last: now}
 		return
@@ -281,6 +294,16 @@ func (v *victim) remember(i int, port uint16, now int64, n int, expired func(ret
 	}
 	if len(v.ports) < n {
 		v.ports = append(v.ports, p)
+		return
+	}
+	old := -1
+	for j, q := range v.ports {
+		if !q.returned && q.last < held && (old < 0 || q.last < v.ports[old].last) {
+			old = j
+		}
+	}
+	if old >= 0 {
+		v.ports[old] = p
 	}
 }
 

@@ -237,3 +237,34 @@ func TestMaster_ResponseLimitBurstOf20(t *testing.T) {
 		t.Fatalf("flood not limited: drops %v", f.dropSummary())
 	}
 }
+
+// When every slot is taken, a new port takes the slot of the oldest port
+// that never came back, once that one is older than ReturnHold; ports
+// answered within ReturnHold, and ports that came back, keep theirs.
+func TestResponseLimiter_ReturnSlots(t *testing.T) {
+	l := newRRL(t, ResponseLimits{VictimBurst: 1 << 20, ReturnPorts: 2, ReturnHold: 5 * time.Second})
+	at := func(d time.Duration, port uint16) Reason {
+		return l.Allow(t0.Add(d), netip.AddrPortFrom(netip.MustParseAddr("192.0.2.1"), port), 1)
+	}
+	known := func(d time.Duration, port uint16) bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		v := l.victims[victimKey(netip.MustParseAddr("192.0.2.1"))]
+		return v.portIndex(port, l.expired(t0.Add(d).UnixNano())) >= 0
+	}
+	at(0, 1)             // a client
+	at(time.Second, 2)   // a flood port
+	at(2*time.Second, 3) // another: no room, both held
+	if !known(2*time.Second, 1) || !known(2*time.Second, 2) || known(2*time.Second, 3) {
+		t.Fatal("a held port lost its slot")
+	}
+	at(2*time.Second, 1) // the client comes back: kept for ReturnTTL
+	at(7*time.Second, 4) // port 2 is past its hold: 4 takes its slot
+	if !known(7*time.Second, 1) || known(7*time.Second, 2) || !known(7*time.Second, 4) {
+		t.Fatal("the oldest port that never came back kept its slot")
+	}
+	at(13*time.Second, 5) // 4 is past its hold; the client, who came back, stays
+	if !known(13*time.Second, 1) || known(13*time.Second, 4) || !known(13*time.Second, 5) {
+		t.Fatal("a port that came back lost its slot")
+	}
+}

@@ -53,7 +53,17 @@ Traffic goes to loopback only: every target address must be in 127.0.0.0/8.
 Run it pinned to the other core than the masters ("taskset -c 1").
 
 Output: one line per run and target, then the medians and the ratio of
-each target to the first; with --json one JSON object per line.`
+each target to the first; with --json one JSON object per line.
+
+Flood: with --flood RATE the runs are a reflection attack instead. For
+--duration, RATE list requests per second are "spoofed" with the --victim
+address (the next address in each run, so no run inherits a spent budget) (sent from sockets bound to it, each from a fresh source port, or
+in turn from --flood-ports ports), while a real client on the same address
+asks for the list every --refresh and checks each answer. Each run prints
+the requests and bytes spoofed, the bytes the master sent to the victim
+(the flood's ports and the client's), the amplification (victim bytes /
+spoofed bytes, UDP payload; "wire" counts 28 header bytes per datagram
+each way) and the client's refreshes answered complete.`
 
 type loadTarget struct {
 	name string
@@ -122,6 +132,10 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	startTimeout := fs.Duration("start-timeout", 10*time.Second, "how long an --exec master may take to answer")
 	firstMarker := fs.Bool("first-marker-ends", false, "end each answer at its first end marker: reads the marker-on-the-last-packet layout (dpmaster 2.x) only")
 	asJSON := fs.Bool("json", false, "print one JSON object per run and one per target summary")
+	floodRate := fs.Float64("flood", 0, "spoofed requests per second aimed at --victim (0: no flood; see Flood below)")
+	victim := fs.String("victim", "127.77.0.1", "--flood: the victim's address, which the spoofed requests and the refreshing client both use")
+	floodPorts := fs.Int("flood-ports", 0, "--flood: source ports the flood uses in turn (0: a fresh port per request)")
+	refresh := fs.Duration("refresh", loadgen.DefaultRefresh, "--flood: the victim's client asks for the list this often")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -228,6 +242,17 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if !*asJSON {
 			fmt.Fprintf(stdout, "%s: %d servers listed in %v\n", t.name, n, time.Since(began).Round(time.Millisecond))
 		}
+	}
+
+	if *floodRate > 0 {
+		va, err := netip.ParseAddr(*victim)
+		if err != nil {
+			return fail("--victim: %v", err)
+		}
+		return runFlood(ctx, stdout, stderr, targets, loadgen.FloodConfig{
+			Victim: va, Query: req, Expect: *servers, Rate: *floodRate, Ports: *floodPorts,
+			Refresh: *refresh, Duration: *duration, Timeout: *timeout,
+		}, *runs, *asJSON)
 	}
 
 	results := make(map[string][]loadgen.Result)

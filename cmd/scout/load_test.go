@@ -157,3 +157,52 @@ func TestLoad_ExecThatExitsFails(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, stderr.String())
 	}
 }
+
+// scout load --flood against a master with its default defence (limits
+// scaled down so two seconds show them): the spoofed flood gets no more
+// than the limiter's bound, and the victim's own client, refreshing from
+// one port of the same address, is answered every time.
+func TestLoad_FloodAgainstResponseLimit(t *testing.T) {
+	lim := master.ResponseLimits{VictimBurst: 4096, VictimRate: 1024, ReturnBurst: 4096, ReturnRate: 4096, ReturnInterval: 100 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	m, err := masterd.NewMaster(time.Now(), masterd.Config{
+		Listen:    []netip.AddrPort{netip.MustParseAddrPort("127.96.0.1:0")},
+		Registry:  master.Config{AllowLoopback: true},
+		Responses: lim,
+		OutRate:   1_000_000_000,
+	})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	if err := m.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		m.Close()
+	})
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"load", "--target", "scout=" + m.Addrs()[0].String(),
+		"--servers", "60", "--per-addr", "2", "--fleet-base", "127.96.1.1", "--fleet-port", "41000",
+		"--flood", "200", "--victim", "127.96.9.1", "--refresh", "250ms", "--duration", "2s", "--runs", "1", "--json"}, &stdout, &stderr)
+	if code != 0 || stderr.Len() != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	var r struct {
+		Spoofed, Refreshes, Complete int
+		VictimBytes                  int64 `json:"victim_bytes"`
+		Elapsed                      time.Duration
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatalf("%q: %v", stdout.String(), err)
+	}
+	bound := lim.FloodBound(r.Elapsed)
+	if r.Spoofed < 200 || r.Refreshes < 5 || r.Complete != r.Refreshes || r.VictimBytes > bound {
+		t.Fatalf("%+v: want every refresh answered and at most %d bytes to the victim", r, bound)
+	}
+	t.Logf("%+v, bound %d", r, bound)
+}
