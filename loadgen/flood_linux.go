@@ -48,14 +48,14 @@ type FloodConfig struct {
 	// socket held open for the whole run; 0 sends each request from a
 	// fresh socket (a new ephemeral port, as spoofing tools randomise
 	// the source port), open for Linger.
-	Ports    int
-	Linger   time.Duration // 0 means DefaultFloodLinger
-	Refresh  time.Duration // 0 means DefaultRefresh
+	Ports   int
+	Linger  time.Duration // 0 means DefaultFloodLinger
+	Refresh time.Duration // 0 means DefaultRefresh
 	// Lead is how long the client refreshes before the flood begins (a
 	// player who was using the master when the attack came); 0 means
 	// Refresh/2, negative none. A client that first asks during a flood
 	// finds the victim's budget taken (master.ResponseLimiter).
-	Lead time.Duration
+	Lead     time.Duration
 	Duration time.Duration // 0 means DefaultDuration
 	// Timeout is how long the client waits for each refresh's answer; 0
 	// means DefaultAnswerTimeout.
