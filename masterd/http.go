@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/scout-discovery/scout/web"
 )
 
 // ServerJSON is one server of the /servers list.
@@ -26,8 +28,9 @@ type ServerJSON struct {
 	LastVerified *time.Time        `json:"last_verified,omitempty"` // absent: restored, not yet re-verified
 }
 
-// HTTPHandler serves /metrics (Prometheus), /healthz and /servers
-// (JSON, ?game=NAME filters by game name).
+// HTTPHandler serves /metrics (Prometheus), /healthz, /servers
+// (JSON, ?game=NAME filters by game name) and the server browser page at /
+// (web.Page).
 func (m *Master) HTTPHandler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewCollector(m), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -37,6 +40,7 @@ func (m *Master) HTTPHandler() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write([]byte("ok\n"))
 	})
+	mux.Handle("GET /", web.Page())
 	mux.HandleFunc("GET /servers", func(w http.ResponseWriter, r *http.Request) {
 		want := r.URL.Query()["game"]
 		list := []ServerJSON{}
