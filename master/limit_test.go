@@ -1,6 +1,10 @@
 package master
 
 import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"testing"
@@ -209,5 +213,29 @@ func TestAddrMap(t *testing.T) {
 	}
 	if _, err := NewAddrMap(m1, m1); err == nil {
 		t.Error("duplicate accepted")
+	}
+}
+
+// mac is HMAC-SHA256 as crypto/hmac computes it.
+func TestMAC_IsHMAC(t *testing.T) {
+	for i, a := range []string{"192.0.2.1:27960", "[2001:db8::1]:1", "0.0.0.0:0"} {
+		var secret [32]byte
+		for j := range secret {
+			secret[j] = byte(i*37 + j*11)
+		}
+		e := int64(i*1_000_003 - 1)
+		h := hmac.New(sha256.New, secret[:])
+		var msg [26]byte
+		binary.BigEndian.PutUint64(msg[:8], uint64(e))
+		a16 := ap(a).Addr().As16()
+		copy(msg[8:24], a16[:])
+		binary.BigEndian.PutUint16(msg[24:], ap(a).Port())
+		h.Write(msg[:])
+		if got, want := mac(secret, e, ap(a)), h.Sum(nil); !bytes.Equal(got[:], want) {
+			t.Errorf("%s: mac %x, HMAC %x", a, got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { mac([32]byte{}, 1, ap("192.0.2.1:1")) }); n != 0 {
+		t.Errorf("mac allocates %v times", n)
 	}
 }
