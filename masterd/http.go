@@ -40,7 +40,7 @@ func (m *Master) HTTPHandler() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write([]byte("ok\n"))
 	})
-	mux.Handle("GET /", web.Page())
+	mux.Handle("/", web.Page())
 	mux.HandleFunc("GET /servers", func(w http.ResponseWriter, r *http.Request) {
 		want := r.URL.Query()["game"]
 		list := []ServerJSON{}

@@ -31,9 +31,11 @@ type pageFile struct {
 }
 
 // Page returns the handler of the server browser: GET / is index.html,
-// GET /static/NAME the other files. Mount it at "GET /" (the API's more
-// specific patterns win). Any other path is a 404. The page reads only the
-// JSON API (/api/v1/...).
+// GET /static/NAME the other files; any other path is a 404 and any other
+// method a 405. Mount it at "/" with no method, so that it neither
+// conflicts with nor shadows more specific patterns such as "/api/" (a
+// "GET /" pattern conflicts with "/api/" in net/http's mux). The page
+// reads only the JSON API (/api/v1/...).
 func Page() http.Handler {
 	files := map[string]pageFile{}
 	fs.WalkDir(pageFS, "static", func(p string, d fs.DirEntry, err error) error {
