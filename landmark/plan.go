@@ -1,0 +1,359 @@
+package landmark
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/scout-discovery/scout/adaptive"
+)
+
+// Estimator names the estimate a Planner orders its probes by. The stop
+// rule does not depend on it (it uses the lower bound): the estimator only
+// decides how early each playable server is found.
+type Estimator string
+
+const (
+	// EstUpper is the triangle upper bound min_k(c_k + s_k): on the real
+	// mesh, with hub landmarks, the best single estimator (EVALUATION.md,
+	// "Landmarks").
+	EstUpper Estimator = "upper"
+	// EstMid is the mean of the robust lower bound and the upper bound.
+	EstMid Estimator = "mid"
+	// EstLower is the robust lower bound itself.
+	EstLower Estimator = "lower"
+)
+
+// PlanParams are a Planner's constants.
+type PlanParams struct {
+	// Threshold is the largest playable RTT (ms): 200, Algorithm 2's
+	// RTTstop.
+	Threshold float64
+	// Margin (ms) is subtracted from each server's lower bound before it is
+	// compared with Threshold: the safety margin for the triangle
+	// inequality's violations, measured on real data (package
+	// landmark/evaluate).
+	Margin float64
+	// Drop is LowerBound's drop: how many landmarks with the largest
+	// |c_k - s_k| the lower bound leaves out.
+	Drop int
+	// Repair clips every vector (the client's and the servers') to the
+	// paths through other landmarks first (Repair); it needs
+	// PlanInput.Landmarks.
+	Repair bool
+	// Estimator orders the probes; "" is EstUpper.
+	Estimator Estimator
+	// Unknown are the adaptive planner's constants for the servers no
+	// landmark has measured (see Planner); the zero value takes
+	// adaptive.Scout().
+	Unknown *adaptive.Params
+}
+
+// DefaultPlanParams returns the defaults: 200 ms, no margin, drop 0,
+// repair on, the upper bound as the estimate. The margin is the caller's
+// to measure (EVALUATION.md gives the fitted one).
+func DefaultPlanParams() PlanParams {
+	return PlanParams{Threshold: 200, Repair: true, Estimator: EstUpper}
+}
+
+// PlanInput is what a client knows before it probes: the master's list
+// with every server's landmark vector, its own vector, and the landmarks'
+// RTTs to each other. All RTTs are in milliseconds, NaN where unmeasured;
+// the live client fills them from the masters' published RTTs and its own
+// list queries and pings.
+type PlanInput struct {
+	Targets []adaptive.Target // the master's list, in master order
+	Vectors []Vector          // Vectors[i]: the landmarks' RTTs to Targets[i]
+	Client  Vector            // the client's RTT to each landmark
+	// Landmarks is the K x K matrix of the landmarks' RTTs to each other,
+	// for Repair; nil with Repair off.
+	Landmarks [][]float64
+}
+
+// ErrPlan is wrapped by NewPlanner's error for an input it refuses.
+var ErrPlan = errors.New("landmark: invalid plan input")
+
+type planSlot struct {
+	lo, est float64
+	unknown bool // no landmark measured both this server and the client
+	status  uint8
+}
+
+const (
+	slotUnprobed uint8 = iota
+	slotOutstanding
+	slotObserved
+)
+
+// Planner probes the servers a client may find playable in ascending
+// estimated RTT and stops when every unprobed server's lower bound, minus
+// the margin, is past the threshold: a server is probed exactly when
+// LowerBound(client, server, Drop) - Margin <= Threshold, so the number
+// of probes does not depend on the order; the estimator only makes the
+// near servers come first.
+//
+// A server that no landmark has measured (or that shares no measured
+// landmark with the client) cannot be bounded. Those servers are handed
+// to an adaptive.Planner of their own (Armitage's calibration, by default
+// with adaptive.Scout's constants, whose auto-stop is a bound over the
+// clusters' samples), interleaved by RTT: its probes go out while the RTT
+// it last saw answered is no more than the next bounded server's estimate
+// (its calibration, before any answer, first). In a fleet whose masters
+// measure every server within a few re-probe periods such servers are the
+// few that just registered; with no landmark at all, the Planner is
+// Armitage's planner. Reusing the adaptive planner, rather than probing
+// all of them, keeps its savings when many are unknown (masters just
+// restarted), and its own stop rule keeps its guarantee for that subset.
+//
+// It implements adaptive.Strategy. Pure: no clock, no sockets. Not safe
+// for concurrent use.
+type Planner struct {
+	p       PlanParams
+	targets []adaptive.Target
+	index   map[netip.AddrPort]int32
+	slots   []planSlot
+	order   []int32 // bounded candidates, ascending estimate
+	next    int
+	sub     *adaptive.Planner
+	subIdx  []int32 // sub-planner's index -> slot
+	subDone bool
+	level   float64 // last RTT the sub-planner saw answered, ms
+	out     int     // probes outstanding
+	sent    int
+	stopped bool
+	info    adaptive.StopInfo
+}
+
+// NewPlanner plans the discovery of in.Targets. Duplicate addresses are
+// dropped, keeping the first (as adaptive.New does); Target.Index of the
+// targets handed out is their position in in.Targets. rng feeds the
+// adaptive planner of the unbounded servers.
+func NewPlanner(in PlanInput, p PlanParams, rng *rand.Rand) (*Planner, error) {
+	if len(in.Vectors) != len(in.Targets) {
+		return nil, fmt.Errorf("%w: %d targets, %d vectors", ErrPlan, len(in.Targets), len(in.Vectors))
+	}
+	if !(p.Threshold > 0) || math.IsInf(p.Threshold, 0) || math.IsNaN(p.Margin) || math.IsInf(p.Margin, 0) || p.Drop < 0 {
+		return nil, fmt.Errorf("%w: threshold %v, margin %v, drop %d", ErrPlan, p.Threshold, p.Margin, p.Drop)
+	}
+	switch p.Estimator {
+	case "":
+		p.Estimator = EstUpper
+	case EstUpper, EstMid, EstLower:
+	default:
+		return nil, fmt.Errorf("%w: estimator %q", ErrPlan, p.Estimator)
+	}
+	if p.Repair && in.Landmarks == nil {
+		return nil, fmt.Errorf("%w: repair needs the landmarks' matrix", ErrPlan)
+	}
+	if len(in.Client) > MaxLandmarks {
+		return nil, fmt.Errorf("%w: %d landmarks, at most %d", ErrPlan, len(in.Client), MaxLandmarks)
+	}
+	if err := checkVector(in.Client); err != nil {
+		return nil, fmt.Errorf("%w: client: %v", ErrPlan, err)
+	}
+	pl := &Planner{p: p, index: make(map[netip.AddrPort]int32, len(in.Targets))}
+	client := in.Client
+	if p.Repair {
+		client = Repair(client, in.Landmarks)
+	}
+	var unknown []adaptive.Target
+	for i, t := range in.Targets {
+		if !t.Addr.IsValid() {
+			return nil, fmt.Errorf("%w: entry %d: address %v", adaptive.ErrTarget, i, t.Addr)
+		}
+		t.Addr = netip.AddrPortFrom(t.Addr.Addr().Unmap(), t.Addr.Port())
+		if _, dup := pl.index[t.Addr]; dup {
+			continue
+		}
+		v := in.Vectors[i]
+		if err := checkVector(v); err != nil {
+			return nil, fmt.Errorf("%w: entry %d: %v", ErrPlan, i, err)
+		}
+		t.Index = i
+		s := int32(len(pl.targets))
+		pl.index[t.Addr] = s
+		pl.targets = append(pl.targets, t)
+		if p.Repair {
+			v = Repair(v, in.Landmarks)
+		}
+		_, hi, n := Bounds(client, v)
+		sl := planSlot{unknown: n == 0}
+		if !sl.unknown {
+			sl.lo = LowerBound(client, v, p.Drop)
+			switch p.Estimator {
+			case EstUpper:
+				sl.est = hi
+			case EstMid:
+				sl.est = (sl.lo + hi) / 2
+			case EstLower:
+				sl.est = sl.lo
+			}
+			if sl.lo-p.Margin <= p.Threshold {
+				pl.order = append(pl.order, s)
+			}
+		} else {
+			pl.subIdx = append(pl.subIdx, s)
+			unknown = append(unknown, t)
+		}
+		pl.slots = append(pl.slots, sl)
+	}
+	slices.SortStableFunc(pl.order, func(a, b int32) int { return cmp.Compare(pl.slots[a].est, pl.slots[b].est) })
+	if len(unknown) > 0 {
+		ap := adaptive.Scout()
+		if p.Unknown != nil {
+			ap = *p.Unknown
+		}
+		if rng == nil {
+			return nil, fmt.Errorf("%w: nil rng", ErrPlan)
+		}
+		sub, err := adaptive.New(unknown, ap, rng)
+		if err != nil {
+			return nil, err
+		}
+		pl.sub = sub
+	} else {
+		pl.subDone = true
+	}
+	pl.checkStop()
+	return pl, nil
+}
+
+func checkVector(v Vector) error {
+	for k, x := range v {
+		if !math.IsNaN(x) && (x < 0 || math.IsInf(x, 0)) {
+			return fmt.Errorf("landmark %d: RTT %v", k, x)
+		}
+	}
+	return nil
+}
+
+// Next returns the next probe: phase Reordered for a bounded server, the
+// adaptive planner's phase for an unbounded one; ok is false with phase
+// Waiting when only the adaptive planner has probes left and it waits for
+// outcomes, Done when nothing is left.
+func (pl *Planner) Next() (adaptive.Target, adaptive.Phase, bool) {
+	if pl.stopped {
+		return adaptive.Target{}, adaptive.Done, false
+	}
+	bounded := pl.next < len(pl.order)
+	if !pl.subDone && (!bounded || pl.level <= pl.slots[pl.order[pl.next]].est) {
+		t, ph, ok := pl.sub.Next()
+		if ok {
+			s := pl.subIdx[t.Index]
+			pl.hand(s)
+			return pl.targets[s], ph, true
+		}
+		if ph == adaptive.Done {
+			pl.subDone = true
+			pl.checkStop()
+		} else if !bounded {
+			return adaptive.Target{}, adaptive.Waiting, false
+		}
+	}
+	if bounded {
+		s := pl.order[pl.next]
+		pl.next++
+		pl.hand(s)
+		return pl.targets[s], adaptive.Reordered, true
+	}
+	if !pl.subDone {
+		return adaptive.Target{}, adaptive.Waiting, false
+	}
+	pl.checkStop()
+	return adaptive.Target{}, adaptive.Done, false
+}
+
+func (pl *Planner) hand(s int32) {
+	pl.slots[s].status = slotOutstanding
+	pl.out++
+	pl.sent++
+}
+
+// Observe records the outcome of a probe handed out by Next. It refuses an
+// address not in the list (adaptive.ErrUnknown) and one not outstanding
+// (adaptive.ErrNotSent).
+func (pl *Planner) Observe(addr netip.AddrPort, rtt time.Duration, answered bool) error {
+	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
+	s, ok := pl.index[addr]
+	if !ok {
+		return fmt.Errorf("%w: %v", adaptive.ErrUnknown, addr)
+	}
+	sl := &pl.slots[s]
+	if sl.status != slotOutstanding {
+		return fmt.Errorf("%w: %v", adaptive.ErrNotSent, addr)
+	}
+	sl.status = slotObserved
+	pl.out--
+	if sl.unknown {
+		if err := pl.sub.Observe(addr, rtt, answered); err != nil {
+			return err
+		}
+		if answered {
+			pl.level = float64(rtt) / float64(time.Millisecond)
+		}
+		if st, _ := pl.sub.Stopped(); st {
+			pl.subDone = true
+		}
+	}
+	pl.checkStop()
+	return nil
+}
+
+// checkStop stops once every candidate was handed out, the adaptive
+// planner is done and no probe is outstanding.
+func (pl *Planner) checkStop() {
+	if pl.stopped || pl.next < len(pl.order) || !pl.subDone || pl.out > 0 {
+		return
+	}
+	pl.stopped = true
+	nearest := adaptive.NoAnswer
+	for s := range pl.slots {
+		if sl := pl.slots[s]; sl.status == slotUnprobed && !sl.unknown {
+			nearest = min(nearest, time.Duration(sl.lo*float64(time.Millisecond)))
+		}
+	}
+	pl.info = adaptive.StopInfo{Rule: adaptive.StopBound, Reordered: pl.next, Sent: pl.sent,
+		Bottom: adaptive.NoAnswer, Nearest: nearest, Unprobed: len(pl.targets) - pl.sent}
+}
+
+// Stopped reports whether discovery is over: every server whose lower
+// bound minus the margin is within the threshold has been probed and
+// observed, and the adaptive planner of the unbounded servers stopped or
+// ran out. StopInfo.Nearest is the smallest lower bound left unprobed;
+// its Rule is adaptive.StopBound, the family this rule belongs to.
+func (pl *Planner) Stopped() (bool, adaptive.StopInfo) { return pl.stopped, pl.info }
+
+// Clusters are the adaptive planner's clusters of the unbounded servers
+// (nil when every server is bounded).
+func (pl *Planner) Clusters() []adaptive.ClusterInfo {
+	if pl.sub == nil {
+		return nil
+	}
+	return pl.sub.Clusters()
+}
+
+// Candidates returns how many bounded servers the stop rule requires to be
+// probed, and how many servers are unbounded (left to Armitage's planner).
+func (pl *Planner) Candidates() (bounded, unbounded int) {
+	return len(pl.order), len(pl.subIdx)
+}
+
+// Estimate returns the planner's estimate and lower bound for target i
+// (its position in PlanInput.Targets) in ms; ok is false for a duplicate
+// and for a server no landmark bounds.
+func (pl *Planner) Estimate(i int) (est, lo float64, ok bool) {
+	for s, t := range pl.targets {
+		if t.Index == i {
+			sl := pl.slots[s]
+			return sl.est, sl.lo, !sl.unknown
+		}
+	}
+	return 0, 0, false
+}
+
+var _ adaptive.Strategy = (*Planner)(nil)

@@ -1,0 +1,312 @@
+package landmark
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/scout-discovery/scout/adaptive"
+)
+
+// planWorld is a client, K landmarks and n servers with true RTTs (ms).
+type planWorld struct {
+	in   PlanInput
+	true []float64 // client -> server
+}
+
+func addrOf(i int) netip.AddrPort {
+	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), 27960)
+}
+
+// metricWorld puts everything in a 2-D space with heights: exact metric
+// data, where the lower bound never exceeds the truth.
+func metricWorld(r *rand.Rand, k, n int) planWorld {
+	lms := points(r, k)
+	client := points(r, 1)[0]
+	w := planWorld{}
+	w.in.Client = vectorOf(client, lms)
+	w.in.Landmarks = make([][]float64, k)
+	for i := range lms {
+		w.in.Landmarks[i] = vectorOf(lms[i], lms)
+		w.in.Landmarks[i][i] = 0
+	}
+	for i, s := range points(r, n) {
+		w.in.Targets = append(w.in.Targets, adaptive.Target{Addr: addrOf(i), Country: "C" + fmt.Sprint(i%5)})
+		w.in.Vectors = append(w.in.Vectors, vectorOf(s, lms))
+		w.true = append(w.true, client.Dist(s))
+	}
+	return w
+}
+
+type probed struct {
+	index int
+	phase adaptive.Phase
+}
+
+// drive runs the planner to its end with a window of win probes in
+// flight, outcomes arriving in the order sent; every server answers at its
+// true RTT. check is called after each outcome.
+func drive(t *testing.T, pl *Planner, w planWorld, win int, check func(sent []probed, done map[int]bool)) []probed {
+	t.Helper()
+	var sent []probed
+	var queue []int
+	done := map[int]bool{}
+	for range 10 * len(w.true) {
+		for len(queue) < win {
+			tg, ph, ok := pl.Next()
+			if !ok {
+				if ph == adaptive.Waiting && len(queue) == 0 {
+					t.Fatal("waiting with nothing outstanding")
+				}
+				break
+			}
+			sent = append(sent, probed{tg.Index, ph})
+			queue = append(queue, tg.Index)
+		}
+		if len(queue) == 0 {
+			break
+		}
+		i := queue[0]
+		queue = queue[1:]
+		rtt := time.Duration(w.true[i] * float64(time.Millisecond))
+		if err := pl.Observe(w.in.Targets[i].Addr, rtt, true); err != nil {
+			t.Fatal(err)
+		}
+		done[i] = true
+		if check != nil {
+			check(sent, done)
+		}
+	}
+	if st, _ := pl.Stopped(); !st {
+		t.Fatalf("never stopped (%d sent)", len(sent))
+	}
+	return sent
+}
+
+func TestPlanner_ExactMetricFindsEveryPlayable(t *testing.T) {
+	for seed := range uint64(20) {
+		r := rand.New(rand.NewPCG(seed, 7))
+		w := metricWorld(r, 3+int(seed%6), 400)
+		p := DefaultPlanParams()
+		p.Threshold = 120
+		pl, err := NewPlanner(w.in, p, rand.New(rand.NewPCG(seed, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent := drive(t, pl, w, 4, nil)
+		got := map[int]bool{}
+		for _, s := range sent {
+			got[s.index] = true
+		}
+		playable := 0
+		for i, d := range w.true {
+			if d <= p.Threshold {
+				playable++
+				if !got[i] {
+					t.Fatalf("seed %d: playable server %d (%.1f ms) never probed", seed, i, d)
+				}
+			}
+		}
+		if len(sent) == len(w.true) {
+			t.Errorf("seed %d: probed all %d servers (%d playable): the bound saved nothing", seed, len(sent), playable)
+		}
+	}
+}
+
+// TestPlanner_NeverStopsEarly: with noisy, non-metric data, the planner
+// never reports a stop while a server whose lower bound minus the margin is
+// within the threshold is unprobed, and probes the bounded servers in
+// ascending estimate.
+func TestPlanner_NeverStopsEarly(t *testing.T) {
+	for seed := range uint64(30) {
+		r := rand.New(rand.NewPCG(seed, 9))
+		w := metricWorld(r, 2+int(seed%7), 300)
+		for i := range w.in.Vectors { // detours and holes: the metric broken
+			for k := range w.in.Vectors[i] {
+				switch x := r.Float64(); {
+				case x < 0.05:
+					w.in.Vectors[i][k] = math.NaN()
+				case x < 0.15:
+					w.in.Vectors[i][k] *= 1 + r.Float64()
+				}
+			}
+			if r.Float64() < 0.03 {
+				for k := range w.in.Vectors[i] {
+					w.in.Vectors[i][k] = math.NaN() // unmeasured server
+				}
+			}
+			w.true[i] *= 0.8 + 0.4*r.Float64()
+		}
+		p := PlanParams{Threshold: 100 + 50*r.Float64(), Margin: 20 * r.Float64(), Drop: int(seed % 2), Repair: seed%3 == 0,
+			Estimator: []Estimator{EstUpper, EstMid, EstLower}[seed%3]}
+		pl, err := NewPlanner(w.in, p, rand.New(rand.NewPCG(seed, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		client := w.in.Client
+		if p.Repair {
+			client = Repair(client, w.in.Landmarks)
+		}
+		lastEst := math.Inf(-1)
+		sent := drive(t, pl, w, 1+int(seed%5), func(sent []probed, done map[int]bool) {
+			if last := sent[len(sent)-1]; last.phase == adaptive.Reordered {
+				est, _, ok := pl.Estimate(last.index)
+				if ok {
+					if est < lastEst {
+						t.Fatalf("seed %d: estimate %.1f after %.1f", seed, est, lastEst)
+					}
+					lastEst = est
+				}
+			}
+			st, _ := pl.Stopped()
+			if !st {
+				return
+			}
+			for i := range w.true {
+				if done[i] {
+					continue
+				}
+				v := w.in.Vectors[i]
+				if p.Repair {
+					v = Repair(v, w.in.Landmarks)
+				}
+				_, _, n := Bounds(client, v)
+				if n == 0 {
+					continue // Armitage's planner's: its own stop rule
+				}
+				if lo := LowerBound(client, v, p.Drop); lo-p.Margin <= p.Threshold {
+					t.Fatalf("seed %d: stopped with server %d unprobed: lower bound %.1f, margin %.1f, threshold %.1f (true %.1f)",
+						seed, i, lo, p.Margin, p.Threshold, w.true[i])
+				}
+			}
+		})
+		bounded, unbounded := pl.Candidates()
+		if _, info := pl.Stopped(); info.Sent != len(sent) || len(sent) < bounded {
+			t.Fatalf("seed %d: info %+v, %d sent, %d bounded candidates, %d unbounded", seed, info, len(sent), bounded, unbounded)
+		}
+	}
+}
+
+func TestPlanner_Deterministic(t *testing.T) {
+	run := func() []probed {
+		r := rand.New(rand.NewPCG(3, 3))
+		w := metricWorld(r, 4, 200)
+		for i := 0; i < 200; i += 7 {
+			w.in.Vectors[i] = Vector{math.NaN(), math.NaN(), math.NaN(), math.NaN()}
+		}
+		pl, err := NewPlanner(w.in, DefaultPlanParams(), rand.New(rand.NewPCG(5, 5)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return drive(t, pl, w, 3, nil)
+	}
+	a, b := run(), run()
+	if fmt.Sprint(a) != fmt.Sprint(b) {
+		t.Fatalf("two runs differ:\n%v\n%v", a, b)
+	}
+}
+
+// TestPlanner_UnmeasuredGoToArmitage: servers no landmark measured are
+// handed to an adaptive planner (calibration first); with its auto-stop
+// off every one of them is probed, and a client that measured no landmark
+// gets Armitage's planner alone.
+func TestPlanner_UnmeasuredGoToArmitage(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 4))
+	w := metricWorld(r, 3, 300)
+	unknown := map[int]bool{}
+	for i := 0; i < 300; i += 5 {
+		w.in.Vectors[i] = Vector{math.NaN(), math.NaN(), math.NaN()}
+		unknown[i] = true
+	}
+	ap := adaptive.Paper()
+	ap.StopRTT = 0 // no auto-stop
+	p := DefaultPlanParams()
+	p.Unknown = &ap
+	pl, err := NewPlanner(w.in, p, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ub := pl.Candidates(); ub != len(unknown) {
+		t.Fatalf("%d unbounded, want %d", ub, len(unknown))
+	}
+	sent := drive(t, pl, w, 2, nil)
+	if sent[0].phase != adaptive.Calibrate {
+		t.Errorf("first probe %v, want the unmeasured servers' calibration first", sent[0].phase)
+	}
+	got := 0
+	for _, s := range sent {
+		if unknown[s.index] {
+			got++
+		}
+	}
+	if got != len(unknown) {
+		t.Errorf("%d of %d unmeasured servers probed", got, len(unknown))
+	}
+	if len(pl.Clusters()) == 0 {
+		t.Error("no clusters from the adaptive planner")
+	}
+
+	w.in.Client = Vector{math.NaN(), math.NaN(), math.NaN()}
+	pl, err = NewPlanner(w.in, p, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, ub := pl.Candidates(); b != 0 || ub != 300 {
+		t.Fatalf("client with no landmark: %d bounded, %d unbounded", b, ub)
+	}
+	if sent := drive(t, pl, w, 2, nil); len(sent) != 300 {
+		t.Errorf("%d probes, want 300", len(sent))
+	}
+}
+
+func TestPlanner_Refusals(t *testing.T) {
+	r := rand.New(rand.NewPCG(2, 2))
+	w := metricWorld(r, 3, 20)
+	w.in.Targets = append(w.in.Targets, w.in.Targets[0]) // duplicate
+	w.in.Vectors = append(w.in.Vectors, w.in.Vectors[0])
+	pl, err := NewPlanner(w.in, DefaultPlanParams(), rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pl.Observe(addrOf(999), time.Millisecond, true); !errors.Is(err, adaptive.ErrUnknown) {
+		t.Errorf("unknown address: %v", err)
+	}
+	tg, _, ok := pl.Next()
+	if !ok {
+		t.Fatal("nothing to probe")
+	}
+	other := addrOf((tg.Index + 1) % 20)
+	if err := pl.Observe(other, time.Millisecond, true); !errors.Is(err, adaptive.ErrNotSent) {
+		t.Errorf("not sent: %v", err)
+	}
+	if err := pl.Observe(tg.Addr, time.Millisecond, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := pl.Observe(tg.Addr, time.Millisecond, true); !errors.Is(err, adaptive.ErrNotSent) {
+		t.Errorf("observed twice: %v", err)
+	}
+
+	nan := math.NaN()
+	good := PlanInput{Targets: w.in.Targets[:2], Vectors: w.in.Vectors[:2], Client: w.in.Client, Landmarks: w.in.Landmarks}
+	for name, f := range map[string]func(*PlanInput, *PlanParams){
+		"lengths":        func(in *PlanInput, _ *PlanParams) { in.Vectors = in.Vectors[:1] },
+		"negative":       func(in *PlanInput, _ *PlanParams) { in.Vectors = []Vector{{-1, 2, 3}, {1, 2, 3}} },
+		"infinite":       func(in *PlanInput, _ *PlanParams) { in.Client = Vector{math.Inf(1), nan, nan} },
+		"repair, no lms": func(in *PlanInput, _ *PlanParams) { in.Landmarks = nil },
+		"threshold":      func(_ *PlanInput, p *PlanParams) { p.Threshold = 0 },
+		"margin":         func(_ *PlanInput, p *PlanParams) { p.Margin = nan },
+		"drop":           func(_ *PlanInput, p *PlanParams) { p.Drop = -1 },
+		"estimator":      func(_ *PlanInput, p *PlanParams) { p.Estimator = "gnp" },
+		"address":        func(in *PlanInput, _ *PlanParams) { in.Targets = []adaptive.Target{{}, in.Targets[1]} },
+	} {
+		in, p := good, DefaultPlanParams()
+		f(&in, &p)
+		if _, err := NewPlanner(in, p, rand.New(rand.NewPCG(1, 1))); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
