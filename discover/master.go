@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 
 	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/probe"
@@ -114,6 +115,14 @@ func listedAs(g *game.Game) (names []string, anonymous []bool, protocols []int) 
 		return []string{g.Name, "Quake3Arena"}, []bool{false, true}, []int{ProtocolIOQuake3}
 	}
 	return []string{g.Name}, []bool{g.Anonymous}, protocols
+}
+
+// ListedUnder returns the game names a master may list a server of g
+// under, all of which RequestFor(g, ...) asks for (see listedAs):
+// OpenArena's servers under OpenArena and Quake3Arena.
+func ListedUnder(g *game.Game) []string {
+	names, _, _ := listedAs(g)
+	return names
 }
 
 // RequestFor returns the request a client of g sends to its masters.
@@ -254,4 +263,94 @@ func usable(ap netip.AddrPort) bool {
 		return b[0] != 0 && b[0] < 240
 	}
 	return !a.IsLinkLocalUnicast() || a.Zone() != ""
+}
+
+// Describe returns the queries r sends, as text without the packet
+// prefix: "getservers 68 empty full", "getservers OpenArena 71 empty
+// full", ...; "getServers 2.85" for Quake 4; the filter of a Steam query.
+func (r *Request) Describe() []string {
+	switch r.Protocol {
+	case ProtocolQ4:
+		return []string{"getServers " + r.Q4.Protocol.String()}
+	case ProtocolSteam:
+		return []string{"Steam master query " + r.Steam.Filter}
+	}
+	bs, err := r.queries(netip.AddrPort{})
+	if err != nil {
+		return nil
+	}
+	out := make([]string, len(bs))
+	for i, b := range bs {
+		out[i] = strings.TrimPrefix(string(b), q3.Prefix)
+	}
+	return out
+}
+
+// OtherName is a game of the catalogue whose masters' lists g's request
+// does not ask for, at a protocol g's request asks for anonymously: where
+// a server of g's engine is listed when it heartbeats under a game name
+// (an ioquake3 server with com_gamename OpenArena heartbeats DarkPlaces
+// and is listed under OpenArena, not in the anonymous protocol-71 list
+// that --game q3 asks for).
+type OtherName struct {
+	Game    *game.Game
+	Request Request // the queries for it that g's request does not send
+}
+
+// OtherNames returns, for a Quake III family game g asked with protocol
+// (0: the defaults of RequestFor) and ext, the named (not anonymous)
+// games of catalogue that share a protocol g asks for anonymously, each
+// with the queries g's request does not already send. Named games that
+// share a protocol with each other (Xonotic and Nexuiz, protocol 3) are
+// different games, not other names. Other families are keyed by protocol
+// alone (Quake 4, Doom 3) or by directory (Steam): none.
+func OtherNames(g *game.Game, catalogue []*game.Game, protocol int, ext bool) []OtherName {
+	if g.Family != game.FamilyQ3 {
+		return nil
+	}
+	mine, err := RequestFor(g, protocol, ext)
+	if err != nil {
+		return nil
+	}
+	_, anon, protocols := listedAs(g)
+	if protocol != 0 {
+		protocols = []int{protocol}
+	}
+	if !slices.Contains(anon, true) {
+		return nil
+	}
+	asked := map[string]bool{}
+	for _, gs := range append([]q3.GetServers{mine.Q3}, mine.Q3Also...) {
+		gs.Ext = mine.Q3.Ext
+		b, _ := gs.AppendBinary(nil)
+		asked[string(b)] = true
+	}
+	var out []OtherName
+	for _, o := range catalogue {
+		if o.Name == g.Name || o.Family != game.FamilyQ3 || o.Anonymous {
+			continue
+		}
+		var forms []q3.GetServers
+		for _, p := range protocols {
+			if !o.HasProtocol(p) {
+				continue
+			}
+			r, err := RequestFor(o, p, ext)
+			if err != nil {
+				continue
+			}
+			for _, gs := range append([]q3.GetServers{r.Q3}, r.Q3Also...) {
+				gs.Ext = r.Q3.Ext
+				b, _ := gs.AppendBinary(nil)
+				if !asked[string(b)] {
+					asked[string(b)] = true
+					forms = append(forms, gs)
+				}
+			}
+		}
+		if len(forms) > 0 {
+			out = append(out, OtherName{Game: o, Request: Request{Protocol: ProtocolQ3, Q3: forms[0], Q3Also: forms[1:], Dialect: mine.Dialect}})
+		}
+	}
+	return out
 }

@@ -212,3 +212,18 @@ func drive(ctx context.Context, conn probe.Conn, p probe.Prober, st adaptive.Str
 	}
 	return counts, err
 }
+
+// List asks cfg.Masters for their lists on conn and returns when every
+// list has ended or ctx ends, probing nothing: each is called with every
+// Listed and MasterDone event, and Summary.Listed counts the distinct
+// servers listed. cfg.Extra and cfg.Prober are not used.
+func List(ctx context.Context, conn probe.Conn, cfg Config, each func(Event)) (Summary, error) {
+	start := time.Now()
+	s := newSession(cfg, start)
+	err := collect(ctx, conn, s, each)
+	sum := s.summary(time.Now())
+	if err != nil {
+		return sum, fmt.Errorf("discover: %w", err)
+	}
+	return sum, nil
+}

@@ -130,3 +130,29 @@ func TestDiscover_OneFormUnansweredEndsQuiet(t *testing.T) {
 		}
 	})
 }
+
+// TestOtherNames_OnlyNamesOfTheSameEngine: --game q3 asks protocol 71
+// anonymously, so OpenArena's named list is another name it misses;
+// OpenArena asks both already; named games sharing a protocol (Xonotic,
+// Nexuiz) are different games; --protocol 68 shares nothing.
+func TestOtherNames_OnlyNamesOfTheSameEngine(t *testing.T) {
+	cat := game.Builtin()
+	names := func(g string, protocol int) []string {
+		var out []string
+		for _, o := range OtherNames(builtinGame(t, g), cat, protocol, false) {
+			out = append(out, o.Game.Name+": "+strings.Join(o.Request.Describe(), "; "))
+		}
+		return out
+	}
+	if got := names("Quake3Arena", 0); !slices.Equal(got, []string{"OpenArena: getservers OpenArena 71 empty full"}) {
+		t.Errorf("Quake3Arena: %q", got)
+	}
+	for _, tc := range []struct {
+		g string
+		p int
+	}{{"Quake3Arena", 68}, {"OpenArena", 0}, {"Xonotic", 0}, {"et", 0}, {"Quake4", 0}} {
+		if got := names(tc.g, tc.p); len(got) != 0 {
+			t.Errorf("%s protocol %d: %q, want none", tc.g, tc.p, got)
+		}
+	}
+}

@@ -32,10 +32,6 @@ arriving. Lists from several masters are merged; a master that does not
 answer is reported and the others still count. With --lan, getinfo is
 broadcast to ports 27960-27963 instead, as the Quake III client does.
 
-Games (--game): q3 (Quake3Arena), openarena, et, rtcw (wolfmp), xonotic,
-nexuiz, warsow, q4 (Quake4), doom3, css (cstrike): any name of the
-catalogue, case-insensitive.
-
 Send patterns (--strategy): et (16 in flight, the default), q4 (bursts of
 32 then 300 ms), qstat (20 in flight, one every 10 ms, RTT from the first
 send: for comparison only). --rate or --bandwidth pace the probes instead
@@ -134,11 +130,11 @@ func runServers(ctx context.Context, args []string, stdout, stderr io.Writer) in
 }
 
 func parseServersFlags(args []string, stderr io.Writer) (serversOptions, int, bool) {
-	fs := newFlags("servers", "[flags]", serversAbout+"\n\n"+orderHelp, stderr)
+	fs := newFlags("servers", "[flags]", serversAbout+"\n\n"+gamesHelp()+"\n\n"+orderHelp, stderr)
 	var opt serversOptions
 	var masters stringList
 	fs.Var(&masters, "master", "a master `HOST:PORT` to ask (repeatable); default: the game's well-known masters")
-	gameName := fs.String("game", "q3", "the game whose servers to list")
+	gameName := fs.String("game", "q3", "the game whose servers to list (the queries each sends: Games, below)")
 	fs.IntVar(&opt.protocol, "protocol", 0, "the protocol to ask masters for (default: the game's newest)")
 	fs.BoolVar(&opt.ext, "ipv6", false, "ask with getserversExt, for IPv6 servers too (Quake III family)")
 	fs.DurationVar(&opt.quiet, "quiet", discover.DefaultQuiet, "a master's list without end marker is complete after this silence")
@@ -342,9 +338,11 @@ func serversDiscover(ctx context.Context, opt serversOptions, out *serversOutput
 		return serversOrdered(ctx, opt, out, mconn, pconn, cfg, unresolved)
 	}
 	log := &probeLog{start: out.began}
-	sum, err := discover.Discover(ctx, mconn, pconn, cfg, log.wrap(out.event))
+	gn := &gameNames{}
+	sum, err := discover.Discover(ctx, mconn, pconn, cfg, gn.wrap(opt.filter, log.wrap(out.event)))
 	sum.Masters = append(unresolved, sum.Masters...)
 	out.finish(sum)
+	warnGameName(ctx, opt, cfg, sum, gn, stderr)
 	if err == nil && opt.ordering.plot != "" {
 		err = writePlot(opt.ordering.plot, "scout servers --order master", opt.ordering.autoStop,
 			plotSeries("conventional", log.probes, 0, opt.ordering.params()))
