@@ -53,10 +53,22 @@ const (
 )
 
 type snapEntry struct {
-	addr     netip.AddrPort // as published (after -m mapping)
+	ip       [16]byte // the address as published (after -m mapping), As16
 	gametype string
+	port     uint16
 	state    uint8
 	v6       bool
+}
+
+// addrPort returns the published address. The 16 bytes and the port are
+// 40 bytes an entry where a netip.AddrPort (with its zone handle) made
+// 56: one per listed server in every snapshot.
+func (e *snapEntry) addrPort() netip.AddrPort {
+	a := netip.AddrFrom16(e.ip)
+	if !e.v6 {
+		a = a.Unmap()
+	}
+	return netip.AddrPortFrom(a, e.port)
 }
 
 type groupKey struct {
@@ -150,10 +162,10 @@ func (r *Registry) buildLocked(nowNS int64) *snapshot {
 		if e.Full() {
 			st |= stateFull
 		}
-		g.entries = append(g.entries, snapEntry{addr: pub, gametype: e.Gametype, state: st, v6: pub.Addr().Is6()})
+		g.entries = append(g.entries, snapEntry{ip: pub.Addr().As16(), port: pub.Port(), gametype: e.Gametype, state: st, v6: pub.Addr().Is6()})
 	}
 	for _, g := range s.groups {
-		slices.SortFunc(g.entries, func(a, b snapEntry) int { return a.addr.Compare(b.addr) })
+		slices.SortFunc(g.entries, func(a, b snapEntry) int { return a.addrPort().Compare(b.addrPort()) })
 		g.stride = coprimeStride(len(g.entries))
 	}
 	s.anon = anonymousGames(anon, r.cfg.Catalogue)
@@ -304,7 +316,7 @@ func (s *snapshot) appendMatching(f filter, k uint64, dst []netip.AddrPort) []ne
 				(f.hasGametype && e.gametype != f.gametype) {
 				continue
 			}
-			dst = append(dst, e.addr)
+			dst = append(dst, e.addrPort())
 		}
 	}
 	if f.anyProtocol {
