@@ -92,6 +92,12 @@ type Config struct {
 	// Store keeps the registry on disk and restores it at NewMaster;
 	// nil keeps nothing.
 	Store Store
+	// CommitInterval is the state writer's group commit: everything
+	// verified or dropped since the last commit is written in one
+	// transaction, at most this often, so a change is on disk at most
+	// CommitInterval plus one commit's duration after it was made (and
+	// a kill -9 loses no more). 0 means DefaultCommitInterval.
+	CommitInterval time.Duration
 	// HTTP is the TCP address Run serves HTTPHandler on (/metrics,
 	// /healthz, /servers); empty serves none (the handler can still be
 	// mounted elsewhere with Master.HTTPHandler).
@@ -120,6 +126,7 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	orDur(&c.ChallengeRotation, master.DefaultRotationPeriod)
+	orDur(&c.CommitInterval, DefaultCommitInterval)
 	orInt(&c.Queries.Throttle, master.DefaultThrottle)
 	orDur(&c.Queries.Decay, master.DefaultDecayTime)
 	orInt(&c.Heartbeats.Throttle, DefaultHBThrottle)

@@ -4,8 +4,11 @@
 // sendmmsg per reply with UDP segmentation offload on Linux), the clock
 // (each datagram is timestamped at the read; a ticker drives expiry and
 // re-probes every TickInterval), the state writer that hands listing
-// changes to a Store (master/store) off the packet path, the HTTP
-// endpoints (/servers, /healthz) and the Prometheus metrics (/metrics).
+// changes to a Store (master/store) off the packet path as a group commit
+// (everything pending in one transaction, at most every
+// Config.CommitInterval; master/store's doc states what survives a
+// kill -9), the HTTP endpoints (/servers, /healthz) and the Prometheus
+// metrics (/metrics).
 //
 // It is configured by one typed Config that library users fill directly
 // (the demo, discobench, tests); every zero field has a sensible default.

@@ -73,7 +73,7 @@ func NewMaster(now time.Time, cfg Config) (*Master, error) {
 		}
 		n, skipped := reg.Restore(now, servers)
 		log.Info("restored", "servers", n, "skipped", len(skipped), "corrupt", corrupt)
-		m.writer = newStoreWriter(cfg.Store, log)
+		m.writer = newStoreWriter(cfg.Store, log, cfg.CommitInterval)
 		hc.Persist = m.writer
 		// Servers the current configuration refuses leave the state.
 		for _, r := range skipped {

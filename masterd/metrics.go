@@ -18,6 +18,8 @@ type Collector struct {
 	answers, unknownGame, budgetDenied       *prometheus.Desc
 	listed, pending, listedByGame            *prometheus.Desc
 	sendErrors, stateErrors                  *prometheus.Desc
+	stateCommits, stateWritten, statePending *prometheus.Desc
+	stateSeconds, stateLast, stateMax        *prometheus.Desc
 }
 
 // NewCollector returns the collector of m.
@@ -44,7 +46,13 @@ func NewCollector(m *Master) *Collector {
 		pending:      d("servers_pending", "Servers challenged and not yet verified."),
 		listedByGame: d("servers_listed_by_game", "Servers listed, by game.", "game"),
 		sendErrors:   d("send_errors_total", "Datagrams the kernel refused, or with no socket of their family.", "error"),
-		stateErrors:  d("state_write_errors_total", "Failed writes to the state file."),
+		stateErrors:  d("state_write_errors_total", "Failed commits to the state file (their changes are tried again at the next)."),
+		stateCommits: d("state_commits_total", "Commits to the state file (one transaction each)."),
+		stateWritten: d("state_changes_written_total", "Listing changes (servers written or deleted) committed to the state file."),
+		statePending: d("state_changes_pending", "Listing changes waiting for the next commit."),
+		stateSeconds: d("state_commit_seconds_total", "Time spent in successful commits to the state file."),
+		stateLast:    d("state_last_commit_seconds", "Duration of the last successful commit."),
+		stateMax:     d("state_max_commit_seconds", "Duration of the longest successful commit since start."),
 	}
 }
 
@@ -52,7 +60,7 @@ func NewCollector(m *Master) *Collector {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.packetsIn, c.bytesIn, c.packetsOut, c.bytesOut, c.dropped, c.removed,
 		c.changes, c.probes, c.retries, c.afterRetry, c.answers, c.unknownGame, c.budgetDenied, c.listed, c.pending, c.listedByGame,
-		c.sendErrors, c.stateErrors} {
+		c.sendErrors, c.stateErrors, c.stateCommits, c.stateWritten, c.statePending, c.stateSeconds, c.stateLast, c.stateMax} {
 		ch <- d
 	}
 }
@@ -104,9 +112,16 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	refused, noSocket := c.m.Server.SendErrors()
 	counter(c.sendErrors, refused, "refused")
 	counter(c.sendErrors, noSocket, "no_socket")
-	var we uint64
-	if c.m.writer != nil {
-		we = c.m.writer.errs.Load()
+	if w := c.m.writer; w != nil {
+		seconds := func(d *prometheus.Desc, t prometheus.ValueType, ns int64) {
+			ch <- prometheus.MustNewConstMetric(d, t, float64(ns)/1e9)
+		}
+		counter(c.stateErrors, w.errs.Load())
+		counter(c.stateCommits, w.commits.Load())
+		counter(c.stateWritten, w.written.Load())
+		gauge(c.statePending, w.Pending())
+		seconds(c.stateSeconds, prometheus.CounterValue, w.commitNS.Load())
+		seconds(c.stateLast, prometheus.GaugeValue, w.lastNS.Load())
+		seconds(c.stateMax, prometheus.GaugeValue, w.maxNS.Load())
 	}
-	counter(c.stateErrors, we)
 }

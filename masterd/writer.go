@@ -2,39 +2,64 @@ package masterd
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/scout-discovery/scout/master"
 )
 
 // Store keeps the registry on disk (master/store implements it).
 type Store interface {
-	Put(master.Server) error
-	Delete(netip.AddrPort) error
+	// Apply writes puts and deletes durably in one transaction: when it
+	// returns nil all of them are on disk, when it fails none is.
+	Apply(puts []master.Server, deletes []netip.AddrPort) error
+	// Load reads every stored server; corrupt counts records skipped.
 	Load() (servers []master.Server, corrupt int, err error)
 }
 
-// storeWriter is the Persister the server gives its handler: Put and
-// Delete record the latest state of each address and wake a writer
-// goroutine, so the packet path never waits for the disk. Pending
-// writes are bounded by the registry's MaxServers (one per address).
+// DefaultCommitInterval is how often, at most, the state writer commits:
+// every change is on disk at most this long plus one commit's duration
+// after the handler made it.
+const DefaultCommitInterval = 100 * time.Millisecond
+
+// maxRetryWait bounds the wait between commits that keep failing (a full
+// or read-only disk): the wait doubles from the commit interval up to it.
+const maxRetryWait = 5 * time.Second
+
+// storeWriter is the Persister the server gives its handler, and group
+// commit: Put and Delete record the latest state of each address and wake
+// the writer goroutine, so the packet path never waits for the disk; the
+// writer commits everything pending in one Store.Apply, at most once per
+// interval (the first change after a quiet spell at once). A failed
+// commit keeps its changes pending (unless a newer change replaced one)
+// for the next. Pending changes are bounded by the registry's MaxServers
+// (one per address).
 //
-// mu guards pending.
+// mu guards pending; the counters are atomic, for the metrics.
 type storeWriter struct {
-	st   Store
-	log  *slog.Logger
-	wake chan struct{}
-	errs atomic.Uint64
+	st       Store
+	log      *slog.Logger
+	interval time.Duration
+	wake     chan struct{}
+
+	errs     atomic.Uint64 // failed commits
+	commits  atomic.Uint64 // successful commits
+	written  atomic.Uint64 // changes (puts and deletes) committed
+	commitNS atomic.Int64  // total time in successful commits
+	lastNS   atomic.Int64  // duration of the last successful commit
+	maxNS    atomic.Int64  // longest successful commit
 
 	mu      sync.Mutex
 	pending map[netip.AddrPort]*master.Server // nil value: delete
 }
 
-func newStoreWriter(st Store, log *slog.Logger) *storeWriter {
-	return &storeWriter{st: st, log: log, wake: make(chan struct{}, 1), pending: make(map[netip.AddrPort]*master.Server)}
+func newStoreWriter(st Store, log *slog.Logger, interval time.Duration) *storeWriter {
+	return &storeWriter{st: st, log: log, interval: interval, wake: make(chan struct{}, 1),
+		pending: make(map[netip.AddrPort]*master.Server)}
 }
 
 func (w *storeWriter) Put(s master.Server) { w.set(s.Addr, &s) }
@@ -51,38 +76,105 @@ func (w *storeWriter) set(a netip.AddrPort, s *master.Server) {
 	}
 }
 
-// run writes pending changes until ctx ends, then writes what is left.
+// Pending returns the number of changes not yet committed.
+func (w *storeWriter) Pending() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.pending)
+}
+
+// run commits pending changes until ctx ends, then commits what is left
+// once and returns.
 func (w *storeWriter) run(ctx context.Context) {
+	var last time.Time // start of the last commit
+	failed := 0        // commits failed in a row
 	for {
 		select {
 		case <-ctx.Done():
-			w.flush()
+			w.flush(true)
 			return
 		case <-w.wake:
-			w.flush()
+		}
+		wait := w.interval
+		if failed > 0 {
+			wait = min(w.interval<<min(failed, 16), maxRetryWait)
+		}
+		if wait -= time.Since(last); !last.IsZero() && wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				w.flush(true)
+				return
+			case <-t.C:
+			}
+		}
+		last = time.Now()
+		switch err := w.flush(false); {
+		case err != nil:
+			if failed == 0 {
+				w.log.Error("writing the state file; retrying", "err", err)
+			}
+			failed++
+		case failed > 0:
+			w.log.Info("state file written again", "failed_commits", failed)
+			failed = 0
 		}
 	}
 }
 
-func (w *storeWriter) flush() {
+// flush commits every pending change in one Apply. On failure the changes go back to pending (except those a
+// newer change replaced) and the writer wakes itself to try again; final
+// is the last try, at stop, whose failure loses them.
+func (w *storeWriter) flush(final bool) error {
+	// The commit starts before it takes the pending changes: every change
+	// made before start is in it (the crash test relies on this, reading
+	// start as the log line's time minus took).
+	start := time.Now()
 	w.mu.Lock()
 	batch := w.pending
-	w.pending = make(map[netip.AddrPort]*master.Server)
+	w.pending = make(map[netip.AddrPort]*master.Server, len(batch)/2)
 	w.mu.Unlock()
 	if len(batch) == 0 {
-		return
+		return nil
 	}
-	defer w.log.Debug("state written", "changes", len(batch))
+	puts := make([]master.Server, 0, len(batch))
+	var dels []netip.AddrPort
 	for a, s := range batch {
-		var err error
 		if s == nil {
-			err = w.st.Delete(a)
+			dels = append(dels, a)
 		} else {
-			err = w.st.Put(*s)
-		}
-		if err != nil {
-			w.errs.Add(1)
-			w.log.Error("writing the state file", "server", a, "err", err)
+			puts = append(puts, *s)
 		}
 	}
+	err := w.st.Apply(puts, dels)
+	d := time.Since(start)
+	if err != nil {
+		w.errs.Add(1)
+		err = fmt.Errorf("committing %d changes: %w", len(batch), err)
+		if final {
+			w.log.Error("writing the state file at stop; these changes are lost", "err", err)
+			return err
+		}
+		w.mu.Lock()
+		for a, s := range batch {
+			if _, newer := w.pending[a]; !newer {
+				w.pending[a] = s
+			}
+		}
+		w.mu.Unlock()
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+		return err
+	}
+	w.commits.Add(1)
+	w.written.Add(uint64(len(batch)))
+	w.commitNS.Add(int64(d))
+	w.lastNS.Store(int64(d))
+	for m := w.maxNS.Load(); int64(d) > m && !w.maxNS.CompareAndSwap(m, int64(d)); m = w.maxNS.Load() {
+	}
+	w.log.Debug("state written", "puts", len(puts), "deletes", len(dels), "took", d)
+	return nil
 }

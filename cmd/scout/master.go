@@ -53,7 +53,7 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	cfg := set.Config
 	cfg.Logger = log
 	if set.State != "" {
-		s, err := store.Open(set.State, store.Options{Timeout: storeTimeout})
+		s, err := store.Open(set.State, store.Options{Timeout: storeTimeout, RefuseDamaged: set.Refuse})
 		if err != nil {
 			log.Error("opening the state file", "path", set.State, "err", err)
 			return 1

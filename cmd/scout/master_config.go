@@ -22,6 +22,7 @@ type masterSettings struct {
 	// them from State and the log fields).
 	masterd.Config
 	State      string     // --state FILE
+	Refuse     bool       // --refuse-damaged-state
 	LogLevel   slog.Level // -v
 	LogOff     bool       // -v 0
 	LogJSON    bool       // --log-format json
@@ -49,9 +50,11 @@ func (o masterOptions) settings(ctx context.Context) (masterSettings, error) {
 			OutRate:           orDefault(o.OutRate, master.DefaultOutboundBytesPerSecond),
 			OutBurst:          orDefault(o.OutBurst, master.DefaultOutboundBurst),
 			HTTP:              o.HTTP,
+			CommitInterval:    time.Duration(orDefault(o.CommitInterval, int(masterd.DefaultCommitInterval/time.Millisecond))) * time.Millisecond,
 			ChallengeRotation: master.DefaultRotationPeriod,
 		},
 		State:      o.State,
+		Refuse:     o.RefuseDamaged,
 		LogJSON:    o.LogFormat == "json",
 		PrintGames: o.PrintGames,
 	}

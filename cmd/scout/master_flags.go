@@ -39,23 +39,25 @@ type masterOptions struct {
 	Verbose           int        `json:"verbose"`              // -v [LEVEL]: 0 nothing .. 4 everything; default 3
 
 	// scout's own.
-	State            string   `json:"state"`              // --state FILE: the registry on disk
-	HTTP             string   `json:"http"`               // --http ADDR: /metrics, /healthz, /servers
-	MOTD             string   `json:"motd"`               // --motd TEXT: ET's message of the day; opens the MOTD port
-	MOTDPort         int      `json:"motd-port"`          // --motd-port: default 27951
-	Peers            []string `json:"peer"`               // --peer ADDR[:PORT]: masters whose register is accepted
-	Upstreams        []string `json:"upstream"`           // --upstream ADDR[:PORT]: masters verified servers are forwarded to
-	LogFormat        string   `json:"log-format"`         // --log-format text|json
-	Timeout          int      `json:"timeout"`            // --timeout SECONDS: silent-server expiry (900)
-	MaxPacketBytes   int      `json:"max-packet-bytes"`   // --max-packet-bytes: server-list datagram size (1400)
-	EntriesPerPacket int      `json:"entries-per-packet"` // --entries-per-packet N: 112 is id's master
-	EndOnLastOnly    bool     `json:"eot-last-only"`      // --eot-last-only: end marker on the last packet only (dpmaster 2.x); default every packet
-	OutRate          int      `json:"out-rate"`           // --out-rate BYTES/S: global outbound budget
-	OutBurst         int      `json:"out-burst"`          // --out-burst BYTES
-	HBThrottle       int      `json:"hb-throttle"`        // --hb-throttle: heartbeat flood protection
-	HBDecayTime      int      `json:"hb-decay-time"`      // --hb-decay-time SECONDS
-	VerifyRetries    *int     `json:"verify-retries"`     // --verify-retries N: resends of an unanswered check; nil: 2; 0: none
-	ConfigFile       string   `json:"-"`                  // --config FILE
+	State            string   `json:"state"`                // --state FILE: the registry on disk
+	CommitInterval   int      `json:"commit-interval"`      // --commit-interval MS: group commit to --state (100)
+	RefuseDamaged    bool     `json:"refuse-damaged-state"` // --refuse-damaged-state: exit instead of moving a damaged --state aside
+	HTTP             string   `json:"http"`                 // --http ADDR: /metrics, /healthz, /servers
+	MOTD             string   `json:"motd"`                 // --motd TEXT: ET's message of the day; opens the MOTD port
+	MOTDPort         int      `json:"motd-port"`            // --motd-port: default 27951
+	Peers            []string `json:"peer"`                 // --peer ADDR[:PORT]: masters whose register is accepted
+	Upstreams        []string `json:"upstream"`             // --upstream ADDR[:PORT]: masters verified servers are forwarded to
+	LogFormat        string   `json:"log-format"`           // --log-format text|json
+	Timeout          int      `json:"timeout"`              // --timeout SECONDS: silent-server expiry (900)
+	MaxPacketBytes   int      `json:"max-packet-bytes"`     // --max-packet-bytes: server-list datagram size (1400)
+	EntriesPerPacket int      `json:"entries-per-packet"`   // --entries-per-packet N: 112 is id's master
+	EndOnLastOnly    bool     `json:"eot-last-only"`        // --eot-last-only: end marker on the last packet only (dpmaster 2.x); default every packet
+	OutRate          int      `json:"out-rate"`             // --out-rate BYTES/S: global outbound budget
+	OutBurst         int      `json:"out-burst"`            // --out-burst BYTES
+	HBThrottle       int      `json:"hb-throttle"`          // --hb-throttle: heartbeat flood protection
+	HBDecayTime      int      `json:"hb-decay-time"`        // --hb-decay-time SECONDS
+	VerifyRetries    *int     `json:"verify-retries"`       // --verify-retries N: resends of an unanswered check; nil: 2; 0: none
+	ConfigFile       string   `json:"-"`                    // --config FILE
 
 	zeroes uint8 // explicit zero values: -v 0, -p 0, --motd-port 0
 }
@@ -174,7 +176,9 @@ var masterOptionSpecs = []optSpec{
 	{"log", 'L', argNone, refused("-L/--log is not supported: scout logs to standard error; let the service manager keep it (or use --log-format json)"), ""},
 	{"log-file", 0, argOne, refused("--log-file is not supported: scout logs to standard error; redirect it"), ""},
 
-	{"state", 0, argOne, strOpt(func(o *masterOptions) *string { return &o.State }), "FILE: keep the registry in FILE (bbolt) across restarts"},
+	{"state", 0, argOne, strOpt(func(o *masterOptions) *string { return &o.State }), "FILE: keep the registry in FILE (bbolt) across restarts and kill -9; a damaged FILE is logged, moved aside to FILE.damaged-YYYYMMDDTHHMMSSZ, and the list refills from heartbeats"},
+	{"commit-interval", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.CommitInterval }, 1), "MS: commit what was verified or dropped to --state in one transaction at most every MS ms (100); kill -9 loses at most the last MS + one commit"},
+	{"refuse-damaged-state", 0, argNone, flagOpt(func(o *masterOptions) { o.RefuseDamaged = true }), "exit (status 1) when the --state file is damaged, empty or not scout's, leaving it in place"},
 	{"http", 0, argOne, strOpt(func(o *masterOptions) *string { return &o.HTTP }), "ADDR: serve /metrics, /healthz and /servers on ADDR (off by default)"},
 	{"motd", 0, argOne, strOpt(func(o *masterOptions) *string { return &o.MOTD }), "TEXT: answer Enemy Territory's getmotd with TEXT on the MOTD port"},
 	{"motd-port", 0, argOne, zeroOpt(func(o *masterOptions) *int { return &o.MOTDPort }, zeroMOTDPort), "port of the MOTD listener (27951); 0 turns it off"},

@@ -3,11 +3,14 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,17 +29,43 @@ type child struct {
 	lines chan map[string]any
 }
 
-func buildScout(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "scout")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+// scoutBin is the scout binary the tests run, built once per test binary
+// (a build takes tens of seconds on a busy machine) in binDir, which
+// TestMain removes.
+var (
+	binDir   string
+	binOnce  sync.Once
+	scoutBin string
+	binErr   error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
 	}
-	return bin
+	os.Exit(code)
 }
 
-func startMaster(t *testing.T, bin string, args ...string) *child {
+func buildScout(t testing.TB) string {
+	t.Helper()
+	binOnce.Do(func() {
+		if binDir, binErr = os.MkdirTemp("", "scout-test-bin-"); binErr != nil {
+			return
+		}
+		scoutBin = filepath.Join(binDir, "scout")
+		out, err := exec.Command("go", "build", "-o", scoutBin, ".").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return scoutBin
+}
+
+func startMaster(t testing.TB, bin string, args ...string) *child {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"master", "--log-format", "json", "-v", "4"}, args...)...)
 	stderr, err := cmd.StderrPipe()
@@ -62,7 +91,7 @@ func startMaster(t *testing.T, bin string, args ...string) *child {
 }
 
 // waitLog returns the first log line with msg (and key=value when given).
-func (c *child) waitLog(t *testing.T, msg string, kv ...string) map[string]any {
+func (c *child) waitLog(t testing.TB, msg string, kv ...string) map[string]any {
 	t.Helper()
 	deadline := time.After(waitBound)
 	for {

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/scout-discovery/scout/loadgen"
+	"github.com/scout-discovery/scout/masterd"
+)
+
+// crashFleet is the emulated servers of the crash test: loopback
+// addresses no other test of the repository uses.
+func crashFleet(t testing.TB, n int, base string) *loadgen.Fleet {
+	t.Helper()
+	f, err := loadgen.NewFleet(loadgen.FleetConfig{Servers: n, Base: netip.MustParseAddr(base), Port: 29100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; f.Close() })
+	return f
+}
+
+// listedNow is the master's /servers list, and a time after its
+// servers were verified.
+func listedNow(t *testing.T, httpAddr string) (map[netip.AddrPort]bool, time.Time) {
+	t.Helper()
+	resp, err := http.Get("http://" + httpAddr + "/servers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list []masterd.ServerJSON
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now()
+	set := make(map[netip.AddrPort]bool, len(list))
+	for _, s := range list {
+		set[netip.MustParseAddrPort(s.Address)] = true
+	}
+	return set, at
+}
+
+// commitLog collects the "state written" lines of a master's log: the
+// start of each commit that completed (its log time minus its duration).
+// Every other line is drained, so the master never blocks on its stderr.
+type commitLog struct {
+	starts chan time.Time
+	done   chan struct{}
+}
+
+func watchCommits(c *child) *commitLog {
+	l := &commitLog{starts: make(chan time.Time, 1<<16), done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		for m := range c.lines {
+			if m["msg"] != "state written" {
+				continue
+			}
+			at, err1 := time.Parse(time.RFC3339Nano, fmt.Sprint(m["time"]))
+			took, ok := m["took"].(float64) // slog's JSON writes a Duration in nanoseconds
+			if err1 == nil && ok {
+				l.starts <- at.Add(-time.Duration(took))
+			}
+		}
+	}()
+	return l
+}
+
+func countIn(set map[netip.AddrPort]bool, addrs []netip.AddrPort) int {
+	n := 0
+	for _, a := range addrs {
+		if set[a] {
+			n++
+		}
+	}
+	return n
+}
+
+// TestMaster_Kill9KeepsVerifiedServers kills a real scout master with
+// SIGKILL while it registers and commits servers, restarts it on the same
+// state file and checks that every server it had listed before the start
+// of its last completed commit is listed again: the group-commit contract
+// of master/store, on a real process and a real disk. 2,000 servers are
+// registered and listed, then 2,000 more heartbeat while the master is
+// polled; the kill comes when a commit that started after the first 2,000
+// were listed has completed and half of the second wave is listed.
+func TestMaster_Kill9KeepsVerifiedServers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs scout")
+	}
+	bin := buildScout(t)
+	state := filepath.Join(t.TempDir(), "state.db")
+	args := []string{"-l", "127.0.0.1", "-p", "0", "--allow-loopback", "--state", state, "--http", "127.0.0.1:0"}
+	m1 := startMaster(t, bin, args...)
+	addr := netip.MustParseAddrPort(m1.waitLog(t, "listening", "port", "master")["addr"].(string))
+	httpAddr := m1.waitLog(t, "listening", "port", "http")["addr"].(string)
+	commits := watchCommits(m1)
+
+	wave1 := crashFleet(t, 2000, "127.93.0.1")
+	wave2 := crashFleet(t, 2000, "127.94.0.1")
+	ctx, cancel := context.WithTimeout(context.Background(), waitBound)
+	defer cancel()
+	if _, err := loadgen.Populate(ctx, wave1, addr, loadgen.PopulateConfig{Source: netip.MustParseAddr("127.95.0.1")}); err != nil {
+		t.Fatal(err)
+	}
+	type snapshot struct {
+		at  time.Time
+		set map[netip.AddrPort]bool
+	}
+	set, at := listedNow(t, httpAddr)
+	if n := countIn(set, wave1.Addrs()); n != 2000 {
+		t.Fatalf("after registration %d of 2,000 listed", n)
+	}
+	snaps := []snapshot{{at, set}}
+	hbCtx, stopHB := context.WithCancel(ctx)
+	defer stopHB()
+	go wave2.Heartbeat(hbCtx, addr, nil, 1000)
+
+	// Poll until a commit begun after the first snapshot has completed
+	// and the second wave is half listed, then kill at once.
+	var lastStart time.Time
+	for {
+		for len(commits.starts) > 0 {
+			lastStart = <-commits.starts
+		}
+		set, at := listedNow(t, httpAddr)
+		snaps = append(snaps, snapshot{at, set})
+		if lastStart.After(snaps[0].at) && countIn(set, wave2.Addrs()) >= 1000 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no commit completed after the first 2,000 were listed, or the second wave not listed, within %v", waitBound)
+		}
+	}
+	if err := m1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	m1.cmd.Wait()
+	<-commits.done
+	stopHB()
+	for len(commits.starts) > 0 {
+		lastStart = <-commits.starts
+	}
+	// The newest list taken before the last completed commit began: each
+	// of its servers had been verified before that commit took the
+	// pending changes, so all must be on disk.
+	durable := snaps[0]
+	for _, s := range snaps {
+		if s.at.Before(lastStart) {
+			durable = s
+		}
+	}
+	listedAtKill := snaps[len(snaps)-1].set
+
+	m2 := startMaster(t, bin, "-l", "127.0.0.1", "-p", "0", "--allow-loopback", "--state", state, "--http", "127.0.0.1:0", "-v", "3")
+	restored := m2.waitLog(t, "restored")
+	if restored["corrupt"] != float64(0) {
+		t.Errorf("restored: %v", restored)
+	}
+	http2 := m2.waitLog(t, "listening", "port", "http")["addr"].(string)
+	go func() {
+		for range m2.lines {
+		}
+	}()
+	after, _ := listedNow(t, http2)
+	lost := 0
+	for a := range durable.set {
+		if !after[a] {
+			lost++
+		}
+	}
+	t.Logf("listed at the kill %d; durable by the master's log (listed %v before the kill, before the last completed commit began) %d; listed after the restart %d, of them %d of wave 1",
+		len(listedAtKill), killed.Sub(durable.at).Round(time.Millisecond), len(durable.set), len(after), countIn(after, wave1.Addrs()))
+	if lost > 0 {
+		t.Errorf("%d of the %d servers listed %v before the kill are lost", lost, len(durable.set), killed.Sub(durable.at).Round(time.Millisecond))
+	}
+	if n := countIn(after, wave1.Addrs()); n != 2000 {
+		t.Errorf("%d of the first 2,000 servers listed after the restart", n)
+	}
+	if n := countIn(after, wave1.Addrs()) + countIn(after, wave2.Addrs()); n != len(after) {
+		t.Errorf("%d servers after the restart that were never registered", len(after)-n)
+	}
+}
+
+// TestMaster_RefuseDamagedState: with --refuse-damaged-state a damaged
+// state file stops scout master with status 1 and a message naming the
+// damage, and stays where it was; without it the file is moved aside and
+// the master starts.
+func TestMaster_RefuseDamagedState(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs scout")
+	}
+	bin := buildScout(t)
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state.db")
+	if err := os.WriteFile(state, []byte(strings.Repeat("not a database\n", 1000)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "master", "-l", "127.0.0.1", "-p", "0", "--state", state, "--refuse-damaged-state").CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "is not a bbolt database") {
+		t.Fatalf("exit %v, output:\n%s", err, out)
+	}
+	if m, _ := filepath.Glob(state + ".damaged-*"); len(m) != 0 {
+		t.Fatalf("refused file moved: %v", m)
+	}
+	m := startMaster(t, bin, "-l", "127.0.0.1", "-p", "0", "--state", state)
+	d := m.waitLog(t, "the state file was damaged")
+	moved, _ := d["moved_to"].(string)
+	if !strings.HasPrefix(moved, state+".damaged-") || d["damage"] != "not a bbolt database" {
+		t.Errorf("log: %v", d)
+	}
+	m.waitLog(t, "listening", "port", "master")
+	m.cmd.Process.Signal(syscall.SIGTERM)
+	if err := m.cmd.Wait(); err != nil {
+		t.Errorf("exit after SIGTERM: %v", err)
+	}
+}
