@@ -80,7 +80,7 @@ type Config struct {
 	MaxPending           int           // challenged, not yet verified; default DefaultMaxPending
 	ChallengeLifetime    time.Duration // default DefaultChallengeLifetime; must not exceed the Challenger's period
 	Timeout              time.Duration // silent-server expiry; default DefaultTimeout
-	MaxMissedProbes      int           // default DefaultMaxMissedProbes
+	MaxMissedProbes      int           // default DefaultMaxMissedProbes; above MaxMissedCount: never
 	// VerifyRetries is how many times an unanswered check is sent again,
 	// at most MaxVerifyRetries; default DefaultVerifyRetries; negative:
 	// none. The last retry must go out before ChallengeLifetime.
@@ -262,7 +262,7 @@ type Removal struct {
 // entry is what the registry keeps of one server, with its bookkeeping.
 // It holds the fields of Server in a compact form (Server.Info is built
 // from info, instants are stamps, names are interned) because there is
-// one per listed server: 160 bytes, where a Server with its []Pair and
+// one per listed server: 144 bytes, where a Server with its []Pair and
 // five time.Time was 320 plus the pairs (see BENCHMARKS.md, "Memory per
 // listed server"). server returns the Server.
 type entry struct {
@@ -273,27 +273,46 @@ type entry struct {
 	hbGame   *game.Game // game announced by heartbeat tag; nil for DarkPlaces
 	chk      *check     // the check in flight; nil if none
 
+	// LastVerified is the last verified reply, or the restart for a
+	// restored server not verified since (restored). A listed server is
+	// silent from LastVerified+Timeout.
 	FirstSeen, LastVerified, LastHeartbeat, NextProbe stamp
-	expireAt                                          stamp // listed: drop when now >= expireAt
 
-	Protocol            int
+	Protocol            int32 // Q3: ParseInt(.., 32); Doom 3: a catalogue protocol
 	Clients, MaxClients int32
-	Missed              int32 // periodic re-probes unanswered in a row
+	Missed              uint8 // checks unanswered in a row, at most MaxMissedCount
 	Family              game.Family
 	Listed              bool
+	restored            bool // listed from the store, not verified by this process
 }
+
+// MaxMissedCount is where an entry's count of missed checks stops (it is
+// one byte): a Config.MaxMissedProbes above it never drops a server for
+// missed checks.
+const MaxMissedCount = 255
 
 // server returns e as a Server, with its info pairs.
 func (e *entry) server() Server {
 	return Server{
-		Addr: e.Addr, Listed: e.Listed, Game: e.Game, Family: e.Family, Protocol: e.Protocol,
+		Addr: e.Addr, Listed: e.Listed, Game: e.Game, Family: e.Family, Protocol: int(e.Protocol),
 		Gametype: e.Gametype, Clients: int(e.Clients), MaxClients: int(e.MaxClients),
 		Info:      unpackInfo(e.info),
-		FirstSeen: e.FirstSeen.Time(), LastVerified: e.LastVerified.Time(),
+		FirstSeen: e.FirstSeen.Time(), LastVerified: e.lastVerified(),
 		LastHeartbeat: e.LastHeartbeat.Time(), NextProbe: e.NextProbe.Time(),
 		Missed: int(e.Missed),
 	}
 }
+
+// lastVerified is Server.LastVerified: zero for a restored server.
+func (e *entry) lastVerified() time.Time {
+	if e.restored {
+		return time.Time{}
+	}
+	return e.LastVerified.Time()
+}
+
+// expiry is when a listed e is silent for timeout.
+func (e *entry) expiry(timeout time.Duration) stamp { return e.LastVerified + stamp(timeout) }
 
 // Empty and Full are Server's.
 func (e *entry) Empty() bool { return e.Clients == 0 }
@@ -554,24 +573,23 @@ func (r *Registry) Verify(now time.Time, src netip.AddrPort, rep Reply) (Server,
 	change := ChangeRefreshed
 	// What the snapshot (and so every cached answer) holds: a change in
 	// the info alone, if only its echoed challenge, leaves them be.
-	listing := !e.Listed || s.Game != e.Game || s.Protocol != e.Protocol || s.Gametype != e.Gametype ||
+	listing := !e.Listed || s.Game != e.Game || s.Protocol != int(e.Protocol) || s.Gametype != e.Gametype ||
 		s.Empty() != e.Empty() || s.Full() != e.Full()
 	switch {
 	case !e.Listed:
 		change = ChangeListed
 		r.pending--
-	case s.Game != e.Game || s.Protocol != e.Protocol || s.Gametype != e.Gametype ||
+	case s.Game != e.Game || s.Protocol != int(e.Protocol) || s.Gametype != e.Gametype ||
 		s.Clients != int(e.Clients) || s.MaxClients != int(e.MaxClients) || info != e.info:
 		change = ChangeUpdated
 	}
 	e.Listed = true
-	e.Game, e.Protocol, e.Gametype = r.internLocked(s.Game), s.Protocol, r.internLocked(s.Gametype)
+	e.Game, e.Protocol, e.Gametype = r.internLocked(s.Game), int32(s.Protocol), r.internLocked(s.Gametype)
 	e.Clients, e.MaxClients = clamp32(s.Clients), clamp32(s.MaxClients)
 	if info != e.info {
 		e.info = info
 	}
-	e.LastVerified = stampOf(now)
-	e.expireAt = stampOf(now.Add(r.cfg.Timeout))
+	e.LastVerified, e.restored = stampOf(now), false
 	e.Missed = 0
 	if c.tries > 1 {
 		r.afterRetry.Add(1)
@@ -846,7 +864,7 @@ func (r *Registry) DueProbes(now time.Time, dst []Probe, max int) []Probe {
 		}
 		reqs, interval := r.reprobeOf(e)
 		cause := CauseReprobe
-		if e.LastVerified == 0 {
+		if e.restored {
 			cause = CauseRestored
 			reqs |= game.GetInfo // an infoResponse restores everything a client filters on
 		}
@@ -927,7 +945,7 @@ func (r *Registry) Expire(now time.Time, dst []Removal) []Removal {
 			case c.cause == CauseFlatline:
 				why = ReasonCheckUnanswered
 			default:
-				e.Missed++
+				e.Missed = uint8(min(int(e.Missed)+1, MaxMissedCount))
 				if int(e.Missed) >= r.cfg.MaxMissedProbes {
 					why = ReasonProbesUnanswered
 				} else {
@@ -935,7 +953,7 @@ func (r *Registry) Expire(now time.Time, dst []Removal) []Removal {
 				}
 			}
 		}
-		if why == OK && e.Listed && stampOf(now) >= e.expireAt {
+		if why == OK && e.Listed && stampOf(now) >= e.expiry(r.cfg.Timeout) {
 			why = ReasonSilent
 		}
 		if why == OK {
@@ -981,19 +999,22 @@ func (r *Registry) Restore(now time.Time, servers []Server) (restored int, skipp
 			why = ReasonAddressFull
 		case !r.cfg.Policy.Accepts(s.Game):
 			why = ReasonGamePolicy
+		case s.Protocol != int(int32(s.Protocol)):
+			why = ReasonBadProtocol // no reply could have listed it
 		}
 		if why != OK {
 			skipped = append(skipped, Removal{Addr: a, Listed: true, Reason: why})
 			continue
 		}
 		e := &entry{
-			Addr: a, Listed: true, Game: r.internLocked(s.Game), Family: s.Family, Protocol: s.Protocol,
+			Addr: a, Listed: true, Game: r.internLocked(s.Game), Family: s.Family, Protocol: int32(s.Protocol),
 			Gametype: r.internLocked(s.Gametype), Clients: clamp32(s.Clients), MaxClients: clamp32(s.MaxClients),
 			info:      packInfo(s.Info),
 			FirstSeen: stampOf(s.FirstSeen), LastHeartbeat: stampOf(s.LastHeartbeat),
-			// LastVerified stays 0: not verified by this process.
+			// Its silence is timed from now; Server.LastVerified stays
+			// zero: not verified by this process.
+			LastVerified: stampOf(now), restored: true,
 			NextProbe: stampOf(now),
-			expireAt:  stampOf(now.Add(r.cfg.Timeout)),
 		}
 		if g, ok := r.cfg.Catalogue.ByName(s.Game); ok && g.Anonymous && len(g.Heartbeats) > 0 {
 			e.hbGame = g

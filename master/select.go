@@ -138,15 +138,15 @@ func (r *Registry) buildLocked(nowNS int64) *snapshot {
 		if !e.Listed {
 			continue
 		}
-		exp := int64(e.expireAt)
+		exp := int64(e.expiry(r.cfg.Timeout))
 		if nowNS >= exp {
 			continue // silent for Timeout: Expire removes it at its next run
 		}
 		s.minExpire = min(s.minExpire, exp)
 		if e.hbGame != nil && e.hbGame.Name == e.Game {
-			anon[anonCount{protoKey{e.Family, e.Protocol}, e.hbGame}]++
+			anon[anonCount{protoKey{e.Family, int(e.Protocol)}, e.hbGame}]++
 		}
-		k := groupKey{e.Family, e.Game, e.Protocol}
+		k := groupKey{e.Family, e.Game, int(e.Protocol)}
 		g := s.groups[k]
 		if g == nil {
 			g = &group{}
