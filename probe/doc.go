@@ -43,6 +43,16 @@
 // misdirected (one of our tokens from another address than the one it was
 // sent to, as multi-homed servers do; reported as the target's error).
 //
+// # Pacing
+//
+// A Prober sends as its window allows, at a fixed Interval, in bursts, or,
+// with Pace set (the default of `scout servers`), at a rate set by a
+// [Pacer]: a pure controller that reads the player's access link from the
+// spacing of the replies (a busy link spaces them one transmission time
+// apart), keeps the rate under its capacity and backs off when replies
+// queue, so that the RTTs measured are not inflated by the run itself.
+// Its doc says why that signal and not the RTT itself.
+//
 // # ICMP errors
 //
 // A UDP socket shared by many targets learns nothing of ICMP errors by

@@ -85,6 +85,12 @@ type Prober struct {
 	// the window allows. [IntervalForRate] and [IntervalForBandwidth]
 	// compute it.
 	Interval time.Duration
+	// Pace, when set, paces the sends by the delay-based controller of
+	// [Pacer] instead of Interval: from Pace.StartRate up to what the
+	// player's link carries without queueing, capped at Pace.MaxRate. A
+	// zero Window then means one large enough for MaxRate
+	// ([WindowForRate]).
+	Pace *Pace
 	// Burst, when positive, makes the sends go in bursts of Burst
 	// datagrams, each burst after the first waiting Pause after the last
 	// send of the one before (Quake 4's browser: 32, then a few hundred
@@ -201,6 +207,14 @@ type Counts struct {
 	KernelStamped int
 	StampLag      time.Duration
 	StampLagMax   time.Duration
+
+	// With Prober.Pace: the rate at the last send and the highest, in
+	// probes per second; the backoffs (Pacer.Cuts); the link capacity
+	// the pacer estimated, in bits per second (0: never found).
+	PaceRate     float64
+	PacePeakRate float64
+	PaceCuts     int
+	PaceCapacity float64
 }
 
 // Query opens a UDP socket on all interfaces, runs the targets and
@@ -499,12 +513,15 @@ func read(conn Conn, out chan<- datagram, stop <-chan struct{}) {
 func (p *Prober) settings() settings {
 	s := settings{timeout: p.Timeout, attempts: p.Attempts, window: p.Window,
 		interval: p.Interval, burst: p.Burst, pause: p.Pause, fromFirst: p.RTTFromFirstSend,
-		maxTargets: p.MaxTargets}
+		maxTargets: p.MaxTargets, pace: p.Pace}
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout
 	}
 	if s.attempts <= 0 {
 		s.attempts = DefaultAttempts
+	}
+	if s.window <= 0 && s.pace != nil {
+		s.window = WindowForRate(s.pace.withDefaults().MaxRate, s.timeout)
 	}
 	if s.window <= 0 {
 		s.window = DefaultWindow

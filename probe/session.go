@@ -21,6 +21,7 @@ type settings struct {
 	pause      time.Duration
 	fromFirst  bool
 	maxTargets int
+	pace       *Pace // delay-based pacing instead of interval; nil: none
 }
 
 // tokenLifetime is how long a token stays known after its send: every
@@ -63,6 +64,10 @@ type session struct {
 	finished  []*target // results not yet taken
 	found     []Result  // broadcast: servers found, not yet taken
 	foundAt   map[netip.AddrPort]bool
+	pacer     *Pacer // with settings.pace
+	// lastMatched is the send the datagram being received answered, for
+	// the pacer; nil when it answered none.
+	lastMatched *send
 
 	counts Counts
 }
@@ -101,11 +106,15 @@ type send struct {
 }
 
 func newSession(cfg settings) *session {
-	return &session{
+	s := &session{
 		settings: cfg,
 		byAddr:   make(map[netip.AddrPort]*target),
 		byTok:    make(map[uint64]*send),
 	}
+	if cfg.pace != nil {
+		s.pacer = NewPacer(*cfg.pace)
+	}
+	return s
 }
 
 // add queues a target and returns it. A target that cannot be probed
@@ -211,10 +220,12 @@ func (s *session) poll(now time.Time) []*send {
 	return out
 }
 
-// pace sets the earliest time of the next send after a send at now. With
-// an interval, a wake-up that came late by less than one interval keeps
-// the cadence (the next send is due one interval after the slot, not after
-// now), so the rate holds on average; a longer gap restarts it. A burst
+// pace sets the earliest time of the next send after a send at now. The
+// interval is the pacer's (settings.pace) or the fixed one. With an
+// interval, a wake-up that came late by less than one interval (or
+// maxCatchUp) keeps the cadence (the next send is due one interval after
+// the slot, not after now), so the rate holds on average; a longer gap
+// restarts it. A burst
 // size makes every burst-th send wait the pause.
 func (s *session) pace(now time.Time) {
 	if s.burst > 0 {
@@ -225,15 +236,31 @@ func (s *session) pace(now time.Time) {
 			return
 		}
 	}
-	if s.interval <= 0 {
+	interval := s.interval
+	if s.pacer != nil {
+		s.pacer.Sent(now)
+		interval = s.pacer.Interval(now)
+		s.counts.PaceRate = s.pacer.rate
+		s.counts.PacePeakRate = max(s.counts.PacePeakRate, s.pacer.rate)
+		s.counts.PaceCuts = s.pacer.Cuts
+		s.counts.PaceCapacity = 8 * s.pacer.capacity
+	}
+	if interval <= 0 {
 		return
 	}
 	slot := s.nextSend
-	if slot.IsZero() || now.Sub(slot) >= s.interval {
+	if slot.IsZero() || now.Sub(slot) >= max(interval, maxCatchUp) {
 		slot = now
 	}
-	s.nextSend = slot.Add(s.interval)
+	s.nextSend = slot.Add(interval)
 }
+
+// maxCatchUp is how far behind its cadence a paced send may be and still
+// keep it: timers wake up to a millisecond late, so at intervals below a
+// millisecond the sends missed while asleep go at the wake-up, back to
+// back (at most a millisecond's worth), or the rate would be held to
+// about one send per wake-up.
+const maxCatchUp = time.Millisecond
 
 // expire forgets the tokens of requests that are over and were sent more
 // than tokenLifetime before now. Sends are in time order, so this looks at
@@ -294,6 +321,15 @@ func (s *session) wrote(sd *send, at time.Time, err error) {
 func (s *session) receive(now time.Time, from netip.AddrPort, b []byte) {
 	s.counts.Received++
 	s.counts.BytesIn += int64(len(b))
+	if s.pacer != nil {
+		defer func() {
+			var sent time.Time // of the probe b answered, if it answered one
+			if sd := s.lastMatched; sd != nil {
+				sent, s.lastMatched = sd.at, nil
+			}
+			s.pacer.Received(now, len(b)+UDPOverhead, sent)
+		}()
+	}
 	t := s.byAddr[from]
 	if t == nil || t.broadcast {
 		s.stray(now, from, b)
@@ -341,6 +377,10 @@ func (s *session) receive(now time.Time, from netip.AddrPort, b []byte) {
 	from0 := sd.at
 	if s.fromFirst {
 		from0 = r.first // qstat's way, for comparison only
+	}
+	if s.pacer != nil {
+		s.pacer.Answered(now.Sub(sd.at))
+		s.lastMatched = sd
 	}
 	if rtt := now.Sub(from0); t.res.RTT == 0 || rtt < t.res.RTT {
 		t.res.RTT = max(rtt, time.Nanosecond) // answered means RTT > 0

@@ -34,6 +34,8 @@ const (
 // Strategies are the send patterns [StrategyNamed] knows, in the order
 // they are listed to users.
 var Strategies = []Strategy{
+	{Name: "auto", About: "paced by the link: from 200 probes/s up to what the replies show the player's line carries without queueing (see Pacer), at most 5,000/s",
+		Prober: Prober{Pace: &Pace{}}},
 	{Name: "et", About: "Enemy Territory: at most 16 probes in flight, a new one as each is answered",
 		Prober: Prober{Window: DefaultWindow}},
 	{Name: "q4", About: "Quake 4: bursts of 32 probes back to back, then a 300 ms pause",

@@ -24,7 +24,8 @@ servers (Quake III protocol 71) heartbeating to it from their loopback
 addresses, waits until the master lists them all, then, --runs times,
 discovers the world through the master with:
 
-  scout-et        scout servers (default et strategy: 16 in flight)
+  scout           scout servers (the default: paced by the link)
+  scout-et        scout servers --strategy et (Enemy Territory: 16 in flight)
   scout-1000      scout servers --rate 1000 (paced, 1,000 probes/s)
   qstat-default   quakestat -q3m,71 with its defaults
   qstat-fast      quakestat -q3m,71 -maxsim 900 -sendinterval 0 (fastest)
@@ -40,7 +41,12 @@ shapes of the requests the servers got. Without the tap, only request
 bytes are given: scout's own count, and quakestat's probes times its
 request size (an estimate). The master lists loopback addresses only (no
 address translation), so quakestat can take part; nothing leaves
-loopback. scout servers is run as this executable's 'servers' command.`
+loopback. scout servers is run as this executable's 'servers' command.
+
+--link 10mbit --link-queue 250ms gives the clients an access link (see
+'scout world -h'); each run then also reports its transfer bound, the
+reply bytes over the link's rate plus the world's largest RTT, and the
+wall time against it.`
 
 // discobenchClient is one client configuration of a round.
 type discobenchClient struct {
@@ -50,7 +56,8 @@ type discobenchClient struct {
 }
 
 var discobenchClients = []discobenchClient{
-	{name: "scout-et", scout: []string{"--game", "q3", "--protocol", "71"}},
+	{name: "scout", scout: []string{"--game", "q3", "--protocol", "71"}},
+	{name: "scout-et", scout: []string{"--game", "q3", "--protocol", "71", "--strategy", "et"}},
 	{name: "scout-1000", scout: []string{"--game", "q3", "--protocol", "71", "--rate", "1000"}},
 	{name: "qstat-default", qstat: []string{}},
 	{name: "qstat-fast", qstat: []string{"-maxsim", "900", "-sendinterval", "0"}},

@@ -32,10 +32,13 @@ arriving. Lists from several masters are merged; a master that does not
 answer is reported and the others still count. With --lan, getinfo is
 broadcast to ports 27960-27963 instead, as the Quake III client does.
 
-Send patterns (--strategy): et (16 in flight, the default), q4 (bursts of
-32 then 300 ms), qstat (20 in flight, one every 10 ms, RTT from the first
-send: for comparison only). --rate or --bandwidth pace the probes instead
-and size the window to the rate.
+Send patterns (--strategy): auto (the default: paced by the link, from
+200 probes/s up to what the replies show the line carries without
+queueing, at most 5,000/s or --bandwidth; see package probe's Pacer), et
+(Enemy Territory's 16 in flight), q4 (bursts of 32 then 300 ms), qstat
+(20 in flight, one every 10 ms, RTT from the first send: for comparison
+only). --rate paces the probes at a fixed rate instead and sizes the
+window to it; --bandwidth caps auto, or sets --rate for the others.
 
 --status also fetches each server's full status (getstatus: every rule
 and the player list, as qstat's -R -P) for the Quake III family, whose
@@ -139,10 +142,10 @@ func parseServersFlags(args []string, stderr io.Writer) (serversOptions, int, bo
 	fs.BoolVar(&opt.ext, "ipv6", false, "ask with getserversExt, for IPv6 servers too (Quake III family)")
 	fs.DurationVar(&opt.quiet, "quiet", discover.DefaultQuiet, "a master's list without end marker is complete after this silence")
 	fs.DurationVar(&opt.masterTime, "master-timeout", discover.DefaultMasterTimeout, "how long a master has to answer each query")
-	strategy := fs.String("strategy", "et", "send pattern: et, q4 or qstat")
+	strategy := fs.String("strategy", "auto", "send pattern: auto, et, q4 or qstat")
 	window := fs.Int("window", 0, "probes in flight at most (default: the strategy's, or what --rate needs)")
 	rate := fs.Float64("rate", 0, "probes per second, retries included (0: as fast as the window allows)")
-	bandwidth := fs.String("bandwidth", "", "upstream to use for probes, bits/s with k or M (e.g. 512k); sets --rate")
+	bandwidth := fs.String("bandwidth", "", "upstream to use for probes, bits/s with k or M (e.g. 512k): the cap of --strategy auto, or sets --rate")
 	timeout := fs.Duration("timeout", probe.DefaultTimeout, "how long each probe waits for its reply")
 	retries := fs.Int("retries", probe.DefaultAttempts-1, "how many times an unanswered probe is sent again")
 	fs.BoolVar(&opt.status, "status", false, "also fetch each server's full status: rules and players (Quake III family: getstatus)")
@@ -182,6 +185,10 @@ func parseServersFlags(args []string, stderr io.Writer) (serversOptions, int, bo
 		return bad("%v", err)
 	}
 	opt.prober = st.Prober
+	if st.Prober.Pace != nil {
+		pc := *st.Prober.Pace // not the shared strategy's
+		opt.prober.Pace = &pc
+	}
 	if *timeout <= 0 || *retries < 0 || *window < 0 || *rate < 0 {
 		return bad("--timeout must be positive; --retries, --window and --rate not negative")
 	}
@@ -196,9 +203,15 @@ func parseServersFlags(args []string, stderr io.Writer) (serversOptions, int, bo
 		if d == nil {
 			d = probe.Q3Info
 		}
-		*rate = probe.RateForBandwidth(bps, probe.RequestSize(d))
+		r := probe.RateForBandwidth(bps, probe.RequestSize(d))
+		if opt.prober.Pace != nil && *rate == 0 {
+			opt.prober.Pace.MaxRate = r
+		} else {
+			*rate = r
+		}
 	}
 	if *rate > 0 {
+		opt.prober.Pace = nil
 		opt.prober.Interval = probe.IntervalForRate(*rate)
 		opt.prober.Window = probe.WindowForRate(*rate, *timeout)
 		opt.prober.Burst = 0
@@ -564,6 +577,15 @@ type summaryOut struct {
 	TookMs        float64                 `json:"took_ms"`
 	Masters       []discover.MasterReport `json:"masters"`
 	Order         *orderReport            `json:"order,omitempty"`
+	Pace          *paceOut                `json:"pace,omitempty"`
+}
+
+// paceOut is what the link-paced default did (probe.Counts.Pace*).
+type paceOut struct {
+	Rate        float64 `json:"rate"`
+	PeakRate    float64 `json:"peak_rate"`
+	Cuts        int     `json:"cuts"`
+	CapacityBps float64 `json:"capacity_bps"`
 }
 
 func summaryJSON(s discover.Summary, o *serversOutput) summaryOut {
@@ -576,6 +598,9 @@ func summaryJSON(s discover.Summary, o *serversOutput) summaryOut {
 		ListsMs: ms(s.ListsTook), FirstMs: ms(s.FirstResult), TookMs: ms(s.Took), Masters: s.Masters, Order: o.ordering}
 	if j.Masters == nil {
 		j.Masters = []discover.MasterReport{}
+	}
+	if c.PacePeakRate > 0 {
+		j.Pace = &paceOut{Rate: c.PaceRate, PeakRate: c.PacePeakRate, Cuts: c.PaceCuts, CapacityBps: c.PaceCapacity}
 	}
 	return j
 }
