@@ -34,6 +34,13 @@ const (
 	// DefaultReturnInterval is the least time between two answers to one
 	// remembered port from the return lane.
 	DefaultReturnInterval = time.Second
+	// DefaultReturnAsks is how many requests in a row a remembered port
+	// may send and still use the return lane; after them its requests
+	// must come ReturnInterval apart (a client refreshing every 2 s always
+	// does). A flood that reuses a few ports asks from each many times a
+	// second, so its ports never use the return lane, and the player's
+	// port keeps it.
+	DefaultReturnAsks = 3
 	// DefaultReturnTTL is how long a port that came back stays remembered
 	// after its last answer.
 	DefaultReturnTTL = 5 * time.Minute
@@ -46,8 +53,10 @@ const (
 	// after it, when every slot is taken, the oldest port that has not
 	// come back gives its slot to a new one.
 	DefaultReturnHold = 5 * time.Second
-	// DefaultMaxVictims is the most prefixes the limiter tracks. One
-	// entry is about 200 bytes with the map's overhead (3.2 MB in all).
+	// DefaultMaxVictims is the most prefixes the limiter tracks. An
+	// entry is about 150 bytes with the map's overhead, plus 24 bytes per
+	// remembered port (at most 16: about 9 MB in all, 2.5 MB when each
+	// prefix has one client port).
 	DefaultMaxVictims = 16384
 	// MaxReturnPorts bounds ResponseLimits.ReturnPorts (the ports of an
 	// entry are searched linearly).
@@ -69,6 +78,7 @@ type ResponseLimits struct {
 	ReturnBurst, ReturnRate int // return lane: bytes, bytes per second
 	ReturnPorts             int // ports remembered per prefix, at most MaxReturnPorts
 	ReturnInterval          time.Duration
+	ReturnAsks              int
 	ReturnTTL               time.Duration
 	ReturnTrial             time.Duration
 	ReturnHold              time.Duration
@@ -86,6 +96,7 @@ func (c ResponseLimits) withDefaults() ResponseLimits {
 	d(&c.ReturnBurst, DefaultReturnBurst)
 	d(&c.ReturnRate, DefaultReturnRate)
 	d(&c.ReturnPorts, DefaultReturnPorts)
+	d(&c.ReturnAsks, DefaultReturnAsks)
 	d(&c.MaxVictims, DefaultMaxVictims)
 	if c.ReturnInterval == 0 {
 		c.ReturnInterval = DefaultReturnInterval
@@ -134,7 +145,10 @@ func (c ResponseLimits) FloodBound(d time.Duration) int64 {
 //     refreshing from one port keeps being answered while a spoofed flood
 //     from many ports of its address drains the open lane, because the
 //     flood's ports, which do not come back, cannot push the player's
-//     port out.
+//     port out. A remembered port that asks more often than once per
+//     ReturnInterval (after ReturnAsks requests in a row) does not use
+//     the return lane: a flood that reuses a few ports asks from each
+//     many times a second, a player refreshing does not.
 //
 // A reply is taken from the return lane when its port may use it, else
 // from the open lane, all or nothing. A refused reply costs nothing (as
@@ -142,10 +156,12 @@ func (c ResponseLimits) FloodBound(d time.Duration) int64 {
 // instead of the answer): the smallest server-list reply a client would
 // read is no smaller than the request, so it would still reflect.
 //
-// What it does not do: a flood that reuses a handful of ports, answered
-// once from the open lane, can then take the return lane too, and a
-// client that first asks during a flood finds the open lane empty; both
-// stay within the bound. The return lane is no authentication.
+// What it does not do: a flood that spreads over enough ports that each
+// asks no more than a client (one request per ReturnInterval from each of
+// hundreds of ports) can get remembered ports onto the return lane and
+// share it with the player, and a client that first asks during a flood
+// finds the open lane empty; both stay within the bound. The return lane
+// is no authentication.
 //
 // Memory is bounded: at most MaxVictims prefixes. When the table is full,
 // only entries whose two lanes are full again are evicted: such an entry
@@ -159,6 +175,7 @@ type ResponseLimiter struct {
 	lim                 ResponseLimits
 	openPer, retPer     float64 // nanoseconds per byte
 	openTol, retTol     int64   // burst in nanoseconds
+	askTol              int64   // (ReturnAsks-1) ReturnIntervals
 	retInterval, retTTL int64
 	retTrial, retHold   int64
 	max                 int
@@ -178,6 +195,7 @@ type returnPort struct {
 	port     uint16
 	returned bool  // answered more than once
 	last     int64 // last answer on this port
+	asks     int64 // pace of its requests (see pace)
 }
 
 // NewResponseLimiter returns a limiter with lim (zero fields take their
@@ -186,7 +204,7 @@ func NewResponseLimiter(lim ResponseLimits) (*ResponseLimiter, error) {
 	lim = lim.withDefaults()
 	if lim.VictimBurst < 0 || lim.VictimRate < 0 || lim.ReturnBurst < 0 || lim.ReturnRate < 0 ||
 		lim.MaxVictims < 0 || lim.ReturnInterval < 0 || lim.ReturnTTL < 0 || lim.ReturnTrial < 0 || lim.ReturnHold < 0 ||
-		lim.ReturnPorts < 0 || lim.ReturnPorts > MaxReturnPorts {
+		lim.ReturnPorts < 0 || lim.ReturnPorts > MaxReturnPorts || lim.ReturnAsks < 0 {
 		return nil, fmt.Errorf("master: response limits %+v: every figure must be positive, at most %d return ports", lim, MaxReturnPorts)
 	}
 	l := &ResponseLimiter{
@@ -202,6 +220,7 @@ func NewResponseLimiter(lim ResponseLimits) (*ResponseLimiter, error) {
 	}
 	l.openTol = int64(float64(lim.VictimBurst) * l.openPer)
 	l.retTol = int64(float64(lim.ReturnBurst) * l.retPer)
+	l.askTol = int64(lim.ReturnAsks-1) * l.retInterval
 	return l, nil
 }
 
@@ -234,13 +253,14 @@ func (l *ResponseLimiter) Allow(now time.Time, to netip.AddrPort, cost int) Reas
 	}
 	port := to.Port()
 	i := v.portIndex(port, l.expired(t))
+	paced := i >= 0 && pace(&v.ports[i].asks, t, l.retInterval, l.askTol, l.retTTL)
 	switch {
-	case i >= 0 && t-v.ports[i].last >= l.retInterval && take(&v.ret, t, int64(float64(cost)*l.retPer), l.retTol):
+	case paced && t-v.ports[i].last >= l.retInterval && take(&v.ret, t, int64(float64(cost)*l.retPer), l.retTol):
 	case take(&v.open, t, int64(float64(cost)*l.openPer), l.openTol):
 	default:
 		return ReasonResponseLimited
 	}
-	v.remember(i, port, t, l.lim.ReturnPorts, l.expired(t), t-l.retHold)
+	v.remember(i, port, t, l.retInterval, l.lim.ReturnPorts, l.expired(t), t-l.retHold)
 	l.victims[k] = v
 	return OK
 }
@@ -266,6 +286,17 @@ func (l *ResponseLimiter) expired(now int64) func(returnPort) bool {
 	}
 }
 
+// pace counts a request of a remembered port at now against its pace
+// (asks, a GCRA time: one request per interval, tol of backlog allowed)
+// and reports whether it kept to it. Every request counts, kept to or not,
+// up to a backlog of most: a port that keeps asking faster than a client
+// stays off the return lane until it has been quiet that long.
+func pace(asks *int64, now, interval, tol, most int64) bool {
+	s := max(*asks, now)
+	*asks = min(s+interval, now+most)
+	return s-now <= tol
+}
+
 // portIndex returns the index of port if it is remembered and has not
 // expired, or -1.
 func (v *victim) portIndex(port uint16, expired func(returnPort) bool) int {
@@ -280,12 +311,12 @@ func (v *victim) portIndex(port uint16, expired func(returnPort) bool) int {
 // remember records an answer on port at now: in place when i >= 0 (the
 // port came back), else in a free or expired slot, else over the oldest
 // port that has not come back and was answered before held.
-func (v *victim) remember(i int, port uint16, now int64, n int, expired func(returnPort) bool, held int64) {
+func (v *victim) remember(i int, port uint16, now, interval int64, n int, expired func(returnPort) bool, held int64) {
 	if i >= 0 {
-		v.ports[i] = returnPort{port: port, returned: true, last: now}
+		v.ports[i].returned, v.ports[i].last = true, now
 		return
 	}
-	p := returnPort{port: port, last: now}
+	p := returnPort{port: port, last: now, asks: now + interval}
 	for j := range v.ports {
 		if expired(v.ports[j]) {
 			v.ports[j] = p
