@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/game"
+	"github.com/scout-discovery/scout/loopnat"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/masterd"
 )
@@ -97,6 +98,15 @@ func (o masterOptions) settings(ctx context.Context) (masterSettings, error) {
 			return s, fmt.Errorf("%w: -m: %v", errMasterUsage, err)
 		}
 		maps = append(maps, x)
+	}
+	if o.WorldMap != "" {
+		tab, err := loopnat.Load(o.WorldMap)
+		if err != nil {
+			return s, fmt.Errorf("%w: --world-map: %v", errMasterUsage, err)
+		}
+		for _, p := range tab.Pairs() {
+			maps = append(maps, master.Mapping{From: p.Loopback, To: p.Public})
+		}
 	}
 	am, err := master.NewAddrMap(maps...)
 	if err != nil {

@@ -36,6 +36,7 @@ type masterOptions struct {
 	AllowLoopback     bool       `json:"allow-loopback"`       // --allow-loopback (tests only)
 	HashPorts         bool       `json:"hash-ports"`           // --hash-ports: no per-address limit (dpmaster's debugging option)
 	Map               []string   `json:"map"`                  // -m, --map FROM=TO
+	WorldMap          string     `json:"world-map"`            // --world-map FILE: -m for every pair of an emulated world's table
 	Verbose           int        `json:"verbose"`              // -v [LEVEL]: 0 nothing .. 4 everything; default 3
 
 	// scout's own.
@@ -160,6 +161,7 @@ var masterOptionSpecs = []optSpec{
 	{"allow-loopback", 0, argNone, flagOpt(func(o *masterOptions) { o.AllowLoopback = true }), "accept servers on loopback addresses (tests only)"},
 	{"hash-ports", 0, argNone, flagOpt(func(o *masterOptions) { o.HashPorts = true }), "tell servers apart by port only: no per-address limit (tests only)"},
 	{"map", 'm', argOne, listOpt(func(o *masterOptions) *[]string { return &o.Map }), "FROM=TO: publish server address FROM as TO (ADDR[:PORT])"},
+	{"world-map", 0, argOne, strOpt(func(o *masterOptions) *string { return &o.WorldMap }), "FILE: publish the servers of 'scout world --map-out FILE' at their public addresses (an -m for each pair; with --allow-loopback)"},
 	{"verbose", 'v', argLevel, func(o *masterOptions, v []string) error {
 		o.Verbose = 4
 		o.zeroes |= zeroVerbose

@@ -186,3 +186,33 @@ func TestMasterFlags_FloodProtectionIsDpmasters(t *testing.T) {
 		}
 	}
 }
+
+// --world-map publishes each loopback server of a world's table at its
+// public address; a missing or broken file is a usage error.
+func TestParseArgs_WorldMap(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "map.json")
+	os.WriteFile(good, []byte(`{"version":1,"pairs":[{"public":"198.51.100.7:27960","loopback":"127.1.0.9:27960"}]}`+"\n"), 0o600)
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"version":1,"pairs":[{"public":"127.0.0.2:1","loopback":"127.1.0.9:27960"}]}`), 0o600)
+	o, err := parseMasterArgs([]string{"--allow-loopback", "--world-map", good})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := o.settings(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := s.Registry.AddrMap.Map(netip.MustParseAddrPort("127.1.0.9:27960")); !ok || got.String() != "198.51.100.7:27960" {
+		t.Errorf("127.1.0.9:27960 published as %v (%v), want 198.51.100.7:27960", got, ok)
+	}
+	for _, f := range []string{bad, filepath.Join(dir, "missing.json")} {
+		o, err := parseMasterArgs([]string{"--world-map", f})
+		if err == nil {
+			_, err = o.settings(context.Background())
+		}
+		if !errors.Is(err, errMasterUsage) {
+			t.Errorf("--world-map %s: err %v, want a usage error", f, err)
+		}
+	}
+}
