@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ErrSyntax reports a malformed -g property or --game-policy.
@@ -44,7 +45,15 @@ type Property struct {
 }
 
 // PropertyKeys are the keys a Property may change.
-var propertyKeys = []string{"protocols", "options", "heartbeat", "flatline", "gamenames"}
+var propertyKeys = []string{"protocols", "options", "heartbeat", "flatline", "gamenames", "reprobe"}
+
+// Bounds of the "reprobe" property (the re-probe period, Reprobe.Interval):
+// a faster period costs every listed server a query that often; a slower
+// one keeps a dead server listed that long (0 turns re-probes off).
+const (
+	MinReprobeInterval = time.Second
+	MaxReprobeInterval = 24 * time.Hour
+)
 
 // MaxPropertyValues bounds the values of one property, so a configuration
 // file cannot make the catalogue unreasonably large.
@@ -80,6 +89,16 @@ func ParseProperties(gameName string, mods ...string) ([]Property, error) {
 		var vals []string
 		if v := m[i+1:]; v != "" {
 			vals = strings.Split(v, ",")
+		}
+		if key == "reprobe" {
+			var d time.Duration
+			err := ErrSyntax
+			if op == OpSet && len(vals) == 1 {
+				d, err = time.ParseDuration(vals[0])
+			}
+			if err != nil || (d != 0 && (d < MinReprobeInterval || d > MaxReprobeInterval)) {
+				return nil, fmt.Errorf("%w: %q: want reprobe=DURATION from %v to %v, or 0 for none", ErrSyntax, m, MinReprobeInterval, MaxReprobeInterval)
+			}
 		}
 		if len(vals) > MaxPropertyValues {
 			return nil, fmt.Errorf("%w: %q: more than %d values", ErrSyntax, key, MaxPropertyValues)
@@ -137,6 +156,12 @@ func (c *Catalogue) Apply(props ...Property) (*Catalogue, error) {
 		case "heartbeat":
 			g.Heartbeats = edit(g.Heartbeats, p.Op, p.Values)
 			g.Anonymous = g.Anonymous || len(g.Heartbeats) > 0
+		case "reprobe":
+			var d time.Duration
+			if len(p.Values) == 1 {
+				d, _ = time.ParseDuration(p.Values[0]) // checked by ParseProperties
+			}
+			g.Reprobe.Interval = d
 		case "flatline":
 			g.Flatlines = edit(g.Flatlines, p.Op, p.Values)
 		case "gamenames":

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestBuiltin_NoConflicts(t *testing.T) {
@@ -249,5 +250,37 @@ func TestStringers(t *testing.T) {
 	}
 	if got := (GetChallenge | GetStatus | GetInfo).String(); got != "getchallenge+getstatus+getinfo" {
 		t.Errorf("got %q", got)
+	}
+}
+
+func TestParseProperties_Reprobe(t *testing.T) {
+	p, err := ParseProperties("Quake3Arena", "reprobe=10s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Default().Apply(p...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := c.ByName("Quake3Arena"); g.Reprobe.Interval != 10*time.Second || g.Reprobe.Requests != GetStatus {
+		t.Errorf("Quake3Arena re-probe %+v, want getstatus every 10s", g.Reprobe)
+	}
+	if g, _ := Default().ByName("Quake3Arena"); g.Reprobe.Interval != Q3AReprobeInterval {
+		t.Errorf("Apply changed the default catalogue: %v", g.Reprobe.Interval)
+	}
+	off, err := ParseProperties("et", "reprobe=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err = Default().Apply(off...); err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := c.ByName("et"); g.Reprobe.Interval != 0 {
+		t.Errorf("reprobe=0 left %v", g.Reprobe.Interval)
+	}
+	for _, bad := range []string{"reprobe=", "reprobe=10", "reprobe=500ms", "reprobe=25h", "reprobe+=1m", "reprobe-=1m", "reprobe=1m,2m", "reprobe=-1s"} {
+		if _, err := ParseProperties("Quake3Arena", bad); !errors.Is(err, ErrSyntax) {
+			t.Errorf("%s: err %v, want ErrSyntax", bad, err)
+		}
 	}
 }

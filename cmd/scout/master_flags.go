@@ -157,7 +157,7 @@ var masterOptionSpecs = []optSpec{
 		}
 		o.GameProperties = append(o.GameProperties, v)
 		return nil
-	}, "GAME PROPERTY=VALUE,...: change a game (protocols, options, heartbeat, flatline, gamenames; =, +=, -=); alone: print the games"},
+	}, "GAME PROPERTY=VALUE,...: change a game (protocols, options, heartbeat, flatline, gamenames; =, +=, -=; reprobe=DURATION); alone: print the games"},
 	{"allow-loopback", 0, argNone, flagOpt(func(o *masterOptions) { o.AllowLoopback = true }), "accept servers on loopback addresses (tests only)"},
 	{"hash-ports", 0, argNone, flagOpt(func(o *masterOptions) { o.HashPorts = true }), "tell servers apart by port only: no per-address limit (tests only)"},
 	{"map", 'm', argOne, listOpt(func(o *masterOptions) *[]string { return &o.Map }), "FROM=TO: publish server address FROM as TO (ADDR[:PORT])"},
