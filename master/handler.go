@@ -47,6 +47,13 @@ type Persister interface {
 	Delete(netip.AddrPort)
 }
 
+// Observer is told of every verified reply: a server listed, updated or
+// only refreshed, as the registry now holds it. Its method must not block
+// the packet path.
+type Observer interface {
+	Verified(now time.Time, s Server)
+}
+
 // HandlerConfig configures a Handler. Only Registry is required; a nil
 // limiter or budget disables that defence.
 type HandlerConfig struct {
@@ -65,6 +72,9 @@ type HandlerConfig struct {
 	Budget *ByteBudget
 	// Persist receives listing changes; nil keeps nothing.
 	Persist Persister
+	// Observer is told of every verified reply (package web keeps each
+	// server's player count over time from them); nil tells no one.
+	Observer Observer
 	// MaxPacketBytes caps each server-list datagram's UDP payload; 0
 	// means q3.DefaultMaxBytes (1400, dpmaster's MAX_PACKET_SIZE_OUT).
 	MaxPacketBytes int
@@ -230,7 +240,11 @@ func (h *Handler) handleQ3(now time.Time, from netip.AddrPort, pkt []byte, dst [
 		rep := Reply{Kind: ReplyInfo, Info: pairs(m.Info), Players: -1}
 		return h.verify(now, from, k, rep, dst)
 	case q3.StatusResponse:
-		rep := Reply{Kind: ReplyStatus, Info: pairs(m.Info), Players: len(m.Players)}
+		rep := Reply{Kind: ReplyStatus, Info: pairs(m.Info), Players: len(m.Players), HasPlayerList: true}
+		rep.PlayerList = make([]Player, 0, min(len(m.Players), MaxPlayersKept))
+		for _, p := range m.Players[:min(len(m.Players), MaxPlayersKept)] {
+			rep.PlayerList = append(rep.PlayerList, Player{Name: p.Name, Score: p.Score, Ping: p.Ping})
+		}
 		return h.verify(now, from, k, rep, dst)
 	case q3.ChallengeResponse:
 		// ET's master sends getchallenge before getstatus and getinfo
@@ -347,6 +361,9 @@ func (h *Handler) verify(now time.Time, from netip.AddrPort, k Kind, rep Reply, 
 		return h.drop(dst, k, from, why)
 	}
 	h.stats.changes[ch].Add(1)
+	if h.cfg.Observer != nil {
+		h.cfg.Observer.Verified(now, s)
+	}
 	switch ch {
 	case ChangeListed:
 		h.log.Info("listed", "server", s.Addr, "game", s.Game, "protocol", s.Protocol, "clients", s.Clients, "max_clients", s.MaxClients)
@@ -518,7 +535,11 @@ func (h *Handler) handleQ4(now time.Time, from netip.AddrPort, pkt []byte, dst [
 		return h.probe(now, p, dst)
 	case *q4.InfoResponse:
 		rep := Reply{Kind: ReplyInfo, Info: pairs(m.Info), Players: len(m.Players),
-			Challenge32: m.Challenge, Protocol: int(m.Protocol.Uint32())}
+			Challenge32: m.Challenge, Protocol: int(m.Protocol.Uint32()), HasPlayerList: true}
+		rep.PlayerList = make([]Player, 0, min(len(m.Players), MaxPlayersKept))
+		for _, p := range m.Players[:min(len(m.Players), MaxPlayersKept)] {
+			rep.PlayerList = append(rep.PlayerList, Player{Name: p.Name, Ping: int(p.Ping)})
+		}
 		return h.verify(now, from, k, rep, dst)
 	case *q4.GetServers:
 		return h.q4GetServers(now, from, m, dst)

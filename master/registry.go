@@ -216,6 +216,11 @@ type Reply struct {
 	// Challenge32 and Protocol are the Doom 3 family's binary fields.
 	Challenge32 int32
 	Protocol    int
+	// HasPlayerList says the reply lists players (a statusResponse, a
+	// Doom 3 family infoResponse): PlayerList is kept as the server's
+	// player list (see Registry.Players), even when empty.
+	HasPlayerList bool
+	PlayerList    []Player
 }
 
 func (r *Reply) get(key string) (string, bool) {
@@ -375,12 +380,14 @@ type Registry struct {
 	afterRetry atomic.Uint64            // checks verified after a retry was sent
 	snap       atomic.Pointer[snapshot] // immutable; rebuilt after changes
 	dirty      atomic.Bool              // snap is stale
+	version    atomic.Uint64            // listing version (see Version)
 
 	mu      sync.Mutex
 	servers map[netip.AddrPort]*entry
 	perKey  map[addrKey]int32
 	pending int               // entries not listed
 	names   map[string]string // interned game and gametype names, at most MaxInternedNames
+	players map[netip.AddrPort]playerList // listed servers' last player lists (players.go)
 }
 
 // NewRegistry returns an empty registry.
@@ -404,6 +411,7 @@ func NewRegistry(cfg Config, chal *Challenger) (*Registry, error) {
 		servers: make(map[netip.AddrPort]*entry),
 		perKey:  make(map[addrKey]int32),
 		names:   make(map[string]string),
+		players: make(map[netip.AddrPort]playerList),
 	}
 	r.snap.Store(&snapshot{minExpire: math.MaxInt64})
 	return r, nil
@@ -571,6 +579,7 @@ func (r *Registry) Verify(now time.Time, src netip.AddrPort, rep Reply) (Server,
 
 	info := packInfo(rep.Info)
 	change := ChangeRefreshed
+	reverified := e.Listed && e.LastVerified == 0 // restored, verified again
 	// What the snapshot (and so every cached answer) holds: a change in
 	// the info alone, if only its echoed challenge, leaves them be.
 	listing := !e.Listed || s.Game != e.Game || s.Protocol != int(e.Protocol) || s.Gametype != e.Gametype ||
@@ -604,6 +613,10 @@ func (r *Registry) Verify(now time.Time, src netip.AddrPort, rep Reply) (Server,
 	if listing {
 		r.dirty.Store(true)
 	}
+	if change != ChangeRefreshed || reverified {
+		r.version.Add(1)
+	}
+	r.setPlayersLocked(now, src, &rep)
 	return e.server(), change, OK
 }
 
@@ -971,8 +984,10 @@ func (r *Registry) removeLocked(a netip.AddrPort, e *entry) {
 	if r.perKey[k]--; r.perKey[k] <= 0 {
 		delete(r.perKey, k)
 	}
+	delete(r.players, a)
 	if e.Listed {
 		r.dirty.Store(true)
+		r.version.Add(1)
 	} else {
 		r.pending--
 	}
@@ -1024,6 +1039,7 @@ func (r *Registry) Restore(now time.Time, servers []Server) (restored int, skipp
 		restored++
 	}
 	r.dirty.Store(true)
+	r.version.Add(1)
 	return restored, skipped
 }
 

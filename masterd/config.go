@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/master"
+	"github.com/scout-discovery/scout/web"
 )
 
 // Defaults of the shell's settings.
@@ -102,6 +103,12 @@ type Config struct {
 	// /healthz, /servers); empty serves none (the handler can still be
 	// mounted elsewhere with Master.HTTPHandler).
 	HTTP string
+	// Observer, if set, is told of every verified reply after the
+	// history (master.HandlerConfig.Observer).
+	Observer master.Observer
+	// API configures the JSON API under /api/ (package web). Its
+	// Registry, History and Logger are set by NewMaster.
+	API web.Config
 	// Logger receives the master's log; nil discards it.
 	Logger *slog.Logger
 }

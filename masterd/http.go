@@ -14,7 +14,9 @@ import (
 	"github.com/scout-discovery/scout/web"
 )
 
-// ServerJSON is one server of the /servers list.
+// ServerJSON is one server of the legacy /servers list (kept for the
+// scripts that read it; /api/v1/servers is the list with filters, paging,
+// players and caching, see package web).
 type ServerJSON struct {
 	Address      string            `json:"address"`
 	Game         string            `json:"game"`
@@ -28,13 +30,15 @@ type ServerJSON struct {
 	LastVerified *time.Time        `json:"last_verified,omitempty"` // absent: restored, not yet re-verified
 }
 
-// HTTPHandler serves /metrics (Prometheus), /healthz, /servers
-// (JSON, ?game=NAME filters by game name) and the server browser page at /
-// (web.Page).
+// HTTPHandler serves the JSON API under /api/ (package web), the server
+// browser page at / (web.Page), /metrics (Prometheus), /healthz and the
+// legacy /servers (JSON, ?game=NAME filters by game name; no paging or
+// caching).
 func (m *Master) HTTPHandler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewCollector(m), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
+	mux.Handle("/api/", m.API)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

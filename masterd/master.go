@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/master"
+	"github.com/scout-discovery/scout/web"
 )
 
 // Master is a running scout master: its handler, sockets and store.
@@ -23,6 +24,10 @@ type Master struct {
 	Handler  *master.Handler
 	Registry *master.Registry
 	Log      *slog.Logger
+	// History is every server's player count over time (the handler's
+	// Observer); API serves the list, the detail and the ranking.
+	History *web.History
+	API     *web.API
 
 	writer *storeWriter
 	conns  []*net.UDPConn
@@ -45,8 +50,12 @@ func NewMaster(now time.Time, cfg Config) (*Master, error) {
 	if err != nil {
 		return nil, err
 	}
+	hist := web.NewHistory()
 	hc := cfg.Handler
-	hc.Registry, hc.Logger, hc.Queries, hc.Persist = reg, log, nil, nil
+	hc.Registry, hc.Logger, hc.Queries, hc.Persist, hc.Observer = reg, log, nil, nil, hist
+	if cfg.Observer != nil {
+		hc.Observer = observers{hist, cfg.Observer}
+	}
 	hc.Responses = nil
 	switch {
 	case cfg.NoQueryLimit:
@@ -65,7 +74,13 @@ func NewMaster(now time.Time, cfg Config) (*Master, error) {
 	if hc.Budget, err = master.NewByteBudget(cfg.OutRate, cfg.OutBurst); err != nil {
 		return nil, err
 	}
-	m := &Master{Config: cfg, Registry: reg, Log: log}
+	ac := cfg.API
+	ac.Registry, ac.History, ac.Logger = reg, hist, log
+	api, err := web.New(ac)
+	if err != nil {
+		return nil, err
+	}
+	m := &Master{Config: cfg, Registry: reg, Log: log, History: hist, API: api}
 	if cfg.Store != nil {
 		servers, corrupt, err := cfg.Store.Load()
 		if err != nil {
@@ -224,4 +239,13 @@ func NewLogger(w io.Writer, level slog.Level, json bool) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// observers tells each of its observers in turn.
+type observers []master.Observer
+
+func (o observers) Verified(now time.Time, s master.Server) {
+	for _, x := range o {
+		x.Verified(now, s)
+	}
 }

@@ -1,0 +1,248 @@
+package web
+
+import (
+	"cmp"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/scout-discovery/scout/game"
+	"github.com/scout-discovery/scout/population"
+)
+
+// PlayerJSON is one player of the detail view.
+type PlayerJSON struct {
+	Name      string `json:"name"`
+	NamePlain string `json:"name_plain"`
+	Score     *int   `json:"score,omitempty"` // absent in the Doom 3 family, whose records have none
+	Ping      int    `json:"ping"`
+}
+
+// HistoryJSON is the detail view's player count over time.
+type HistoryJSON struct {
+	ResolutionS int     `json:"resolution_s"`
+	Points      []Point `json:"points"`
+}
+
+// DetailJSON is the answer of /api/v1/servers/{address}.
+type DetailJSON struct {
+	ServerJSON
+	Info       map[string]string `json:"info"`
+	PlayerList []PlayerJSON      `json:"player_list"`
+	PlayersAt  *time.Time        `json:"players_at,omitempty"` // when the player list was received
+	History    HistoryJSON       `json:"history"`
+}
+
+func (a *API) detail(w http.ResponseWriter, r *http.Request, now time.Time, client netip.Addr) {
+	raw := strings.TrimPrefix(r.URL.Path, "/api/v1/servers/")
+	addr, err := netip.ParseAddrPort(raw)
+	if err != nil || addr.Port() == 0 || addr.Addr().Zone() != "" {
+		writeError(w, badParam("address", "%q: want IP:PORT, [IPv6]:PORT for IPv6", clip(raw)))
+		return
+	}
+	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
+	from := ""
+	fromGiven := false
+	if r.URL.RawQuery != "" {
+		vals, perr := parseRaw(r.URL.RawQuery, "from")
+		if perr != nil {
+			writeError(w, perr)
+			return
+		}
+		if f := vals["from"]; len(f) > 1 || !isCountry(f[0]) {
+			writeError(w, badParam("from", "%q: want one ISO 3166 alpha-2 code (AU)", clip(strings.Join(f, ","))))
+			return
+		}
+		from, fromGiven = strings.ToUpper(vals["from"][0]), true
+	}
+	if !fromGiven {
+		from = a.viewerCountry(client)
+	}
+	v := a.current(now)
+	i, ok := v.byAddr[addr]
+	if !ok {
+		writeError(w, &Error{Status: http.StatusNotFound, Code: "not_found", Parameter: "address",
+			Message: fmt.Sprintf("%v: no such server listed", addr)})
+		return
+	}
+	row := &v.rows[i]
+	players, at, hasPlayers := a.cfg.Players(row.reg)
+	etag := fmt.Sprintf(`W/"d%d.%d.%d-%s"`, v.version, v.slot, at.UnixNano(), from)
+	modified := v.built
+	if at.After(modified) {
+		modified = at
+	}
+	private := !fromGiven && from != ""
+	if notModified(r, etag, modified) {
+		a.answer(w, r, etag, modified, private, nil, "", nil)
+		return
+	}
+	d := DetailJSON{ServerJSON: row.ServerJSON, Info: map[string]string{}, PlayerList: []PlayerJSON{},
+		History: HistoryJSON{ResolutionS: int(Resolution / time.Second), Points: []Point{}}}
+	if fc, ok := population.MainCity(from); ok {
+		if ms, ok := pingEstimate(fc, true, row); ok {
+			d.PingEstimateMs = &ms
+		}
+	}
+	for _, p := range row.info {
+		if _, dup := d.Info[p.Key]; !dup && !strings.EqualFold(p.Key, "challenge") {
+			d.Info[p.Key] = p.Value
+		}
+	}
+	if hasPlayers {
+		t := at.UTC()
+		d.PlayersAt = &t
+		doom3 := d.Family == game.FamilyDoom3.String()
+		for _, p := range players {
+			pj := PlayerJSON{Name: p.Name, NamePlain: StripColours(p.Name), Ping: p.Ping}
+			if !doom3 {
+				sc := p.Score
+				pj.Score = &sc
+			}
+			d.PlayerList = append(d.PlayerList, pj)
+		}
+	}
+	if a.cfg.History != nil {
+		d.History.Points = a.cfg.History.Points(row.reg, v.slot-int64(7*SlotsPerDay), v.slot+1)
+	}
+	c := newBodyCache(cacheLimits{}) // not kept: the detail changes with every player list
+	b, _ := c.get("", func() ([]byte, any) { return marshal(d), nil })
+	a.answer(w, r, etag, modified, private, c, "", b)
+}
+
+// RankedJSON is one server of the ranking.
+type RankedJSON struct {
+	Rank        int     `json:"rank"`
+	Address     string  `json:"address"`
+	Name        string  `json:"name"`
+	NamePlain   string  `json:"name_plain"`
+	Game        string  `json:"game"`
+	AvgPlayers  float64 `json:"avg_players"`
+	PeakPlayers int     `json:"peak_players"`
+	Samples     int     `json:"samples"`
+}
+
+// RankingJSON is the answer of /api/v1/ranking.
+type RankingJSON struct {
+	Version   uint64       `json:"version"`
+	Generated time.Time    `json:"generated"`
+	PeriodS   int          `json:"period_s"`
+	Total     int          `json:"total"`
+	Page      int          `json:"page"`
+	PerPage   int          `json:"per_page"`
+	Servers   []RankedJSON `json:"servers"`
+}
+
+func (a *API) ranking(w http.ResponseWriter, r *http.Request, now time.Time, _ netip.Addr) {
+	q, perr := ParseRankingQuery(r.URL.RawQuery)
+	if perr != nil {
+		writeError(w, perr)
+		return
+	}
+	v := a.current(now)
+	etag := fmt.Sprintf(`W/"r%d.%d"`, v.version, v.slot)
+	if notModified(r, etag, v.built) {
+		a.answer(w, r, etag, v.built, false, v.cache, "", nil)
+		return
+	}
+	key := q.Key()
+	b, hit := v.cache.get(key, func() ([]byte, any) { return marshal(v.rank(a.cfg.History, &q)), nil })
+	a.count(hit)
+	a.answer(w, r, etag, v.built, false, v.cache, key, b)
+}
+
+// rank ranks v's servers of q's games by their average players over q's
+// period up to v's slot, included (GameTracker's rank), then peak, then address.
+// Servers without a sample in the period are left out.
+func (v *view) rank(h *History, q *RankingQuery) RankingJSON {
+	out := RankingJSON{Version: v.version, Generated: v.built, PeriodS: int(q.Period / time.Second),
+		Page: q.Page, PerPage: q.PerPage, Servers: []RankedJSON{}}
+	if h == nil {
+		return out
+	}
+	lq := ListQuery{Games: q.Games}
+	from := v.slot + 1 - int64(q.Period/Resolution)
+	var all []RankedJSON
+	for i := range v.rows {
+		r := &v.rows[i]
+		if !matches(r, &lq) {
+			continue
+		}
+		avg, peak, n := h.Stats(r.reg, from, v.slot+1)
+		if n == 0 {
+			continue
+		}
+		all = append(all, RankedJSON{Address: r.Address, Name: r.Name, NamePlain: r.NamePlain, Game: r.Game,
+			AvgPlayers: float64(int(avg*100+0.5)) / 100, PeakPlayers: peak, Samples: n})
+	}
+	slices.SortStableFunc(all, func(x, y RankedJSON) int {
+		if c := cmp.Compare(y.AvgPlayers, x.AvgPlayers); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(y.PeakPlayers, x.PeakPlayers); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.Address, y.Address)
+	})
+	for i := range all {
+		all[i].Rank = i + 1
+	}
+	out.Total = len(all)
+	lo := min((q.Page-1)*q.PerPage, len(all))
+	out.Servers = append(out.Servers, all[lo:min(lo+q.PerPage, len(all))]...)
+	return out
+}
+
+// MetaJSON is the answer of /api/v1/meta: what the page's filters offer.
+type MetaJSON struct {
+	Version   uint64   `json:"version"`
+	Games     []string `json:"games"`
+	Gametypes []string `json:"gametypes"`
+	Countries []string `json:"countries"`
+	Maps      []string `json:"maps"`
+	ReprobeS  int      `json:"reprobe_s"`
+	MaxAgeS   int      `json:"max_age_s"`
+	// ResolutionS is the history's slot (recent_players, history).
+	ResolutionS int `json:"resolution_s"`
+}
+
+func (a *API) meta(w http.ResponseWriter, r *http.Request, now time.Time, _ netip.Addr) {
+	if r.URL.RawQuery != "" {
+		if _, perr := parseRaw(r.URL.RawQuery); perr != nil {
+			writeError(w, perr)
+			return
+		}
+	}
+	v := a.current(now)
+	etag := fmt.Sprintf(`W/"m%d.%d"`, v.version, v.slot)
+	if notModified(r, etag, v.built) {
+		a.answer(w, r, etag, v.built, false, v.cache, "", nil)
+		return
+	}
+	b, hit := v.cache.get("meta", func() ([]byte, any) {
+		m := MetaJSON{Version: v.version, ReprobeS: a.reprobe, MaxAgeS: a.maxAge, ResolutionS: int(Resolution / time.Second)}
+		set := func(dst *[]string, val func(*row) string) {
+			seen := map[string]bool{}
+			for i := range v.rows {
+				if s := val(&v.rows[i]); s != "" && !seen[s] {
+					seen[s] = true
+					*dst = append(*dst, s)
+				}
+			}
+			if *dst == nil {
+				*dst = []string{}
+			}
+			slices.Sort(*dst)
+		}
+		set(&m.Games, func(r *row) string { return r.Game })
+		set(&m.Gametypes, func(r *row) string { return r.Gametype })
+		set(&m.Countries, func(r *row) string { return r.Country })
+		set(&m.Maps, func(r *row) string { return r.Map })
+		return marshal(m), nil
+	})
+	a.count(hit)
+	a.answer(w, r, etag, v.built, false, v.cache, "meta", b)
+}

@@ -1,0 +1,112 @@
+package web_test
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/scout-discovery/scout/web"
+)
+
+// TestAPI_PlayersDetailHistoryRanking: games re-probed every second; once
+// every server has answered a re-probe, the detail view gives every info
+// key, the players of the re-probe's statusResponse (Quake 4: getInfo),
+// country and network, and the history; the ranking orders by average
+// players.
+func TestAPI_PlayersDetailHistoryRanking(t *testing.T) {
+	rec := &recorder{n: map[netip.AddrPort]int{}, ch: make(chan struct{}, 1)}
+	w := testWorld()
+	f := start(t, w, time.Second, web.Config{MinRefresh: -1}, rec)
+	// Each server is verified by its heartbeat's check (getinfo), then
+	// by its first re-probe a second later.
+	deadline := time.After(20 * time.Second)
+	for {
+		rec.mu.Lock()
+		done := len(rec.n) == len(w.Servers)
+		for _, n := range rec.n {
+			done = done && n >= 2
+		}
+		rec.mu.Unlock()
+		if done {
+			break
+		}
+		select {
+		case <-rec.ch:
+		case <-deadline:
+			t.Fatalf("re-probes: %v", rec.n)
+		}
+	}
+
+	var d web.DetailJSON
+	alpha := f.pub["^1Alpha ^7Arena"]
+	r := f.getJSON(t, "/api/v1/servers/"+alpha.String()+"?from=AU", &d)
+	// The last reply was the re-probe's statusResponse: its info is the
+	// serverinfo (sv_hostname, not the infoResponse's hostname).
+	if d.Address != alpha.String() || d.Info["sv_hostname"] != "^1Alpha ^7Arena" || d.Info["mapname"] != "q3dm17" ||
+		d.Country != "AU" || d.Network != "Cloudflare, Inc." || d.PingEstimateMs == nil || d.PlayersAt == nil {
+		t.Errorf("alpha detail %+v", d)
+	}
+	if _, ok := d.Info["challenge"]; ok {
+		t.Error("the challenge is served")
+	}
+	want := []web.PlayerJSON{{Name: "^2Bob", NamePlain: "Bob", Ping: 50}, {Name: "Ann", NamePlain: "Ann", Ping: 80}, {Name: "Sarge", NamePlain: "Sarge", Ping: 0}}
+	if len(d.PlayerList) != len(want) {
+		t.Fatalf("players %+v", d.PlayerList)
+	}
+	for i, p := range d.PlayerList {
+		if p.Name != want[i].Name || p.NamePlain != want[i].NamePlain || p.Ping != want[i].Ping || p.Score == nil {
+			t.Errorf("player %d: %+v, want %+v", i, p, want[i])
+		}
+	}
+	if *d.PlayerList[0].Score != 10 {
+		t.Errorf("Bob's score %d", *d.PlayerList[0].Score)
+	}
+	if d.History.ResolutionS != 300 || len(d.History.Points) == 0 || d.History.Points[len(d.History.Points)-1].Players != 3 {
+		t.Errorf("history %+v", d.History)
+	}
+	// The detail's ETag answers 304.
+	if r2, b := f.get(t, "/api/v1/servers/"+alpha.String()+"?from=AU", "If-None-Match", r.Header.Get("ETag")); r2.StatusCode != 304 || len(b) != 0 {
+		t.Errorf("detail revalidation: %d", r2.StatusCode)
+	}
+
+	// Quake 4: players from getInfo, no scores.
+	var q4 web.DetailJSON
+	f.getJSON(t, "/api/v1/servers/"+f.pub["Delta"].String(), &q4)
+	if len(q4.PlayerList) != 2 || q4.PlayerList[0].NamePlain != "Quad" || q4.PlayerList[0].Score != nil || q4.Family != "doom3" {
+		t.Errorf("quake 4 detail %+v", q4)
+	}
+
+	// The list's sparkline and the ranking.
+	var l web.ListJSON
+	f.getJSON(t, "/api/v1/servers?sort=address", &l)
+	for _, s := range l.Servers {
+		if len(s.RecentPlayers) == 0 || s.RecentPlayers[len(s.RecentPlayers)-1] != s.Players {
+			t.Errorf("%s: recent %v, players %d", s.NamePlain, s.RecentPlayers, s.Players)
+		}
+	}
+	var rk web.RankingJSON
+	f.getJSON(t, "/api/v1/ranking?period=24h", &rk)
+	var got []string
+	for _, s := range rk.Servers {
+		got = append(got, s.NamePlain)
+	}
+	// Charlie 4; Alpha and Echo 3 (by address: 1.1.1.1 first); Delta 2;
+	// Foxtrot 1; Bravo 0.
+	wantRank := []string{"Charlie CTF", "Alpha Arena", "Echo", "Delta", "Foxtrot", "Bravo FFA"}
+	if rk.PeriodS != 86400 || len(got) != len(wantRank) {
+		t.Fatalf("ranking %+v", rk)
+	}
+	for i := range wantRank {
+		if got[i] != wantRank[i] || rk.Servers[i].Rank != i+1 {
+			t.Errorf("rank %d: %s (%d), want %s", i+1, got[i], rk.Servers[i].Rank, wantRank[i])
+		}
+	}
+	if rk.Servers[0].AvgPlayers != 4 || rk.Servers[0].PeakPlayers != 4 {
+		t.Errorf("charlie %+v", rk.Servers[0])
+	}
+	var rq4 web.RankingJSON
+	f.getJSON(t, "/api/v1/ranking?game=Quake4&period=1h", &rq4)
+	if len(rq4.Servers) != 1 || rq4.Servers[0].NamePlain != "Delta" || rq4.Servers[0].AvgPlayers != 2 {
+		t.Errorf("quake 4 ranking %+v", rq4)
+	}
+}
