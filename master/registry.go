@@ -579,7 +579,7 @@ func (r *Registry) Verify(now time.Time, src netip.AddrPort, rep Reply) (Server,
 
 	info := packInfo(rep.Info)
 	change := ChangeRefreshed
-	reverified := e.Listed && e.LastVerified == 0 // restored, verified again
+	reverified := e.restored // restored, verified again: its last-verified time shows
 	// What the snapshot (and so every cached answer) holds: a change in
 	// the info alone, if only its echoed challenge, leaves them be.
 	listing := !e.Listed || s.Game != e.Game || s.Protocol != int(e.Protocol) || s.Gametype != e.Gametype ||
