@@ -124,7 +124,8 @@ func Ordered(ctx context.Context, masterConn, probeConn probe.Conn, cfg Config, 
 
 	firstResult := time.Duration(0)
 	dialect := func(ap netip.AddrPort) probe.Dialect { return s.seen[ap].dialect }
-	counts, perr := drive(ctx, probeConn, cfg.Prober, st, dialect, func(t adaptive.Target, ph adaptive.Phase, sent time.Time, r probe.Result) {
+	m := newMeter(&cfg, time.Now())
+	counts, perr := drive(ctx, probeConn, cfg.Prober, st, dialect, &m, func(t adaptive.Target, ph adaptive.Phase, sent time.Time, r probe.Result) {
 		now := time.Now()
 		o := Outcome{Addr: t.Addr, Phase: ph, At: sent.Sub(start), Answered: r.Answered()}
 		if o.Answered {
@@ -156,28 +157,52 @@ func Ordered(ctx context.Context, masterConn, probeConn probe.Conn, cfg Config, 
 }
 
 // drive probes what st hands out, keeping at most the prober's window of
-// targets open, and calls done (from the prober's goroutine) with each
-// target, its phase, when it was handed out and its result. It returns
-// when st has nothing more to hand out and nothing is open, or ctx ends.
+// targets open and handing out no faster than m admits, and calls done
+// (from drive's goroutine) with each target, its phase, when it was handed
+// out and its result. It returns when st has nothing more to hand out and
+// nothing is open, or ctx ends. The prober runs in a goroutine of its own;
+// drive owns the strategy and the meter.
 func drive(ctx context.Context, conn probe.Conn, p probe.Prober, st adaptive.Strategy, dialect func(netip.AddrPort) probe.Dialect,
-	done func(t adaptive.Target, ph adaptive.Phase, sent time.Time, r probe.Result)) (probe.Counts, error) {
+	m *meter, done func(t adaptive.Target, ph adaptive.Phase, sent time.Time, r probe.Result)) (probe.Counts, error) {
 	window := p.Window
 	if window <= 0 {
 		window = probe.DefaultWindow
 	}
+	type result struct {
+		i int
+		r probe.Result
+	}
+	results := make(chan result)
+	in := make(chan probe.Target)
+	probed := make(chan error, 1)
+	var counts probe.Counts
+	go func() {
+		var err error
+		counts, err = p.Stream(ctx, conn, in, func(i int, r probe.Result) { results <- result{i, r} })
+		probed <- err
+	}()
+
 	type handed struct {
 		t    adaptive.Target
 		ph   adaptive.Phase
 		sent time.Time
 	}
 	var out []handed // by the prober's target index: the order handed out
-	open := 0
-	closed := false
-	// in never blocks a send: at most window targets are open, and a target
-	// leaves the channel before its result comes.
-	in := make(chan probe.Target, window)
-	fill := func() {
-		for !closed && open < window {
+	open := 0        // handed out (pending included), no result yet
+	var pending []probe.Target
+	inOpen := true
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	stop := ctx.Done()
+	for {
+		now := time.Now()
+		held := false // by admission
+		for inOpen && stop != nil && open < window {
+			if !m.allows(now) {
+				held = true
+				break
+			}
 			t, ph, ok := st.Next()
 			if !ok {
 				// Waiting with probes open: calibration outcomes are
@@ -185,32 +210,49 @@ func drive(ctx context.Context, conn probe.Conn, p probe.Prober, st adaptive.Str
 				// Waiting with nothing open would wait forever: a
 				// strategy that says so is over.
 				if open == 0 {
-					closed = true
 					close(in)
+					inOpen = false
 				}
-				return
+				break
 			}
-			out = append(out, handed{t: t, ph: ph, sent: time.Now()})
+			m.metered++
+			out = append(out, handed{t: t, ph: ph, sent: now})
 			open++
-			in <- probe.Target{Addr: t.Addr, Dialect: dialect(t.Addr)}
+			pending = append(pending, probe.Target{Addr: t.Addr, Dialect: dialect(t.Addr)})
+		}
+		var feed chan probe.Target
+		var next probe.Target
+		if len(pending) > 0 && inOpen {
+			feed, next = in, pending[0]
+		}
+		if w := m.wake(); held && !w.IsZero() {
+			timer.Reset(time.Until(w))
+		} else {
+			timer.Stop()
+		}
+		select {
+		case feed <- next:
+			pending = pending[1:]
+		case r := <-results:
+			open--
+			if r.r.Answered() {
+				m.answered++
+			}
+			if r.i < len(out) {
+				h := out[r.i]
+				done(h.t, h.ph, h.sent, r.r)
+			}
+		case <-timer.C:
+		case <-stop:
+			stop = nil // the prober ends what it has with ctx's error
+			if inOpen {
+				close(in)
+				inOpen = false
+			}
+		case err := <-probed:
+			return counts, err
 		}
 	}
-	fill()
-	counts, err := p.Stream(ctx, conn, in, func(i int, r probe.Result) {
-		open--
-		if i < len(out) {
-			h := out[i]
-			done(h.t, h.ph, h.sent, r)
-		}
-		if ctx.Err() == nil {
-			fill()
-		}
-	})
-	if !closed {
-		closed = true
-		close(in)
-	}
-	return counts, err
 }
 
 // List asks cfg.Masters for their lists on conn and returns when every

@@ -1,6 +1,7 @@
 package discover
 
 import (
+	"context"
 	"math/rand/v2"
 	"net/netip"
 	"testing"
@@ -127,4 +128,33 @@ func TestOrdered_WithoutPlannerFails(t *testing.T) {
 	if _, _, err := Ordered(t.Context(), n.conn(), n.conn(), Config{}, nil, nil, func(Event) {}); err != ErrNoPlanner {
 		t.Fatalf("err %v, want ErrNoPlanner", err)
 	}
+}
+
+// TestOrdered_ListCannotFloodProbes: the ordered run meters what its
+// strategy hands out as Discover meters what it lists: 5,000 listed
+// addresses that never answer, a window as large as the list and a short
+// timeout that frees it every 10 ms, yet no more than DefaultAdmitBurst
+// probes in the first instant and DefaultAdmitRate a second after.
+func TestOrdered_ListCannotFloodProbes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := newNet()
+		list := servers(5000)
+		n.node(masterA, q3Master(10*time.Millisecond, true, list))
+		cfg := Config{Masters: []Master{{Name: "A", Addr: masterA, Request: q3Request(t)}}}
+		cfg.Prober.Timeout, cfg.Prober.Attempts, cfg.Prober.Window = 10*time.Millisecond, 1, len(list)
+		conventional := func(ts []adaptive.Target) (adaptive.Strategy, error) { return adaptive.NewConventional(ts) }
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		defer cancel()
+		_, ord, _ := Ordered(ctx, n.conn(), n.conn(), cfg, nil, conventional, func(Event) {})
+		first, sent := ord.ProbeStart, 0
+		for _, ap := range list {
+			sent += len(n.sends(ap))
+		}
+		if want := DefaultAdmitBurst + int(DefaultAdmitRate*(2*time.Second-first).Seconds()) + 1; sent > want || len(ord.Probes) > want {
+			t.Fatalf("%d probes in the 2 s run (lists took %v), want at most %d", sent, first, want)
+		}
+		if sent < DefaultAdmitBurst {
+			t.Fatalf("%d probes, want the burst at least", sent)
+		}
+	})
 }

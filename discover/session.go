@@ -21,7 +21,9 @@ import (
 // so listed addresses that never answer are probed at AdmitRate once the
 // burst is spent, while a list of live servers, whose answers each admit
 // two more, is not held back (as TCP's slow start grows with the acks).
-// Extra targets, given by the user, are not metered.
+// In [Discover], extra targets, given by the user, are not metered; in
+// [Ordered], whose strategy hands out listed and extra targets alike,
+// every target is.
 const (
 	// DefaultAdmitBurst is how many listed servers may be handed to the
 	// prober before any has answered: a whole list of a mid-size game,
@@ -34,6 +36,45 @@ const (
 	// answered admits.
 	AdmitPerAnswer = 2
 )
+
+// meter is the admission rule above, for one run: how many listed
+// servers went to the prober (metered) and how many answered, since
+// start.
+type meter struct {
+	start    time.Time
+	burst    int
+	rate     float64 // negative: no metering
+	metered  int
+	answered int
+}
+
+func newMeter(cfg *Config, start time.Time) meter {
+	burst, rate := cfg.admission()
+	return meter{start: start, burst: burst, rate: rate}
+}
+
+// allows reports whether one more listed server may go to the prober at
+// now.
+func (m *meter) allows(now time.Time) bool {
+	if m.rate < 0 {
+		return true
+	}
+	return float64(m.metered+1) <= float64(m.burst)+m.rate*now.Sub(m.start).Seconds()+float64(AdmitPerAnswer*m.answered)
+}
+
+// wake returns when allows next turns true without an answer; zero when
+// only an answer can make it.
+func (m *meter) wake() time.Time {
+	if m.rate <= 0 {
+		return time.Time{}
+	}
+	need := float64(m.metered+1) - float64(m.burst) - float64(AdmitPerAnswer*m.answered)
+	at := m.start.Add(max(time.Duration(need/m.rate*float64(time.Second)), 0))
+	for !m.allows(at) { // rounding
+		at = at.Add(time.Nanosecond)
+	}
+	return at
+}
 
 // listing is what is known of one address to probe.
 type listing struct {
@@ -70,9 +111,8 @@ type session struct {
 	listed int
 
 	// Probing (Discover only).
-	handed      int // order[:handed] went to the prober
-	metered     int // of them, listed by a master (not extra)
-	answered    int // results that answered
+	handed      int   // order[:handed] went to the prober
+	meter       meter // admission of those listed by a master (not extra)
 	results     int // results taken
 	firstResult time.Duration
 	listsTook   time.Duration // when every list had ended, since start
@@ -85,7 +125,7 @@ type session struct {
 // masters deduplicated by address.
 func newSession(cfg Config, start time.Time) *session {
 	s := &session{cfg: cfg, start: start, byAddr: map[netip.AddrPort]*collecting{},
-		seen: map[netip.AddrPort]*listing{}}
+		seen: map[netip.AddrPort]*listing{}, meter: newMeter(&cfg, start)}
 	for _, m := range cfg.Masters {
 		m.Addr = netip.AddrPortFrom(m.Addr.Addr().Unmap(), m.Addr.Port())
 		if s.byAddr[m.Addr] != nil {
@@ -128,29 +168,18 @@ func (s *session) list(m *collecting, ap netip.AddrPort) {
 	s.events = append(s.events, Listed{Addr: ap, Master: m.Name, Again: again})
 }
 
-// admitted returns how many listed (not extra) servers may have been
-// handed to the prober by now.
-func (s *session) admitted(now time.Time) float64 {
-	burst, rate := s.cfg.admission()
-	if rate < 0 {
-		return float64(len(s.order))
-	}
-	return float64(burst) + rate*now.Sub(s.start).Seconds() + float64(AdmitPerAnswer*s.answered)
-}
-
 // due returns the servers to hand to the prober now, in the order listed:
 // extra targets at once, listed ones as far as admission allows.
 func (s *session) due(now time.Time) []probe.Target {
 	var out []probe.Target
-	allow := s.admitted(now)
 	for s.handed < len(s.order) {
 		ap := s.order[s.handed]
 		l := s.seen[ap]
 		if !l.extra {
-			if float64(s.metered+1) > allow {
+			if !s.meter.allows(now) {
 				break
 			}
-			s.metered++
+			s.meter.metered++
 		}
 		s.handed++
 		out = append(out, probe.Target{Addr: ap, Dialect: l.dialect})
@@ -164,20 +193,7 @@ func (s *session) admitWake() time.Time {
 	if s.handed == len(s.order) {
 		return time.Time{}
 	}
-	burst, rate := s.cfg.admission()
-	if rate <= 0 {
-		return time.Time{}
-	}
-	need := float64(s.metered+1) - float64(burst) - float64(AdmitPerAnswer*s.answered)
-	d := time.Duration(need / rate * float64(time.Second))
-	if d < 0 {
-		d = 0
-	}
-	at := s.start.Add(d)
-	for float64(s.metered+1) > s.admitted(at) { // rounding
-		at = at.Add(time.Nanosecond)
-	}
-	return at
+	return s.meter.wake()
 }
 
 // allHanded reports that every list has ended and every server went to
@@ -195,7 +211,7 @@ func (s *session) result(now time.Time, i int, r probe.Result) {
 		}
 	}
 	if r.Answered() {
-		s.answered++
+		s.meter.answered++
 		if s.firstResult == 0 {
 			s.firstResult = now.Sub(s.start)
 		}
@@ -240,5 +256,5 @@ func (s *session) summary(now time.Time) Summary {
 // String describes the session for test failures.
 func (s *session) String() string {
 	return fmt.Sprintf("session: %d masters, %d listed, %d handed (%d metered), %d results (%d answered)",
-		len(s.masters), s.listed, s.handed, s.metered, s.results, s.answered)
+		len(s.masters), s.listed, s.handed, s.meter.metered, s.results, s.meter.answered)
 }
