@@ -355,6 +355,7 @@ func serversDiscover(ctx context.Context, opt serversOptions, out *serversOutput
 	sum, err := discover.Discover(ctx, mconn, pconn, cfg, gn.wrap(opt.filter, log.wrap(out.event)))
 	sum.Masters = append(unresolved, sum.Masters...)
 	out.finish(sum)
+	warnLimits(sum, stderr)
 	warnGameName(ctx, opt, cfg, sum, gn, stderr)
 	if err == nil && opt.ordering.plot != "" {
 		err = writePlot(opt.ordering.plot, "scout servers --order master", opt.ordering.autoStop,

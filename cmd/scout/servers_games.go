@@ -200,3 +200,14 @@ func othersHint(mine *game.Game, g *gameNames) string {
 	sort.Strings(hints)
 	return "; --game " + strings.Join(hints, " or --game ") + " asks the masters for those"
 }
+
+// warnLimits writes to stderr each master whose answer passed a bound of
+// discover.Config (servers, packets or time per master), with the error
+// naming it, so that it is seen with --json too.
+func warnLimits(sum discover.Summary, stderr io.Writer) {
+	for _, m := range sum.Masters {
+		if m.End == discover.EndLimit {
+			fmt.Fprintf(stderr, "scout servers: master %s: %s\n", browser.Display(m.Name), browser.Display(m.Error))
+		}
+	}
+}
