@@ -26,9 +26,10 @@
 // commit before it is still running, when commits take longer than the
 // interval) and is on disk when that commit returns. A kill -9 at time K
 // therefore loses no server verified before K - interval - D, D being one
-// commit's duration (2 ms for one server, 130 ms for 16,384 in one commit
-// on the machine of BENCHMARKS.md "Persistence"; the master exports the
-// last and the longest as scout_master_state_last_commit_seconds and
+// commit's duration (medians of 2 ms for one server and 250 ms for 16,384
+// in one commit on the busy machine of BENCHMARKS.md "Persistence"; the
+// master exports the last and the longest as
+// scout_master_state_last_commit_seconds and
 // scout_master_state_max_commit_seconds). Servers verified later come back
 // with their next heartbeat. A clean stop (SIGTERM) commits everything
 // pending, in one transaction, before the master exits.
