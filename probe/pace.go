@@ -89,6 +89,15 @@ const (
 	paceHoldMax  = 500 * time.Millisecond
 	// paceRTTWeight is the weight of one RTT in the mean RTT.
 	paceRTTWeight = 1.0 / 32
+	// The retry timeout (RetryTimeout): RTTs are counted in buckets of
+	// paceRTTBucket up to paceRTTBuckets of them (the last holds all
+	// longer); paceRetryFactor times their 99th percentile, at least
+	// paceRetryMin, once paceRetrySamples are in.
+	paceRTTBucket    = 10 * time.Millisecond
+	paceRTTBuckets   = 300
+	paceRetryFactor  = 1.5
+	paceRetryMin     = 250 * time.Millisecond
+	paceRetrySamples = 100
 	// paceSizeWeight is the weight of one reply in the mean reply size.
 	paceSizeWeight = 1.0 / 64
 	// paceMinSettled is how many settled sends the replies per probe are
@@ -217,6 +226,8 @@ type Pacer struct {
 	windowed []time.Time   // arrivals within paceDeliveryWindow
 
 	sent, received int
+	rtts           [paceRTTBuckets]int // answered RTTs, by paceRTTBucket
+	answered       int
 	sentTimes      []time.Time // sends not yet settled (see capacityRate)
 	settled        int         // sends older than hold()
 
@@ -249,11 +260,37 @@ func (p *Pacer) Answered(rtt time.Duration) {
 	if rtt <= 0 {
 		return
 	}
+	p.rtts[min(int(rtt/paceRTTBucket), len(p.rtts)-1)]++
+	p.answered++
 	if p.meanRTT == 0 {
 		p.meanRTT = rtt
 	} else {
 		p.meanRTT += time.Duration(paceRTTWeight * float64(rtt-p.meanRTT))
 	}
+}
+
+// RetryTimeout returns how long a send that is not its request's last
+// waits for its reply before the request is sent again, given the full
+// timeout: paceRetryFactor times the 99th percentile of the RTTs answered
+// so far, within paceRetryMin..timeout, once paceRetrySamples RTTs are
+// in; timeout until then. A lost reply then costs well under a second,
+// which at the end of a run is most of its tail. A reply slower than that
+// is still taken when it comes (its token lives on) and measured from its
+// own send; it costs one more probe. The last send of a request waits
+// the full timeout.
+func (p *Pacer) RetryTimeout(timeout time.Duration) time.Duration {
+	if p.answered < paceRetrySamples {
+		return timeout
+	}
+	rank := int(math.Ceil(0.99 * float64(p.answered)))
+	seen := 0
+	for i, n := range p.rtts {
+		if seen += n; seen >= rank {
+			d := time.Duration(float64(time.Duration(i+1)*paceRTTBucket) * paceRetryFactor)
+			return min(max(d, paceRetryMin), timeout)
+		}
+	}
+	return timeout
 }
 
 // hold is how long signs of queueing are ignored after a cut.

@@ -249,3 +249,28 @@ func TestPacer_RandomArrivalsTeachNoCapacity(t *testing.T) {
 		t.Errorf("capacity %.0f, %d cuts from random arrivals", c, p.Cuts)
 	}
 }
+
+// TestPacer_RetryTimeout: the full timeout until enough RTTs are in, then
+// 1.5 times their 99th percentile, within 250 ms and the full timeout.
+func TestPacer_RetryTimeout(t *testing.T) {
+	p := NewPacer(Pace{})
+	if got := p.RetryTimeout(time.Second); got != time.Second {
+		t.Errorf("before any RTT: %v", got)
+	}
+	for i := range 1000 {
+		p.Answered(time.Duration(10+i%391) * time.Millisecond) // 10-400 ms
+	}
+	if got := p.RetryTimeout(time.Second); got < 590*time.Millisecond || got > 610*time.Millisecond {
+		t.Errorf("RTTs of 10-400 ms: retry after %v, want about 600ms", got)
+	}
+	if got := p.RetryTimeout(300 * time.Millisecond); got != 300*time.Millisecond {
+		t.Errorf("capped by the timeout: %v", got)
+	}
+	q := NewPacer(Pace{})
+	for range 200 {
+		q.Answered(5 * time.Millisecond)
+	}
+	if got := q.RetryTimeout(time.Second); got != paceRetryMin {
+		t.Errorf("RTTs of 5 ms: retry after %v, want the floor %v", got, paceRetryMin)
+	}
+}

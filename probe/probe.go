@@ -89,7 +89,11 @@ type Prober struct {
 	// [Pacer] instead of Interval: from Pace.StartRate up to what the
 	// player's link carries without queueing, capped at Pace.MaxRate. A
 	// zero Window then means one large enough for MaxRate
-	// ([WindowForRate]).
+	// ([WindowForRate]). Requests then leave in random order (servers of
+	// one network, listed together, would answer in one burst), and a
+	// send that is not its request's last is retried after
+	// [Pacer.RetryTimeout] (1.5 times the 99th percentile of the RTTs
+	// seen) rather than Timeout.
 	Pace *Pace
 	// Burst, when positive, makes the sends go in bursts of Burst
 	// datagrams, each burst after the first waiting Pause after the last

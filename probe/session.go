@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net/netip"
 	"time"
 )
@@ -193,6 +194,14 @@ func (s *session) poll(now time.Time) []*send {
 	// Sends, paced.
 	var out []*send
 	for len(s.queue) > 0 && !now.Before(s.nextSend) {
+		if s.pacer != nil && len(s.queue) > 1 {
+			// Paced by the link: the next send is drawn from the queue.
+			// A master lists a hosting network's servers together, and
+			// servers at one distance probed back to back answer in one
+			// burst, which queues on the player's link at any rate.
+			j := mrand.IntN(len(s.queue))
+			s.queue[0], s.queue[j] = s.queue[j], s.queue[0]
+		}
 		r := s.queue[0]
 		s.queue[0] = nil
 		s.queue = s.queue[1:]
@@ -312,7 +321,11 @@ func (s *session) wrote(sd *send, at time.Time, err error) {
 		return
 	}
 	r.sent = b
-	r.deadline = at.Add(s.timeout)
+	wait := s.timeout
+	if s.pacer != nil && r.attempts < s.attempts {
+		wait = s.pacer.RetryTimeout(s.timeout)
+	}
+	r.deadline = at.Add(wait)
 	heap.Push(&s.waiting, r)
 	s.counts.PeakInFlight = max(s.counts.PeakInFlight, len(s.waiting))
 }

@@ -40,8 +40,9 @@ const (
 // Bottleneck: a FIFO of a fixed rate with a tail-drop queue. A client is
 // one address and port (one socket): every datagram the world sends to it
 // after its Link delay, and every datagram it sends to the world before
-// that delay, crosses the same link. Heartbeats, which go to masters, do
-// not. The zero value is no link.
+// that delay, crosses the same link. Heartbeats, and the replies to the
+// world's masters (Config.Masters: they verify servers from elsewhere on
+// the Internet), do not. The zero value is no link.
 type AccessLink struct {
 	// Rate is the downstream rate in bits per second (IP bytes, see
 	// WireOverhead); 0 is no link.

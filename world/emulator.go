@@ -113,6 +113,9 @@ type Emulator struct {
 	up       *accessLinks
 	// Owned by the releaser goroutine (shapeDown).
 	down *accessLinks
+	// masters are never clients of an access link: their verifying
+	// queries come from elsewhere on the Internet.
+	masters map[netip.AddrPort]bool
 
 	linkShaped, linkDropped, linkUpDropped, linkUnshaped atomic.Uint64
 	linkWaitSum, linkWaitMax                             atomic.Int64
@@ -171,6 +174,10 @@ func Listen(w World, cfg Config) (*Emulator, error) {
 		rng:     rand.New(rand.NewPCG(w.Seed, 0x4e7)),
 		up:      newAccessLinks(cfg.Access, cfg.Access.UpRate),
 		down:    newAccessLinks(cfg.Access, cfg.Access.Rate),
+		masters: map[netip.AddrPort]bool{},
+	}
+	for _, m := range cfg.Masters {
+		e.masters[m] = true
 	}
 	pairs := make([]loopnat.Pair, len(w.Servers))
 	ips := map[netip.Addr]bool{}
@@ -265,15 +272,18 @@ func (e *Emulator) Run(ctx context.Context) error {
 func (e *Emulator) handle(sock int, from netip.AddrPort, b []byte, at time.Time) {
 	e.received.Add(1)
 	// The request crosses the client's upstream link first: it reaches
-	// the server when it leaves the link.
-	switch leave, _, v := e.up.admit(from, at, len(b)); v {
-	case linkDropped:
-		e.linkUpDropped.Add(1)
-		return
-	case linkUnshaped:
-		e.linkUnshaped.Add(1)
-	default:
-		at = leave
+	// the server when it leaves the link. Masters have none.
+	reply := !e.masters[from]
+	if reply {
+		switch leave, _, v := e.up.admit(from, at, len(b)); v {
+		case linkDropped:
+			e.linkUpDropped.Add(1)
+			return
+		case linkUnshaped:
+			e.linkUnshaped.Add(1)
+		default:
+			at = leave
+		}
 	}
 	st := &e.servers[sock]
 	s := st.cur.Load()
@@ -287,7 +297,7 @@ func (e *Emulator) handle(sock int, from netip.AddrPort, b []byte, at time.Time)
 			e.lost.Add(1)
 			continue
 		}
-		if !e.q.push(outPacket{due: due, sock: sock, to: from, b: r, reply: true}) {
+		if !e.q.push(outPacket{due: due, sock: sock, to: from, b: r, reply: reply}) {
 			e.queueFull.Add(1)
 		}
 	}
