@@ -385,8 +385,8 @@ type Registry struct {
 	mu      sync.Mutex
 	servers map[netip.AddrPort]*entry
 	perKey  map[addrKey]int32
-	pending int               // entries not listed
-	names   map[string]string // interned game and gametype names, at most MaxInternedNames
+	pending int                           // entries not listed
+	names   map[string]string             // interned game and gametype names, at most MaxInternedNames
 	players map[netip.AddrPort]playerList // listed servers' last player lists (players.go)
 }
 

@@ -7,8 +7,12 @@
 // changes to a Store (master/store) off the packet path as a group commit
 // (everything pending in one transaction, at most every
 // Config.CommitInterval; master/store's doc states what survives a
-// kill -9), the HTTP endpoints (/servers, /healthz) and the Prometheus
-// metrics (/metrics).
+// kill -9), with the player-count history (web.History, fed by the
+// handler's verified replies) when the Store is a HistoryStore: its
+// changed days go in the same commits, so a sample is on disk within the
+// commit interval too, and it is read back at start; the HTTP endpoints
+// (the JSON API under /api/ and the page at /, package web; the legacy
+// /servers; /healthz) and the Prometheus metrics (/metrics).
 //
 // It is configured by one typed Config that library users fill directly
 // (the demo, discobench, tests); every zero field has a sensible default.

@@ -90,6 +90,26 @@ func NewMaster(now time.Time, cfg Config) (*Master, error) {
 		log.Info("restored", "servers", n, "skipped", len(skipped), "corrupt", corrupt)
 		m.writer = newStoreWriter(cfg.Store, log, cfg.CommitInterval)
 		hc.Persist = m.writer
+		if hs, ok := cfg.Store.(HistoryStore); ok {
+			days, corrupt, err := hs.LoadHistory()
+			if err != nil {
+				return nil, fmt.Errorf("masterd: loading the history: %w", err)
+			}
+			loaded := make([]web.Day, 0, len(days))
+			for _, d := range days {
+				if len(d.Counts) != web.SlotsPerDay {
+					corrupt++
+					continue
+				}
+				wd := web.Day{Addr: d.Addr, Day: d.Day}
+				copy(wd.Counts[:], d.Counts)
+				loaded = append(loaded, wd)
+			}
+			hist.Load(loaded)
+			servers, _, _ := hist.Len()
+			log.Info("history restored", "servers", servers, "days", len(loaded), "corrupt", corrupt)
+			m.writer.keepHistory(hist)
+		}
 		// Servers the current configuration refuses leave the state.
 		for _, r := range skipped {
 			m.writer.Delete(r.Addr)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/master"
+	"github.com/scout-discovery/scout/master/store"
+	"github.com/scout-discovery/scout/web"
 )
 
 // Store keeps the registry on disk (master/store implements it).
@@ -20,6 +22,20 @@ type Store interface {
 	// Load reads every stored server; corrupt counts records skipped.
 	Load() (servers []master.Server, corrupt int, err error)
 }
+
+// HistoryStore is a Store that also keeps the player-count history
+// (master/store does): the writer then commits the history days that
+// changed with the servers, in the same transaction, and deletes the days
+// web.History no longer keeps.
+type HistoryStore interface {
+	Store
+	ApplyWithHistory(puts []master.Server, deletes []netip.AddrPort, days []store.HistoryDay, keepFrom int32) error
+	LoadHistory() (days []store.HistoryDay, corrupt int, err error)
+}
+
+// historyPrune is how often the writer drops the days History no longer
+// keeps from memory (the store drops them at every commit).
+const historyPrune = time.Hour
 
 // DefaultCommitInterval is how often, at most, the state writer commits:
 // every change is on disk at most this long plus one commit's duration
@@ -55,6 +71,28 @@ type storeWriter struct {
 
 	mu      sync.Mutex
 	pending map[netip.AddrPort]*master.Server // nil value: delete
+
+	// hist, with a HistoryStore, is committed with the servers; pruned is
+	// when it was last pruned (the writer goroutine's).
+	hist   *web.History
+	pruned time.Time
+}
+
+// keepHistory makes the writer commit h's changed days with the servers
+// when its store is a HistoryStore, and wake on every change of h.
+func (w *storeWriter) keepHistory(h *web.History) {
+	if _, ok := w.st.(HistoryStore); !ok {
+		return
+	}
+	w.hist = h
+	h.OnChange(w.wakeUp)
+}
+
+func (w *storeWriter) wakeUp() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
 }
 
 func newStoreWriter(st Store, log *slog.Logger, interval time.Duration) *storeWriter {
@@ -135,7 +173,15 @@ func (w *storeWriter) flush(final bool) error {
 	batch := w.pending
 	w.pending = make(map[netip.AddrPort]*master.Server, len(batch)/2)
 	w.mu.Unlock()
-	if len(batch) == 0 {
+	var days []web.Day
+	if w.hist != nil {
+		if start.Sub(w.pruned) >= historyPrune {
+			w.hist.Prune(start)
+			w.pruned = start
+		}
+		days = w.hist.TakeDirty()
+	}
+	if len(batch) == 0 && len(days) == 0 {
 		return nil
 	}
 	puts := make([]master.Server, 0, len(batch))
@@ -147,11 +193,23 @@ func (w *storeWriter) flush(final bool) error {
 			puts = append(puts, *s)
 		}
 	}
-	err := w.st.Apply(puts, dels)
+	var err error
+	if w.hist != nil {
+		hd := make([]store.HistoryDay, len(days))
+		for i := range days {
+			hd[i] = store.HistoryDay{Addr: days[i].Addr, Day: days[i].Day, Counts: days[i].Counts[:]}
+		}
+		err = w.st.(HistoryStore).ApplyWithHistory(puts, dels, hd, web.KeepFrom(start))
+	} else {
+		err = w.st.Apply(puts, dels)
+	}
 	d := time.Since(start)
 	if err != nil {
 		w.errs.Add(1)
-		err = fmt.Errorf("committing %d changes: %w", len(batch), err)
+		if w.hist != nil {
+			w.hist.Redirty(days)
+		}
+		err = fmt.Errorf("committing %d changes and %d history days: %w", len(batch), len(days), err)
 		if final {
 			w.log.Error("writing the state file at stop; these changes are lost", "err", err)
 			return err
@@ -175,6 +233,6 @@ func (w *storeWriter) flush(final bool) error {
 	w.lastNS.Store(int64(d))
 	for m := w.maxNS.Load(); int64(d) > m && !w.maxNS.CompareAndSwap(m, int64(d)); m = w.maxNS.Load() {
 	}
-	w.log.Debug("state written", "puts", len(puts), "deletes", len(dels), "took", d)
+	w.log.Debug("state written", "puts", len(puts), "deletes", len(dels), "history_days", len(days), "took", d)
 	return nil
 }

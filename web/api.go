@@ -68,15 +68,15 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// API serves the versioned JSON API under /api/v1/ (see API.md at the
-// repository root for the contract).
+// API serves the versioned JSON API under /api/v1/ (web/API.md is the
+// contract).
 type API struct {
-	cfg    Config
-	reg    *master.Registry
-	lim    *limiter
+	cfg     Config
+	reg     *master.Registry
+	lim     *limiter
 	maxAge  int // seconds
 	reprobe int // seconds: the shortest re-probe interval
-	log    *slog.Logger
+	log     *slog.Logger
 
 	view   atomic.Pointer[view]
 	viewAt atomic.Int64 // unix ns the current view was built

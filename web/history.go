@@ -54,6 +54,8 @@ type series struct {
 //
 // mu guards everything.
 type History struct {
+	notify func() // OnChange's; called after mu is released
+
 	mu      sync.Mutex
 	servers map[netip.AddrPort]*series
 	dirty   map[dayKey]struct{}
@@ -70,6 +72,11 @@ type dayKey struct {
 func NewHistory() *History {
 	return &History{servers: map[netip.AddrPort]*series{}, dirty: map[dayKey]struct{}{}}
 }
+
+// OnChange sets a function called (without History's lock held) after a
+// sample changed a day chunk, so that the state writer commits it within
+// its interval. It must be set before the first Record.
+func (h *History) OnChange(fn func()) { h.notify = fn }
 
 // SlotOf returns the slot of t (Resolution slots since the Unix epoch).
 func SlotOf(t time.Time) int64 { return floorDiv(t.Unix(), int64(Resolution/time.Second)) }
@@ -98,24 +105,38 @@ func (h *History) Record(a netip.AddrPort, t time.Time, count int) {
 	slot := SlotOf(t)
 	day := int32(floorDiv(slot, int64(SlotsPerDay)))
 	idx := slot - int64(day)*int64(SlotsPerDay)
+	if h.record(a, day, idx, uint8(max(0, min(count, MaxCount)))) && h.notify != nil {
+		h.notify()
+	}
+}
+
+// record sets a count, reporting whether it changed a chunk.
+func (h *History) record(a netip.AddrPort, day int32, idx int64, c uint8) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.samples++
 	s := h.servers[a]
 	if s == nil {
 		if len(h.servers) >= MaxHistoryServers {
 			h.refused++
-			return
+			return false
 		}
 		s = &series{}
 		h.servers[a] = s
 	}
 	d := s.day(a, day)
-	if d == nil {
-		return // older than every day kept
+	if d == nil || d.Counts[idx] == c {
+		return false // older than every day kept, or no change
 	}
-	d.Counts[idx] = uint8(max(0, min(count, MaxCount)))
+	d.Counts[idx] = c
 	h.dirty[dayKey{a, day}] = struct{}{}
-	h.samples++
+	return true
+}
+
+// KeepFrom is the first day (days since the Unix epoch) History keeps at
+// now; the store deletes the days before it.
+func KeepFrom(now time.Time) int32 {
+	return int32(floorDiv(SlotOf(now), int64(SlotsPerDay))) - RetentionDays + 1
 }
 
 // day returns s's chunk of day, creating it (and dropping the oldest past
@@ -263,7 +284,7 @@ func (h *History) Load(days []Day) {
 // servers left without any, returning the first day kept (the store
 // deletes the days before it).
 func (h *History) Prune(now time.Time) (firstDay int32) {
-	firstDay = int32(floorDiv(SlotOf(now), int64(SlotsPerDay))) - RetentionDays + 1
+	firstDay = KeepFrom(now)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for a, s := range h.servers {

@@ -171,7 +171,7 @@ func TestHistory(t *testing.T) {
 		t.Error("loaded history differs")
 	}
 	// Prune at day 20+9+7: everything goes.
-	if h2.Prune(end.Add(8*24*time.Hour)); func() int { n, _, _ := h2.Len(); return n }() != 0 {
+	if h2.Prune(end.Add(8 * 24 * time.Hour)); func() int { n, _, _ := h2.Len(); return n }() != 0 {
 		t.Error("prune kept a server with no day left")
 	}
 	// Cap: a count over MaxCount.

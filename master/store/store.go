@@ -67,6 +67,14 @@
 //
 // Records with an unknown version, a truncated or oversized field, or
 // trailing bytes are skipped and counted by Load, never fatal.
+//
+// Bucket "history" (created by the first ApplyWithHistory; a file without
+// it has no history): each server's player count per 5-minute slot, one
+// record per server and UTC day, written by the same commits as the
+// servers (ApplyWithHistory) and read back by LoadHistory; see
+// historyBucket for its keys and values. At 288 slots a day a record is
+// 289 bytes of value and an 8-byte key (20 for IPv6), about 2.6 KB per
+// server for the 8 days package web keeps, bbolt's overhead included.
 package store
 
 import (
@@ -147,6 +155,11 @@ func (s *Store) Apply(puts []master.Server, deletes []netip.AddrPort) (err error
 	if len(puts) == 0 && len(deletes) == 0 {
 		return nil
 	}
+	return s.apply(puts, deletes, nil)
+}
+
+// apply is Apply with more work (if not nil) in the same transaction.
+func (s *Store) apply(puts []master.Server, deletes []netip.AddrPort, more func(*bolt.Tx) error) (err error) {
 	type kv struct{ k, v []byte }
 	recs := make([]kv, len(puts))
 	size := 0
@@ -174,6 +187,9 @@ func (s *Store) Apply(puts []master.Server, deletes []netip.AddrPort) (err error
 			if err := b.Delete(key(a)); err != nil {
 				return err
 			}
+		}
+		if more != nil {
+			return more(tx)
 		}
 		return nil
 	})

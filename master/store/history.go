@@ -1,0 +1,103 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"net/netip"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/scout-discovery/scout/master"
+)
+
+// The history bucket: each server's player count per 5-minute slot, one
+// record per server and UTC day (package web's History keeps them and says
+// what they mean). Key: the day (days since the Unix epoch) as 4 bytes
+// big-endian, offset by 1<<31 so that earlier days sort first, then the
+// server's address as in the "servers" bucket (8 bytes for IPv4, 20 for
+// IPv6 with the day). Value: a version byte (1) then the day's counts, one
+// byte each (at most MaxHistoryCounts). Days before the commit's keepFrom
+// are deleted by the same commit, so the bucket holds at most the retained
+// days of each server. A record that does not decode is skipped and
+// counted by LoadHistory.
+var historyBucket = []byte("history")
+
+// historyVersion is the version byte of a history value.
+const historyVersion = 1
+
+// MaxHistoryCounts bounds the counts of one history record.
+const MaxHistoryCounts = 1440
+
+// HistoryDay is one server's counts of one day.
+type HistoryDay struct {
+	Addr   netip.AddrPort
+	Day    int32
+	Counts []byte
+}
+
+func historyKey(day int32, a netip.AddrPort) []byte {
+	k := binary.BigEndian.AppendUint32(make([]byte, 0, 4+19), uint32(int64(day)+1<<31))
+	return append(k, key(a)...)
+}
+
+func dayKey(day int32) []byte { return binary.BigEndian.AppendUint32(nil, uint32(int64(day)+1<<31)) }
+
+// ApplyWithHistory is Apply with history days written and days before
+// keepFrom deleted, all in the one transaction: when it returns nil all of
+// it is on disk, when it fails none is.
+func (s *Store) ApplyWithHistory(puts []master.Server, deletes []netip.AddrPort, days []HistoryDay, keepFrom int32) (err error) {
+	type kv struct{ k, v []byte }
+	recs := make([]kv, 0, len(days))
+	for _, d := range days {
+		if len(d.Counts) > MaxHistoryCounts {
+			continue
+		}
+		recs = append(recs, kv{historyKey(d.Day, d.Addr), append([]byte{historyVersion}, d.Counts...)})
+	}
+	slices.SortFunc(recs, func(a, b kv) int { return bytes.Compare(a.k, b.k) })
+	return s.apply(puts, deletes, func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(historyBucket)
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			if err := b.Put(r.k, r.v); err != nil {
+				return err
+			}
+		}
+		// Keys sort by day: the old ones are the first.
+		c, limit := b.Cursor(), dayKey(keepFrom)
+		for k, _ := c.First(); k != nil && bytes.Compare(k, limit) < 0; k, _ = c.First() {
+			if err := c.Delete(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// LoadHistory reads every history day. Records that do not decode are
+// skipped and counted in corrupt.
+func (s *Store) LoadHistory() (days []HistoryDay, corrupt int, err error) {
+	defer faultsPanic()()
+	defer guard(&err, "loading")
+	err = s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(historyBucket)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			var a netip.AddrPort
+			if len(k) < 4 || a.UnmarshalBinary(k[4:]) != nil || !a.IsValid() ||
+				len(v) < 1 || v[0] != historyVersion || len(v)-1 > MaxHistoryCounts {
+				corrupt++
+				return nil
+			}
+			day := int32(int64(binary.BigEndian.Uint32(k)) - 1<<31)
+			days = append(days, HistoryDay{Addr: a, Day: day, Counts: bytes.Clone(v[1:])})
+			return nil
+		})
+	})
+	return days, corrupt, err
+}

@@ -1,0 +1,60 @@
+package store
+
+import (
+	"bytes"
+	"net/netip"
+	"path/filepath"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// TestHistory_RoundTripPruneReopen: days written with the servers'
+// commits come back after a close and reopen; days before keepFrom go in
+// the same commit; a damaged record is skipped and counted.
+func TestHistory_RoundTripPruneReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	st, err := Open(path, Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := netip.MustParseAddrPort("192.0.2.1:27960")
+	b := netip.MustParseAddrPort("[2001:db8::1]:27960")
+	counts := func(c byte) []byte { return bytes.Repeat([]byte{c}, 288) }
+	if days, _, err := st.LoadHistory(); err != nil || len(days) != 0 {
+		t.Fatalf("new file: %v %v", days, err)
+	}
+	if err := st.ApplyWithHistory(nil, nil, []HistoryDay{{a, 20000, counts(1)}, {b, 20000, counts(2)}, {a, -3, counts(9)}}, -5); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.ApplyWithHistory(nil, nil, []HistoryDay{{a, 20001, counts(3)}, {a, 20000, counts(4)}}, 20000); err != nil {
+		t.Fatal(err)
+	}
+	// Damaged records, written behind the store's back.
+	if err := st.db.Update(func(tx *bolt.Tx) error {
+		h := tx.Bucket(historyBucket)
+		h.Put(historyKey(20001, b), []byte{7, 1, 2})        // unknown version
+		h.Put(append(dayKey(20001), 1, 2, 3), []byte{1, 0}) // bad address
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	st, err = Open(path, Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	days, corrupt, err := st.LoadHistory()
+	if err != nil || corrupt != 2 || len(days) != 3 {
+		t.Fatalf("%d days, %d corrupt, %v", len(days), corrupt, err)
+	}
+	want := map[[2]any]byte{{a, int32(20000)}: 4, {b, int32(20000)}: 2, {a, int32(20001)}: 3}
+	for _, d := range days {
+		c, ok := want[[2]any{d.Addr, d.Day}]
+		if !ok || !bytes.Equal(d.Counts, counts(c)) {
+			t.Errorf("day %v %d: %v", d.Addr, d.Day, d.Counts[:4])
+		}
+	}
+}
