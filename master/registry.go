@@ -383,7 +383,7 @@ type Registry struct {
 	version    atomic.Uint64            // listing version (see Version)
 
 	mu      sync.Mutex
-	servers map[netip.AddrPort]*entry
+	servers map[serverKey]*entry
 	perKey  map[addrKey]int32
 	pending int                           // entries not listed
 	names   map[string]string             // interned game and gametype names, at most MaxInternedNames
@@ -408,7 +408,7 @@ func NewRegistry(cfg Config, chal *Challenger) (*Registry, error) {
 	r := &Registry{
 		cfg:     cfg,
 		chal:    chal,
-		servers: make(map[netip.AddrPort]*entry),
+		servers: make(map[serverKey]*entry),
 		perKey:  make(map[addrKey]int32),
 		names:   make(map[string]string),
 		players: make(map[netip.AddrPort]playerList),
@@ -457,7 +457,7 @@ func (r *Registry) Heartbeat(now time.Time, src netip.AddrPort, hb Heartbeat) (P
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e, ok := r.servers[src]
+	e, ok := r.servers[keyOf(src)]
 	if !ok {
 		k := addrKeyOf(src.Addr())
 		switch {
@@ -469,7 +469,7 @@ func (r *Registry) Heartbeat(now time.Time, src netip.AddrPort, hb Heartbeat) (P
 			return Probe{}, ReasonAddressFull
 		}
 		e = &entry{Addr: src, Family: hb.Family, FirstSeen: stampOf(now)}
-		r.servers[src] = e
+		r.servers[keyOf(src)] = e
 		r.perKey[k]++
 		r.pending++
 	}
@@ -504,7 +504,7 @@ func (r *Registry) Flatline(now time.Time, src netip.AddrPort) (Probe, Reason) {
 	src = netip.AddrPortFrom(src.Addr().Unmap(), src.Port())
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e, ok := r.servers[src]
+	e, ok := r.servers[keyOf(src)]
 	if !ok || !e.Listed {
 		return Probe{}, ReasonNotListed
 	}
@@ -540,7 +540,7 @@ func (r *Registry) Verify(now time.Time, src netip.AddrPort, rep Reply) (Server,
 	src = netip.AddrPortFrom(src.Addr().Unmap(), src.Port())
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e, ok := r.servers[src]
+	e, ok := r.servers[keyOf(src)]
 	if !ok {
 		return Server{}, ChangeNone, ReasonUnknownServer
 	}
@@ -846,6 +846,18 @@ func clamp32(n int) int32 {
 	return int32(max(math.MinInt32, min(n, math.MaxInt32)))
 }
 
+// serverKey is a server's address as the servers map's key: 18 bytes,
+// where a netip.AddrPort is 32 with its zone handle, so a map slot is 32
+// bytes instead of 40. Addresses are unmapped, so the 16 bytes tell IPv4
+// from IPv6; a zone is not part of the key (two servers at one link-local
+// address on two interfaces would be one).
+type serverKey struct {
+	ip   [16]byte
+	port uint16
+}
+
+func keyOf(a netip.AddrPort) serverKey { return serverKey{a.Addr().As16(), a.Port()} }
+
 // addrKey is the per-address accounting key of sourceKey's prefix, in 16
 // bytes: the IPv4 address (v4-mapped) or the IPv6 /64 (low half zero).
 type addrKey [16]byte
@@ -948,7 +960,8 @@ func (r *Registry) recheckDelay(e *entry) time.Duration {
 func (r *Registry) Expire(now time.Time, dst []Removal) []Removal {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for a, e := range r.servers {
+	for _, e := range r.servers {
+		a := e.Addr
 		why := OK
 		if c := e.chk; c != nil && !now.Before(c.sentAt.Add(r.cfg.ChallengeLifetime)) {
 			e.chk = nil
@@ -979,7 +992,7 @@ func (r *Registry) Expire(now time.Time, dst []Removal) []Removal {
 }
 
 func (r *Registry) removeLocked(a netip.AddrPort, e *entry) {
-	delete(r.servers, a)
+	delete(r.servers, keyOf(a))
 	k := addrKeyOf(a.Addr())
 	if r.perKey[k]--; r.perKey[k] <= 0 {
 		delete(r.perKey, k)
@@ -1003,7 +1016,7 @@ func (r *Registry) Restore(now time.Time, servers []Server) (restored int, skipp
 	for _, s := range servers {
 		a, why := classify(s.Addr, r.cfg.AllowLoopback, r.cfg.RefusePrivate, r.cfg.AddrMap)
 		k := addrKeyOf(a.Addr())
-		if _, dup := r.servers[a]; dup {
+		if _, dup := r.servers[keyOf(a)]; dup {
 			continue
 		}
 		switch {
@@ -1034,7 +1047,7 @@ func (r *Registry) Restore(now time.Time, servers []Server) (restored int, skipp
 		if g, ok := r.cfg.Catalogue.ByName(s.Game); ok && g.Anonymous && len(g.Heartbeats) > 0 {
 			e.hbGame = g
 		}
-		r.servers[a] = e
+		r.servers[keyOf(a)] = e
 		r.perKey[k]++
 		restored++
 	}
@@ -1048,7 +1061,7 @@ func (r *Registry) Lookup(a netip.AddrPort) (Server, bool) {
 	a = netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e, ok := r.servers[a]
+	e, ok := r.servers[keyOf(a)]
 	if !ok {
 		return Server{}, false
 	}
