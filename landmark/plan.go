@@ -48,10 +48,35 @@ type PlanParams struct {
 	Repair bool
 	// Estimator orders the probes; "" is EstUpper.
 	Estimator Estimator
+	// Stop is the quantity the stop rule compares with Threshold + Margin:
+	// "" or EstLower, the robust lower bound (a server is left out only
+	// when the triangle inequality, give or take the margin, says it is too
+	// far); EstUpper or EstMid, an estimate (a server is left out when it
+	// is estimated too far: the margin, fitted to real data at a quantile,
+	// then sets the share of playable servers that may be missed).
+	Stop Estimator
 	// Unknown are the adaptive planner's constants for the servers no
 	// landmark has measured (see Planner); the zero value takes
 	// adaptive.Scout().
 	Unknown *adaptive.Params
+	// Calibrate, when set, hands the bounded candidates (the servers the
+	// stop rule keeps) to the adaptive planner too, with these constants
+	// instead of Unknown's: the landmark bound only prunes the servers it
+	// shows too far, and Armitage's clustering, calibration and auto-stop
+	// choose among the rest. The adaptive stop rule then decides when the
+	// candidates are done, so the guarantee of the plain rule (every
+	// candidate probed) no longer holds; nil keeps the plain rule.
+	Calibrate *adaptive.Params
+	// StopAfter, when positive, also ends the probing of the bounded
+	// candidates once StopAfter of their outcomes in a row, in the order
+	// observed, were unanswered or at or over Threshold for servers
+	// estimated at or over Threshold (an unplayable server estimated under
+	// it neither counts nor breaks the run; a playable one breaks it):
+	// Algorithm 2's idea (the order has passed the playable servers) on
+	// the landmark order. It trades the plain rule's guarantee for probes; its misses
+	// are playable servers whose estimate ranks them after StopAfter
+	// unplayable ones.
+	StopAfter int
 }
 
 // DefaultPlanParams returns the defaults: 200 ms, no margin, drop 0,
@@ -73,6 +98,11 @@ type PlanInput struct {
 	// Landmarks is the K x K matrix of the landmarks' RTTs to each other,
 	// for Repair; nil with Repair off.
 	Landmarks [][]float64
+	// ClientHeight is the client's access delay (ms): the part of every
+	// path it has that it shares with none of them, such as a consumer
+	// line's first hop. 0 when unknown (the plain triangle bounds). See
+	// Planner for what it buys.
+	ClientHeight float64
 }
 
 // ErrPlan is wrapped by NewPlanner's error for an input it refuses.
@@ -81,6 +111,7 @@ var ErrPlan = errors.New("landmark: invalid plan input")
 type planSlot struct {
 	lo, est float64
 	unknown bool // no landmark measured both this server and the client
+	sub     bool // handed to the adaptive planner
 	status  uint8
 }
 
@@ -123,6 +154,9 @@ type Planner struct {
 	subIdx  []int32 // sub-planner's index -> slot
 	subDone bool
 	level   float64 // last RTT the sub-planner saw answered, ms
+	subSent int     // probes the sub-planner handed out
+	run     int     // consecutive unplayable outcomes of bounded probes
+	cut     bool    // StopAfter fired
 	out     int     // probes outstanding
 	sent    int
 	stopped bool
@@ -137,8 +171,8 @@ func NewPlanner(in PlanInput, p PlanParams, rng *rand.Rand) (*Planner, error) {
 	if len(in.Vectors) != len(in.Targets) {
 		return nil, fmt.Errorf("%w: %d targets, %d vectors", ErrPlan, len(in.Targets), len(in.Vectors))
 	}
-	if !(p.Threshold > 0) || math.IsInf(p.Threshold, 0) || math.IsNaN(p.Margin) || math.IsInf(p.Margin, 0) || p.Drop < 0 {
-		return nil, fmt.Errorf("%w: threshold %v, margin %v, drop %d", ErrPlan, p.Threshold, p.Margin, p.Drop)
+	if !(p.Threshold > 0) || math.IsInf(p.Threshold, 0) || math.IsNaN(p.Margin) || math.IsInf(p.Margin, 0) || p.Drop < 0 || p.StopAfter < 0 {
+		return nil, fmt.Errorf("%w: threshold %v, margin %v, drop %d, stop after %d", ErrPlan, p.Threshold, p.Margin, p.Drop, p.StopAfter)
 	}
 	switch p.Estimator {
 	case "":
@@ -146,6 +180,11 @@ func NewPlanner(in PlanInput, p PlanParams, rng *rand.Rand) (*Planner, error) {
 	case EstUpper, EstMid, EstLower:
 	default:
 		return nil, fmt.Errorf("%w: estimator %q", ErrPlan, p.Estimator)
+	}
+	switch p.Stop {
+	case "", EstLower, EstUpper, EstMid:
+	default:
+		return nil, fmt.Errorf("%w: stop on %q", ErrPlan, p.Stop)
 	}
 	if p.Repair && in.Landmarks == nil {
 		return nil, fmt.Errorf("%w: repair needs the landmarks' matrix", ErrPlan)
@@ -156,10 +195,20 @@ func NewPlanner(in PlanInput, p PlanParams, rng *rand.Rand) (*Planner, error) {
 	if err := checkVector(in.Client); err != nil {
 		return nil, fmt.Errorf("%w: client: %v", ErrPlan, err)
 	}
+	h := in.ClientHeight
+	if !(h >= 0) || math.IsInf(h, 0) {
+		return nil, fmt.Errorf("%w: client height %v", ErrPlan, h)
+	}
 	pl := &Planner{p: p, index: make(map[netip.AddrPort]int32, len(in.Targets))}
 	client := in.Client
 	if p.Repair {
 		client = Repair(client, in.Landmarks)
+	}
+	if h > 0 {
+		client = slices.Clone(client)
+		for k, x := range client {
+			client[k] = max(0, x-h) // NaN stays NaN
+		}
 	}
 	var unknown []adaptive.Target
 	for i, t := range in.Targets {
@@ -182,9 +231,10 @@ func NewPlanner(in PlanInput, p PlanParams, rng *rand.Rand) (*Planner, error) {
 			v = Repair(v, in.Landmarks)
 		}
 		_, hi, n := Bounds(client, v)
+		hi += h
 		sl := planSlot{unknown: n == 0}
 		if !sl.unknown {
-			sl.lo = LowerBound(client, v, p.Drop)
+			sl.lo = h + LowerBound(client, v, p.Drop)
 			switch p.Estimator {
 			case EstUpper:
 				sl.est = hi
@@ -193,10 +243,24 @@ func NewPlanner(in PlanInput, p PlanParams, rng *rand.Rand) (*Planner, error) {
 			case EstLower:
 				sl.est = sl.lo
 			}
-			if sl.lo-p.Margin <= p.Threshold {
-				pl.order = append(pl.order, s)
+			stop := sl.lo
+			switch p.Stop {
+			case EstUpper:
+				stop = hi
+			case EstMid:
+				stop = (sl.lo + hi) / 2
+			}
+			if stop-p.Margin <= p.Threshold {
+				if p.Calibrate != nil {
+					sl.sub = true
+					pl.subIdx = append(pl.subIdx, s)
+					unknown = append(unknown, t)
+				} else {
+					pl.order = append(pl.order, s)
+				}
 			}
 		} else {
+			sl.sub = true
 			pl.subIdx = append(pl.subIdx, s)
 			unknown = append(unknown, t)
 		}
@@ -205,7 +269,9 @@ func NewPlanner(in PlanInput, p PlanParams, rng *rand.Rand) (*Planner, error) {
 	slices.SortStableFunc(pl.order, func(a, b int32) int { return cmp.Compare(pl.slots[a].est, pl.slots[b].est) })
 	if len(unknown) > 0 {
 		ap := adaptive.Scout()
-		if p.Unknown != nil {
+		if p.Calibrate != nil {
+			ap = *p.Calibrate
+		} else if p.Unknown != nil {
 			ap = *p.Unknown
 		}
 		if rng == nil {
@@ -246,6 +312,7 @@ func (pl *Planner) Next() (adaptive.Target, adaptive.Phase, bool) {
 		if ok {
 			s := pl.subIdx[t.Index]
 			pl.hand(s)
+			pl.subSent++
 			return pl.targets[s], ph, true
 		}
 		if ph == adaptive.Done {
@@ -289,7 +356,7 @@ func (pl *Planner) Observe(addr netip.AddrPort, rtt time.Duration, answered bool
 	}
 	sl.status = slotObserved
 	pl.out--
-	if sl.unknown {
+	if sl.sub {
 		if err := pl.sub.Observe(addr, rtt, answered); err != nil {
 			return err
 		}
@@ -298,6 +365,16 @@ func (pl *Planner) Observe(addr netip.AddrPort, rtt time.Duration, answered bool
 		}
 		if st, _ := pl.sub.Stopped(); st {
 			pl.subDone = true
+		}
+	} else if pl.p.StopAfter > 0 {
+		if answered && float64(rtt) < pl.p.Threshold*float64(time.Millisecond) {
+			pl.run = 0
+		} else if sl.est < pl.p.Threshold {
+			// an estimate under the threshold that was wrong: a detour of
+			// the landmarks' paths, not a sign the order passed the
+			// playable servers
+		} else if pl.run++; pl.run >= pl.p.StopAfter && pl.next < len(pl.order) {
+			pl.cut, pl.next = true, len(pl.order)
 		}
 	}
 	pl.checkStop()
@@ -317,7 +394,7 @@ func (pl *Planner) checkStop() {
 			nearest = min(nearest, time.Duration(sl.lo*float64(time.Millisecond)))
 		}
 	}
-	pl.info = adaptive.StopInfo{Rule: adaptive.StopBound, Reordered: pl.next, Sent: pl.sent,
+	pl.info = adaptive.StopInfo{Rule: adaptive.StopBound, Reordered: pl.sent - pl.subSent, Sent: pl.sent,
 		Bottom: adaptive.NoAnswer, Nearest: nearest, Unprobed: len(pl.targets) - pl.sent}
 }
 
@@ -337,9 +414,10 @@ func (pl *Planner) Clusters() []adaptive.ClusterInfo {
 	return pl.sub.Clusters()
 }
 
-// Candidates returns how many bounded servers the stop rule requires to be
-// probed, and how many servers are unbounded (left to Armitage's planner).
-func (pl *Planner) Candidates() (bounded, unbounded int) {
+// Candidates returns how many bounded servers the stop rule keeps and
+// probes in estimate order, and how many servers are handed to Armitage's
+// planner (the unbounded ones, and with Calibrate the kept ones too).
+func (pl *Planner) Candidates() (ordered, adaptive int) {
 	return len(pl.order), len(pl.subIdx)
 }
 

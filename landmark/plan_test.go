@@ -310,3 +310,124 @@ func TestPlanner_Refusals(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanner_ClientHeight: a client's true access delay, given as its
+// height, keeps the bound valid on metric data with heights and keeps
+// fewer servers than the plain bound.
+func TestPlanner_ClientHeight(t *testing.T) {
+	for seed := range uint64(10) {
+		r := rand.New(rand.NewPCG(seed, 11))
+		lms := points(r, 5)
+		client := Coord{X: []float64{r.Float64() * 300, r.Float64() * 150}, H: 30}
+		w := planWorld{}
+		w.in.Client = vectorOf(client, lms)
+		for i, s := range points(r, 300) {
+			w.in.Targets = append(w.in.Targets, adaptive.Target{Addr: addrOf(i)})
+			w.in.Vectors = append(w.in.Vectors, vectorOf(s, lms))
+			w.true = append(w.true, client.Dist(s))
+		}
+		p := DefaultPlanParams()
+		p.Repair, p.Threshold = false, 130
+		plain, err := NewPlanner(w.in, p, rand.New(rand.NewPCG(1, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.in.ClientHeight = client.H
+		pl, err := NewPlanner(w.in, p, rand.New(rand.NewPCG(1, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nPlain, _ := plain.Candidates()
+		n, _ := pl.Candidates()
+		if n > nPlain {
+			t.Errorf("seed %d: %d candidates with the height, %d without", seed, n, nPlain)
+		}
+		got := map[int]bool{}
+		for _, s := range drive(t, pl, w, 4, nil) {
+			got[s.index] = true
+		}
+		for i, d := range w.true {
+			if d <= p.Threshold && !got[i] {
+				t.Fatalf("seed %d: playable server %d (%.1f ms) missed with the client's true height", seed, i, d)
+			}
+		}
+		if seed == 0 && n == nPlain {
+			t.Errorf("the height changed nothing (%d candidates)", n)
+		}
+	}
+}
+
+// TestPlanner_StopAfter: the run rule ends the bounded probes after
+// StopAfter unplayable outcomes in a row of servers estimated unplayable;
+// an unplayable server estimated playable does not count.
+func TestPlanner_StopAfter(t *testing.T) {
+	// One landmark at the client (c = 1): estimates are s+1; the bound
+	// keeps everything (huge margin).
+	nan := math.NaN()
+	var w planWorld
+	w.in.Client = Vector{1}
+	est := []float64{10, 20, 30, 210, 220, 230, 240, 250, 260}
+	truth := []float64{10, 300, 30, 250, 260, 190, 270, 280, 290} // 20 estimated playable, is not
+	for i, e := range est {
+		w.in.Targets = append(w.in.Targets, adaptive.Target{Addr: addrOf(i)})
+		w.in.Vectors = append(w.in.Vectors, Vector{e - 1})
+		w.true = append(w.true, truth[i])
+	}
+	w.in.Targets = append(w.in.Targets, adaptive.Target{Addr: addrOf(99)})
+	w.in.Vectors = append(w.in.Vectors, Vector{nan})
+	w.true = append(w.true, 5)
+	p := PlanParams{Threshold: 200, Margin: 1000, StopAfter: 2}
+	pl, err := NewPlanner(w.in, p, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bounded []int
+	for _, s := range drive(t, pl, w, 1, nil) {
+		if s.index != 9 {
+			bounded = append(bounded, s.index)
+		}
+	}
+	// 0,1,2 (1 does not count), 3 and 4 a run of two: cut. 5 (playable,
+	// estimated 230) is the documented miss.
+	if fmt.Sprint(bounded) != "[0 1 2 3 4]" {
+		t.Errorf("bounded probes %v, want [0 1 2 3 4]", bounded)
+	}
+	if _, info := pl.Stopped(); info.Reordered != 5 || info.Sent != 6 {
+		t.Errorf("stop info %+v", info)
+	}
+}
+
+// TestPlanner_Calibrate: with Calibrate, the candidates the bound keeps go
+// to the adaptive planner and the servers it excludes are never probed.
+func TestPlanner_Calibrate(t *testing.T) {
+	r := rand.New(rand.NewPCG(6, 6))
+	w := metricWorld(r, 5, 400)
+	p := DefaultPlanParams()
+	p.Threshold = 100
+	plain, err := NewPlanner(w.in, p, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nb, _ := plain.Candidates()
+	ap := adaptive.Paper()
+	ap.StopRTT = 0
+	p.Calibrate = &ap
+	pl, err := NewPlanner(w.in, p, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, ub := pl.Candidates(); b != 0 || ub != nb {
+		t.Fatalf("calibrate: %d in estimate order, %d to the adaptive planner; want 0 and %d", b, ub, nb)
+	}
+	sent := drive(t, pl, w, 3, nil)
+	if len(sent) != nb {
+		t.Errorf("%d probes, want the %d candidates", len(sent), nb)
+	}
+	for _, s := range sent {
+		if s.phase == adaptive.Reordered {
+			if _, lo, _ := pl.Estimate(s.index); lo > p.Threshold {
+				t.Fatalf("server %d probed with lower bound %.1f", s.index, lo)
+			}
+		}
+	}
+}

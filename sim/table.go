@@ -125,6 +125,10 @@ type Spec struct {
 	// TraceVariant, with Trace, also keeps the trace of the variant of this
 	// name (Row.VariantTrace).
 	TraceVariant string
+	// Mesh, when set, takes every RTT's city-to-city part from a measured
+	// mesh and runs its landmark strategies after the variants (their
+	// outcomes follow the variants' in Row.Variants).
+	Mesh *MeshSpec
 }
 
 // Simulate runs conventional discovery, adaptive discovery with each
@@ -151,7 +155,12 @@ func Simulate(sp Spec) (*Row, error) {
 		targets[i] = adaptive.Target{Addr: s.Addr, Country: s.Country, ASN: s.ASN, Index: i}
 		countries[s.Country] = true
 	}
-	rtts := w.RTTs(place)
+	var rtts []time.Duration
+	if sp.Mesh != nil {
+		rtts, _ = w.MeshRTTs(sp.Mesh.Latency, place)
+	} else {
+		rtts = w.RTTs(place)
+	}
 	const playable = 200 * time.Millisecond
 	in := Input{Targets: targets, RTTs: rtts, Pacing: pace, Seed: sp.Seed ^ 0x9e3779b97f4a7c15, Playable: playable}
 	row := &Row{
@@ -216,6 +225,14 @@ func Simulate(sp Spec) (*Row, error) {
 				row.AdaptiveTrace = ar.Trace
 			}
 		}
+	}
+
+	if sp.Mesh != nil {
+		os, err := runLandmarks(w, sp.Mesh, place, targets, in, full, sp.Seed, len(vs))
+		if err != nil {
+			return nil, err
+		}
+		row.Variants = append(row.Variants, os...)
 	}
 
 	or, err := adaptive.NewOracle(targets, func(t adaptive.Target) (time.Duration, bool) { return rtts[t.Index], true }, playable)

@@ -61,7 +61,20 @@ calibration and split probes marked, the running 2nd percentile of the last
 9, the re-ordered sequence is drawn to its end: the probes right of the
 auto-stop line are those the stop saved (the same run with auto-stop off;
 up to the stop it is the same run, probe for probe). --plot-width and
---plot-height set the picture's size in pixels (0: rttplot's defaults).`
+--plot-height set the picture's size in pixels (0: rttplot's defaults).
+
+--mesh DIR takes every RTT's city-to-city part from WonderProxy's measured
+mesh (read from DIR at run time; it is not shipped) plus the model's
+server-side offsets, and runs discovery with landmarks beside conventional,
+the paper's algorithm, scout and the oracle: K masters in K hub cities
+(--landmarks, --landmark-rule) have measured every server (with the same
+offsets, as a master's probe would); the client knows its RTT to each.
+landmarks-K probes every server whose lower bound minus the margin (fitted
+on the mesh at --margin-quantile) is within 200 ms, nearest estimate first;
+landmarks-K+run also stops after --stop-after unplayable outcomes in a row;
+landmarks-K+scout hands the servers the bound keeps to scout's adaptive
+planner. A last table gives every strategy's probes as a share of the full
+probe's. EVALUATION.md ("Landmarks") has the figures.`
 
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("sim", "[flags]", simAbout, stderr)
@@ -79,6 +92,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	plotVariant := fs.String("plot-variant", "paper", "--plot's adaptive panel: paper, or scout (adaptive.Scout, drawn past its auto-stop the same way)")
 	seeds := fs.Int("seeds", 1, "with --table2: run seeds --seed to --seed+N-1 and print each row's spread (min, mean, max)")
 	modelName := fs.String("model", "vantage", "world model: vantage (the calibrated model with the per-vantage latency residual), global-residual (the same before that fit) or modern")
+	meshFlags := addSimMeshFlags(fs)
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -114,8 +128,23 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "scout sim: unknown --model %q (vantage, global-residual, modern)\n", *modelName)
 		return 2
 	}
+	ms, notes, err := meshFlags.spec()
+	if err != nil {
+		fmt.Fprintf(stderr, "scout sim: %v\n", err)
+		return 2
+	}
+	if ms != nil && *plotPath != "" {
+		fmt.Fprintln(stderr, "scout sim: --plot does not go with --mesh")
+		return 2
+	}
+	for _, n := range notes {
+		fmt.Fprintln(stdout, n)
+	}
+	if len(notes) > 0 {
+		fmt.Fprintln(stdout)
+	}
 	if *seeds > 1 {
-		return simSeeds(ctx, stdout, stderr, model, *seed, *seeds)
+		return simSeeds(ctx, stdout, stderr, model, *seed, *seeds, ms)
 	}
 	var specs []sim.Spec
 	if *table2 {
@@ -179,6 +208,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			sp.Pacing = &p
 		}
 		sp.Trace = trace != nil || *plotPath != ""
+		setMesh(&sp, ms)
 		r, err := sim.Simulate(sp)
 		if err != nil {
 			fmt.Fprintf(stderr, "scout sim: %v\n", err)
@@ -214,7 +244,25 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	printSimTable(stdout, rows)
+	if ms != nil {
+		fmt.Fprintln(stdout)
+		printProbeShares(stdout, rows)
+	}
 	return 0
+}
+
+// setMesh puts sp in the mesh mode of ms, with the paper's and scout's
+// variants beside the landmark strategies.
+func setMesh(sp *sim.Spec, ms *sim.MeshSpec) {
+	if ms == nil {
+		return
+	}
+	sp.Mesh = ms
+	for _, v := range sim.Variants() {
+		if v.Name == "paper" || v.Name == "scout" {
+			sp.Variants = append(sp.Variants, v)
+		}
+	}
 }
 
 // writeSimPlot draws row r of spec sp (run with its traces) the way the
@@ -392,8 +440,8 @@ func printVariantRows(w io.Writer, rows []*sim.Row, i int) {
 // simSeeds runs Table 2 for n seeds from first and prints, per row and
 // strategy, the spread of the auto-stop share and of the playable servers
 // found.
-func simSeeds(ctx context.Context, stdout, stderr io.Writer, model func(population.Game, int, uint64) population.Config, first uint64, n int) int {
-	type acc struct{ stop, found []float64 }
+func simSeeds(ctx context.Context, stdout, stderr io.Writer, model func(population.Game, int, uint64) population.Config, first uint64, n int, ms *sim.MeshSpec) int {
+	type acc struct{ stop, found, probes []float64 }
 	var clients []string
 	var names []string
 	accs := map[string]map[string]*acc{}
@@ -414,6 +462,7 @@ func simSeeds(ctx context.Context, stdout, stderr io.Writer, model func(populati
 					continue
 				}
 				for _, sp := range specs {
+					setMesh(&sp, ms)
 					if err := ctx.Err(); err != nil {
 						errs[k] = err
 						break
@@ -454,6 +503,7 @@ func simSeeds(ctx context.Context, stdout, stderr io.Writer, model func(populati
 				}
 				a.stop = append(a.stop, o.StopPct)
 				a.found = append(a.found, o.FoundPct)
+				a.probes = append(a.probes, 100*float64(o.Probes)/float64(max(r.Conventional.Probes, 1)))
 			}
 		}
 	}
@@ -487,5 +537,32 @@ func simSeeds(ctx context.Context, stdout, stderr io.Writer, model func(populati
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
+	if ms == nil {
+		return 0
+	}
+	fmt.Fprintf(stdout, "\nSeeds %d to %d: probes %% of the full probe's (min mean max) | lowest %% of playable servers found\n", first, first+uint64(n)-1)
+	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "client\t")
+	for _, nm := range names {
+		fmt.Fprintf(tw, "%s\t", nm)
+	}
+	fmt.Fprintln(tw)
+	for _, c := range clients {
+		fmt.Fprintf(tw, "%s\t", c)
+		for _, nm := range names {
+			a := accs[c][nm]
+			fmt.Fprintf(tw, "%s | %s\t", spreadDecimal(a.probes), lowest(a.found))
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
 	return 0
+}
+
+func spreadDecimal(v []float64) string {
+	lo, hi, sum := v[0], v[0], 0.0
+	for _, x := range v {
+		lo, hi, sum = min(lo, x), max(hi, x), sum+x
+	}
+	return fmt.Sprintf("%.1f %.1f %.1f", lo, sum/float64(len(v)), hi)
 }

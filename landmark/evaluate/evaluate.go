@@ -187,6 +187,9 @@ type Options struct {
 	// other landmarks first (landmark.Repair).
 	Drop   int
 	Repair bool
+	// Stop is the quantity StopMargin fits the margin of: Lower (""),
+	// Upper or Mid. Run always reports the lower bound's.
+	Stop string
 }
 
 func (o *Options) defaults() {
@@ -504,4 +507,62 @@ func ranks(xs []float64) []float64 {
 		i = j + 1
 	}
 	return r
+}
+
+// StopMargin is Run's Margin alone, without the estimators' fits: the
+// stop rule's margin for the landmarks at indexes lms of m, fitted on the
+// playable pairs of the clients with an even index (opt's Threshold,
+// MarginQuantile, Drop and Repair). With opt.Stop Upper or Mid it is the
+// margin of a stop rule on that estimate instead of the lower bound
+// (landmark.PlanParams.Stop).
+func StopMargin(m *mesh.Mesh, lms []int, opt Options) (float64, error) {
+	opt.defaults()
+	k := len(lms)
+	if k < 1 {
+		return 0, fmt.Errorf("evaluate: no landmark")
+	}
+	for _, l := range lms {
+		if l < 0 || l >= m.Len() {
+			return 0, fmt.Errorf("evaluate: landmark %d outside the mesh", l)
+		}
+	}
+	lmat := make([][]float64, k)
+	for i := range k {
+		lmat[i] = make([]float64, k)
+		for j := range k {
+			lmat[i][j] = m.RTT(lms[i], lms[j])
+		}
+	}
+	vs := make([]landmark.Vector, m.Len())
+	for i := range vs {
+		v := make(landmark.Vector, k)
+		for j, l := range lms {
+			v[j] = m.RTT(i, l)
+		}
+		if opt.Repair {
+			v = landmark.Repair(v, lmat)
+		}
+		vs[i] = v
+	}
+	var fit []float64
+	for c := 0; c < m.Len(); c += 2 {
+		for s := range m.Len() {
+			t := m.RTT(c, s)
+			if s == c || math.IsNaN(t) || t >= opt.Threshold {
+				continue
+			}
+			if _, _, n := landmark.Bounds(vs[c], vs[s]); n == 0 {
+				continue
+			}
+			x := landmark.LowerBound(vs[c], vs[s], opt.Drop)
+			if opt.Stop == Upper || opt.Stop == Mid {
+				_, hi, _ := landmark.Bounds(vs[c], vs[s])
+				if x = hi; opt.Stop == Mid {
+					x = (landmark.LowerBound(vs[c], vs[s], opt.Drop) + hi) / 2
+				}
+			}
+			fit = append(fit, x-opt.Threshold)
+		}
+	}
+	return max(0, quantile(fit, opt.MarginQuantile)), nil
 }

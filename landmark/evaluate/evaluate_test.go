@@ -93,4 +93,11 @@ func TestRun_RealMesh(t *testing.T) {
 	if len(r.Costs) != 4 || r.Pairs < 50000 {
 		t.Errorf("%d costs, %d pairs", len(r.Costs), r.Pairs)
 	}
+	lms, err := Place(m, 3, Hubs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mg, err := StopMargin(m, lms, Options{Repair: true}); err != nil || mg != r.Margin || mg <= 0 {
+		t.Errorf("StopMargin %v (%v), Run's margin %v", mg, err, r.Margin)
+	}
 }

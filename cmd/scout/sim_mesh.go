@@ -1,0 +1,175 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/scout-discovery/scout/adaptive"
+	"github.com/scout-discovery/scout/landmark"
+	"github.com/scout-discovery/scout/landmark/evaluate"
+	"github.com/scout-discovery/scout/mesh"
+	"github.com/scout-discovery/scout/population"
+	"github.com/scout-discovery/scout/sim"
+)
+
+// simMeshFlags are scout sim's flags of the mesh latency mode and its
+// landmark strategies.
+type simMeshFlags struct {
+	dir        *string
+	landmarks  *string
+	rule       *string
+	quantile   *float64
+	drop       *int
+	repair     *bool
+	estimator  *string
+	perPath    *bool
+	unmeasured *float64
+	access     *bool
+	stop       *string
+	calibrate  *bool
+	stopAfter  *int
+}
+
+func addSimMeshFlags(fs *flag.FlagSet) *simMeshFlags {
+	return &simMeshFlags{
+		dir:        fs.String("mesh", "", "take every RTT's city-to-city part from WonderProxy's measured mesh in `DIR` (../shared/data; not shipped) and add the landmark strategies"),
+		landmarks:  fs.String("landmarks", "3,8", "with --mesh: the landmark strategies, a comma-separated list of K (1 to 8 masters)"),
+		rule:       fs.String("landmark-rule", "hubs", "with --mesh: where the K masters are: hubs or kcenter (as scout landmarks --rule)"),
+		quantile:   fs.Float64("margin-quantile", 0.999, "with --mesh: the stop margin is this quantile of the lower bound's excess over the playable pairs of half the mesh's cities (scout landmarks)"),
+		drop:       fs.Int("drop", 0, "with --mesh: landmarks the lower bound leaves out (the largest differences)"),
+		repair:     fs.Bool("repair", true, "with --mesh: clip vectors to the paths through other landmarks before bounding"),
+		estimator:  fs.String("estimator", "upper", "with --mesh: the landmark planner's probe order: upper, mid or lower"),
+		perPath:    fs.Bool("per-path", false, "with --mesh: draw the server-side offsets per requester (client, each landmark) instead of once per server"),
+		access:     fs.Bool("know-access", true, "with --mesh: the client knows its access delay (its first hop's RTT) and the planner takes it as the client's height"),
+		stop:       fs.String("stop-on", "lower", "with --mesh: what the stop rule compares with 200 ms + margin: lower (the robust lower bound), upper or mid (an estimate, its margin fitted at --margin-quantile)"),
+		calibrate:  fs.Bool("calibrate", true, "with --mesh: also run each K with the candidates the bound keeps handed to Armitage's planner with scout's constants (landmarks-K+scout)"),
+		stopAfter:  fs.Int("stop-after", 20, "with --mesh: also run each K with the run rule (landmarks-K+run): stop after this many unplayable outcomes in a row of servers estimated unplayable (landmark.PlanParams.StopAfter; 0: no such column)"),
+		unmeasured: fs.Float64("unmeasured", 0, "with --mesh: share of servers no landmark has measured yet (left to Armitage's planner)"),
+	}
+}
+
+// spec builds the mesh spec the flags describe, nil without --mesh; the
+// lines it returns say what was fitted (the margins).
+func (f *simMeshFlags) spec() (*sim.MeshSpec, []string, error) {
+	if *f.dir == "" {
+		return nil, nil, nil
+	}
+	rule := evaluate.Rule(*f.rule)
+	if rule != evaluate.Hubs && rule != evaluate.KCenter {
+		return nil, nil, fmt.Errorf("--landmark-rule %q: hubs or kcenter", *f.rule)
+	}
+	est := landmark.Estimator(*f.estimator)
+	if est != landmark.EstUpper && est != landmark.EstMid && est != landmark.EstLower {
+		return nil, nil, fmt.Errorf("--estimator %q: upper, mid or lower", *f.estimator)
+	}
+	stop := landmark.Estimator(*f.stop)
+	if stop != landmark.EstUpper && stop != landmark.EstMid && stop != landmark.EstLower {
+		return nil, nil, fmt.Errorf("--stop-on %q: lower, upper or mid", *f.stop)
+	}
+	if !(*f.quantile > 0 && *f.quantile <= 1) || *f.drop < 0 || *f.stopAfter < 0 || !(*f.unmeasured >= 0 && *f.unmeasured <= 1) {
+		return nil, nil, fmt.Errorf("--margin-quantile in (0, 1], --drop and --stop-after >= 0, and --unmeasured in [0, 1]")
+	}
+	var ks []int
+	for _, s := range strings.Split(*f.landmarks, ",") {
+		k, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || k < 1 || k > len(evaluate.HubCities) || *f.drop >= k {
+			return nil, nil, fmt.Errorf("--landmarks %q: want K from 1 to %d, each above --drop", *f.landmarks, len(evaluate.HubCities))
+		}
+		ks = append(ks, k)
+	}
+	m, err := mesh.LoadWonderProxy(*f.dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	idx := map[string]int{}
+	for i, c := range m.Cities {
+		idx[c.Country+"/"+c.Name] = i
+	}
+	byMesh := map[int]population.City{}
+	for _, c := range population.Cities() {
+		if i, ok := idx[c.Country+"/"+c.Name]; ok {
+			byMesh[i] = c
+		}
+	}
+	ms := &sim.MeshSpec{Latency: population.MeshLatency{PerPath: *f.perPath, Mesh: func(a, b population.City) (float64, bool) {
+		i, ok1 := idx[a.Country+"/"+a.Name]
+		j, ok2 := idx[b.Country+"/"+b.Name]
+		if !ok1 || !ok2 {
+			return 0, false
+		}
+		r := m.RTT(i, j)
+		return r, r == r
+	}}}
+	var notes []string
+	var runs, calibrated []sim.LandmarkSet
+	for _, k := range ks {
+		lms, err := evaluate.Place(m, k, rule)
+		if err != nil {
+			return nil, nil, err
+		}
+		opt := evaluate.Options{MarginQuantile: *f.quantile, Drop: *f.drop, Repair: *f.repair, Stop: string(stop)}
+		margin, err := evaluate.StopMargin(m, lms, opt)
+		if err != nil {
+			return nil, nil, err
+		}
+		ls := sim.LandmarkSet{Name: "landmarks-" + strconv.Itoa(k), Unmeasured: *f.unmeasured, KnowAccess: *f.access}
+		ls.Params = landmark.PlanParams{Threshold: 200, Margin: margin, Drop: *f.drop, Repair: *f.repair, Estimator: est, Stop: stop}
+		var names []string
+		for _, l := range lms {
+			c, ok := byMesh[l]
+			if !ok {
+				return nil, nil, fmt.Errorf("landmark city %s is not in the world model's cities", m.Cities[l].Name)
+			}
+			ls.Cities = append(ls.Cities, c)
+			names = append(names, c.Name)
+		}
+		ms.Landmarks = append(ms.Landmarks, ls)
+		if *f.stopAfter > 0 {
+			lr := ls
+			lr.Name += "+run"
+			lr.Params.StopAfter = *f.stopAfter
+			runs = append(runs, lr)
+		}
+		if *f.calibrate {
+			sc := adaptive.Scout()
+			lc := ls
+			lc.Name += "+scout"
+			lc.Params.Calibrate = &sc
+			calibrated = append(calibrated, lc)
+		}
+		notes = append(notes, fmt.Sprintf("%s: %s, stop on %s, margin %.1f ms (the %g quantile over the playable pairs of the mesh's even-indexed cities), drop %d, repair %v, order by %s, client height known %v",
+			ls.Name, strings.Join(names, " "), stop, margin, *f.quantile, *f.drop, *f.repair, est, *f.access))
+	}
+	ms.Landmarks = append(append(ms.Landmarks, runs...), calibrated...)
+	return ms, notes, nil
+}
+
+// printProbeShares prints, per row, every strategy's probes as a share of
+// the conventional full probe's, with the share of playable servers found.
+func printProbeShares(w io.Writer, rows []*sim.Row) {
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "Probes % of the full probe's / playable servers found %, per strategy:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "client\tplayable\t")
+	for _, v := range rows[0].Variants {
+		fmt.Fprintf(tw, "%s\t", v.Name)
+	}
+	fmt.Fprintln(tw, "oracle\t")
+	for _, r := range rows {
+		pct := func(o sim.Outcome) string {
+			return fmt.Sprintf("%.1f / %.1f", 100*float64(o.Probes)/float64(max(r.Conventional.Probes, 1)), o.FoundPct)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t", r.Client, r.Playable)
+		for _, v := range r.Variants {
+			fmt.Fprintf(tw, "%s\t", pct(v))
+		}
+		fmt.Fprintf(tw, "%s\t\n", pct(r.Oracle))
+	}
+	tw.Flush()
+}

@@ -1,0 +1,122 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/scout-discovery/scout/adaptive"
+	"github.com/scout-discovery/scout/landmark"
+	"github.com/scout-discovery/scout/population"
+)
+
+// MeshSpec runs a row in the mesh latency mode (population.MeshLatency:
+// the city-to-city part of every RTT is a measured mesh) and adds the
+// landmark strategies to the row's variants.
+type MeshSpec struct {
+	Latency   population.MeshLatency
+	Landmarks []LandmarkSet
+}
+
+// LandmarkSet is one landmark strategy: K masters in K cities, each having
+// measured every server it lists, and the planner's constants.
+type LandmarkSet struct {
+	Name   string // the variant's name in the row, e.g. "landmarks-3"
+	Cities []population.City
+	Params landmark.PlanParams
+	// Unmeasured is the share of servers no landmark has measured yet
+	// (drawn per server from the seed), left to Armitage's planner.
+	Unmeasured float64
+	// KnowAccess gives the planner the client's access delay as its height
+	// (landmark.PlanInput.ClientHeight), as a client that measured its
+	// first hop would know it.
+	KnowAccess bool
+}
+
+// MeasureSamples is how many probes a landmark's RTT to a server (and a
+// client's to a landmark) is the median of: a master keeps the median of
+// its last few verification and re-probe RTTs.
+const MeasureSamples = 3
+
+// LandmarkAccess is a master's access delay: none, as WonderProxy's nodes
+// (datacentres) measured the mesh.
+const LandmarkAccess = 0
+
+// landmarkVectors returns what a client at place knows under ls: every
+// server's vector, its own vector and the landmarks' matrix, in ms, each
+// measurement the median of MeasureSamples probes with the model's jitter.
+func landmarkVectors(w *population.World, ml population.MeshLatency, place population.Place, ls LandmarkSet, seed uint64) (vs []landmark.Vector, client landmark.Vector, lm [][]float64) {
+	k := len(ls.Cities)
+	vs = make([]landmark.Vector, len(w.Servers))
+	for i := range vs {
+		vs[i] = make(landmark.Vector, k)
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x1a4d))
+	measure := func(base time.Duration) float64 {
+		var xs [MeasureSamples]time.Duration
+		for j := range xs {
+			xs[j] = base + population.Jitter(rng, base)
+		}
+		slices.Sort(xs[:])
+		return float64(xs[MeasureSamples/2]) / float64(time.Millisecond)
+	}
+	cityRTT := func(a, b population.City) time.Duration {
+		if ms, ok := ml.Mesh(a, b); ok && ms >= 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+		return population.CityRTT(a, b)
+	}
+	client = make(landmark.Vector, k)
+	lm = make([][]float64, k)
+	for j, c := range ls.Cities {
+		lp := population.Place{Name: "landmark/" + c.Country + "/" + c.Name, City: c, Access: LandmarkAccess}
+		rtts, _ := w.MeshRTTs(ml, lp)
+		for i, d := range rtts {
+			vs[i][j] = measure(d)
+		}
+		client[j] = measure(place.Access + cityRTT(place.City, c))
+		lm[j] = make([]float64, k)
+		for o, d := range ls.Cities {
+			lm[j][o] = float64(cityRTT(c, d)) / float64(time.Millisecond)
+		}
+	}
+	for i := range vs {
+		if unmeasured(seed, i, ls.Unmeasured) {
+			for j := range vs[i] {
+				vs[i][j] = math.NaN()
+			}
+		}
+	}
+	return vs, client, lm
+}
+
+func unmeasured(seed uint64, i int, share float64) bool {
+	return share > 0 && silent(seed^0x6c616e64, i, share)
+}
+
+// runLandmarks runs each landmark set of ms for one row.
+func runLandmarks(w *population.World, ms *MeshSpec, place population.Place, targets []adaptive.Target, in Input, full time.Duration, seed uint64, first int) ([]Outcome, error) {
+	var out []Outcome
+	for i, ls := range ms.Landmarks {
+		vs, client, lm := landmarkVectors(w, ms.Latency, place, ls, seed)
+		pi := landmark.PlanInput{Targets: targets, Vectors: vs, Client: client, Landmarks: lm}
+		if ls.KnowAccess {
+			pi.ClientHeight = float64(place.Access) / float64(time.Millisecond)
+		}
+		pl, err := landmark.NewPlanner(pi,
+			ls.Params, rand.New(rand.NewPCG(seed, uint64(first+i)+1)))
+		if err != nil {
+			return nil, fmt.Errorf("sim: landmarks %s: %w", ls.Name, err)
+		}
+		r, err := Run(pl, in)
+		if err != nil {
+			return nil, err
+		}
+		o := outcome(ls.Name, r, full)
+		o.Initial = r.Calibrate + r.Split
+		out = append(out, o)
+	}
+	return out, nil
+}
