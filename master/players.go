@@ -97,7 +97,7 @@ func (r *Registry) Players(a netip.AddrPort) (players []Player, at time.Time, ok
 	a = netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
 	r.mu.Lock()
 	pl, has := r.players[a]
-	e := r.servers[a]
+	e := r.servers[keyOf(a)]
 	has = has && e != nil && e.Listed
 	r.mu.Unlock()
 	if !has {
