@@ -361,9 +361,6 @@ func (h *Handler) verify(now time.Time, from netip.AddrPort, k Kind, rep Reply, 
 		return h.drop(dst, k, from, why)
 	}
 	h.stats.changes[ch].Add(1)
-	if h.cfg.Observer != nil {
-		h.cfg.Observer.Verified(now, s)
-	}
 	switch ch {
 	case ChangeListed:
 		h.log.Info("listed", "server", s.Addr, "game", s.Game, "protocol", s.Protocol, "clients", s.Clients, "max_clients", s.MaxClients)
@@ -372,6 +369,11 @@ func (h *Handler) verify(now time.Time, from netip.AddrPort, k Kind, rep Reply, 
 		if h.cfg.Persist != nil {
 			h.cfg.Persist.Put(s)
 		}
+	}
+	// After the Persister: a commit that the observer's change starts
+	// (masterd's history) has the server's change in it too.
+	if h.cfg.Observer != nil {
+		h.cfg.Observer.Verified(now, s)
 	}
 	return h.forward(now, s, dst)
 }
