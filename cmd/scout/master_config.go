@@ -136,6 +136,9 @@ func (o masterOptions) settings(ctx context.Context) (masterSettings, error) {
 			return s, fmt.Errorf("%w: verify-retries: want 0 to %d, got %d", errMasterUsage, master.MaxVerifyRetries, *o.VerifyRetries)
 		}
 	}
+	if o.CommitInterval < 0 { // from --config; the command line refuses it
+		return s, fmt.Errorf("%w: commit-interval: want at least 1 (milliseconds), got %d", errMasterUsage, o.CommitInterval)
+	}
 	if len(o.MOTD) > master.MaxMOTDLen || strings.ContainsAny(o.MOTD, "\"\\\x00\n") {
 		return s, fmt.Errorf(`%w: --motd: at most %d bytes without '"', '\', NUL or newline`, errMasterUsage, master.MaxMOTDLen)
 	}

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/scout-discovery/scout/masterd"
 )
@@ -214,5 +215,52 @@ func TestParseArgs_WorldMap(t *testing.T) {
 		if !errors.Is(err, errMasterUsage) {
 			t.Errorf("--world-map %s: err %v, want a usage error", f, err)
 		}
+	}
+}
+
+func TestParseArgs_StateOptions(t *testing.T) {
+	for _, c := range []struct {
+		args   []string
+		commit time.Duration // 0: a usage error
+		refuse bool
+	}{
+		{nil, masterd.DefaultCommitInterval, false},
+		{[]string{"--commit-interval", "250"}, 250 * time.Millisecond, false},
+		{[]string{"--commit-interval=1", "--refuse-damaged-state"}, time.Millisecond, true},
+		{[]string{"--commit-interval", "0"}, 0, false},
+		{[]string{"--commit-interval", "-5"}, 0, false},
+		{[]string{"--commit-interval", "1s"}, 0, false},
+		{[]string{"--refuse-damaged-state=yes"}, 0, false},
+	} {
+		o, err := parseMasterArgs(c.args)
+		var s masterSettings
+		if err == nil {
+			s, err = o.settings(context.Background())
+		}
+		switch {
+		case c.commit == 0 && !errors.Is(err, errMasterUsage):
+			t.Errorf("%q: err %v, want a usage error", c.args, err)
+		case c.commit != 0 && err != nil:
+			t.Errorf("%q: %v", c.args, err)
+		case c.commit != 0 && (s.CommitInterval != c.commit || s.Refuse != c.refuse):
+			t.Errorf("%q: CommitInterval %v, refuse %v; want %v, %v", c.args, s.CommitInterval, s.Refuse, c.commit, c.refuse)
+		}
+	}
+	// And from a --config file, by their long names.
+	path := filepath.Join(t.TempDir(), "master.json")
+	os.WriteFile(path, []byte(`{"commit-interval": 40, "refuse-damaged-state": true}`), 0o600)
+	o, err := parseMasterArgs([]string{"--config", path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := o.settings(context.Background()); err != nil || s.CommitInterval != 40*time.Millisecond || !s.Refuse {
+		t.Errorf("from --config: %v, %v, %v", s.CommitInterval, s.Refuse, err)
+	}
+	os.WriteFile(path, []byte(`{"commit-interval": -5}`), 0o600)
+	if o, err = parseMasterArgs([]string{"--config", path}); err == nil {
+		_, err = o.settings(context.Background())
+	}
+	if !errors.Is(err, errMasterUsage) {
+		t.Errorf("commit-interval -5 from --config: err %v, want a usage error", err)
 	}
 }
