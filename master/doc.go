@@ -86,6 +86,14 @@
 // limits in Config. Every decision returns a Reason with a stable metrics
 // label.
 //
+// Measured (BENCHMARKS.md, "Flood defence": scout load --flood 300, 5,000
+// servers listed, 60 s, three runs): a flood of 300 spoofed list requests
+// a second from fresh source ports of one loopback address made the master
+// send that address 6.0-6.3 times the bytes of the requests (3.1-3.2
+// counting IP and UDP headers; 1,260 times with no defence), and a client
+// on the same address refreshing every 2 s was answered all 31 times in
+// each run; a flood from 8 ports in turn: 5.5 times, 31 of 31.
+//
 // # Concurrency
 //
 // Registry, Challenger, ResponseLimiter, SourceLimiter and ByteBudget are
