@@ -14,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/loadgen"
+	"github.com/scout-discovery/scout/master"
+	"github.com/scout-discovery/scout/master/store"
 	"github.com/scout-discovery/scout/masterd"
 )
 
@@ -197,36 +200,101 @@ func TestMaster_Kill9KeepsVerifiedServers(t *testing.T) {
 	}
 }
 
-// TestMaster_RefuseDamagedState: with --refuse-damaged-state a damaged
-// state file stops scout master with status 1 and a message naming the
-// damage, and stays where it was; without it the file is moved aside and
-// the master starts.
-func TestMaster_RefuseDamagedState(t *testing.T) {
+// realStateFile writes the state file of a master that listed n servers
+// with a full ioquake3 info string (about 700 bytes each on disk) and
+// returns its bytes.
+func realStateFile(t *testing.T, n int) []byte {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "good.db")
+	st, err := store.Open(path, store.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var puts []master.Server
+	for i := range n {
+		puts = append(puts, master.Server{
+			Addr:   netip.AddrPortFrom(netip.AddrFrom4([4]byte{203, 0, byte(i >> 8), byte(i)}), 27960),
+			Listed: true, Game: "Quake3Arena", Family: game.FamilyQ3, Protocol: 68, MaxClients: 16,
+			Info: []master.Pair{{Key: "hostname", Value: fmt.Sprintf("server %d of a real master", i)},
+				{Key: "version", Value: "ioq3 1.36_GIT_f2c61c14-2020-02-11 linux-x86_64 Feb 11 2020"},
+				{Key: "mapname", Value: "q3dm17"}, {Key: "gamename", Value: "baseq3"}, {Key: "sv_maxclients", Value: "16"}},
+			FirstSeen: time.Now(), LastVerified: time.Now(),
+		})
+	}
+	if err := st.Apply(puts, nil); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestMaster_DamagedStateFile gives a real scout master the damaged state
+// files of issue 9 (a real one truncated to 100,000 bytes, cut in half, 20
+// KB of garbage in its middle; a 0-byte file; a text file): it never
+// panics. By default it logs the damage, moves the file aside and serves;
+// with --refuse-damaged-state it exits with status 1, says what is wrong
+// and leaves the file in place.
+func TestMaster_DamagedStateFile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs scout")
 	}
 	bin := buildScout(t)
-	dir := t.TempDir()
-	state := filepath.Join(dir, "state.db")
-	if err := os.WriteFile(state, []byte(strings.Repeat("not a database\n", 1000)), 0o600); err != nil {
-		t.Fatal(err)
+	good := realStateFile(t, 2000)
+	if len(good) < 400_000 {
+		t.Fatalf("state file of 2,000 servers is %d bytes", len(good))
 	}
-	out, err := exec.Command(bin, "master", "-l", "127.0.0.1", "-p", "0", "--state", state, "--refuse-damaged-state").CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "is not a bbolt database") {
-		t.Fatalf("exit %v, output:\n%s", err, out)
+	junk := make([]byte, 20_480)
+	for i := range junk {
+		junk[i] = byte(i*7919 + i>>8)
 	}
-	if m, _ := filepath.Glob(state + ".damaged-*"); len(m) != 0 {
-		t.Fatalf("refused file moved: %v", m)
-	}
-	m := startMaster(t, bin, "-l", "127.0.0.1", "-p", "0", "--state", state)
-	d := m.waitLog(t, "the state file was damaged")
-	moved, _ := d["moved_to"].(string)
-	if !strings.HasPrefix(moved, state+".damaged-") || d["damage"] != "not a bbolt database" {
-		t.Errorf("log: %v", d)
-	}
-	m.waitLog(t, "listening", "port", "master")
-	m.cmd.Process.Signal(syscall.SIGTERM)
-	if err := m.cmd.Wait(); err != nil {
-		t.Errorf("exit after SIGTERM: %v", err)
+	mid := append(append(append([]byte(nil), good[:len(good)/2-10_240]...), junk...), good[len(good)/2+10_240:]...)
+	for _, c := range []struct {
+		name, says, damage string
+		file               []byte
+	}{
+		{"truncated-to-100000-bytes", "truncated", "corrupt", good[:100_000]},
+		{"cut-in-half", "truncated", "corrupt", good[:len(good)/2]},
+		{"20KB-garbage-in-the-middle", "is damaged", "corrupt", mid},
+		{"0-bytes", "is empty (0 bytes)", "empty file", nil},
+		{"text", "is not a bbolt database", "not a bbolt database", []byte(strings.Repeat("not a database\n", 1000))},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			state := filepath.Join(t.TempDir(), "state.db")
+			if err := os.WriteFile(state, c.file, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Command(bin, "master", "-l", "127.0.0.1", "-p", "0", "--state", state, "--refuse-damaged-state").CombinedOutput()
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), c.says) || strings.Contains(string(out), "panic") {
+				t.Fatalf("--refuse-damaged-state: exit %v, output:\n%s", err, out)
+			}
+			if now, _ := os.ReadFile(state); string(now) != string(c.file) {
+				t.Fatal("the refused file was changed")
+			}
+			if m, _ := filepath.Glob(state + ".damaged-*"); len(m) != 0 {
+				t.Fatalf("refused file moved: %v", m)
+			}
+
+			m := startMaster(t, bin, "-l", "127.0.0.1", "-p", "0", "--state", state)
+			d := m.waitLog(t, "the state file was damaged")
+			moved, _ := d["moved_to"].(string)
+			if !strings.HasPrefix(moved, state+".damaged-") || d["damage"] != c.damage || !strings.Contains(fmt.Sprint(d["err"]), c.says) {
+				t.Errorf("log: %v", d)
+			}
+			if kept, _ := os.ReadFile(moved); string(kept) != string(c.file) {
+				t.Error("the moved-aside file is not the damaged one")
+			}
+			if r := m.waitLog(t, "restored"); r["servers"] != float64(0) {
+				t.Errorf("restored: %v", r)
+			}
+			m.waitLog(t, "listening", "port", "master")
+			m.cmd.Process.Signal(syscall.SIGTERM)
+			if err := m.cmd.Wait(); err != nil {
+				t.Errorf("exit after SIGTERM: %v", err)
+			}
+		})
 	}
 }
