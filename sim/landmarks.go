@@ -116,7 +116,33 @@ func runLandmarks(w *population.World, ms *MeshSpec, place population.Place, tar
 		}
 		o := outcome(ls.Name, r, full)
 		o.Initial = r.Calibrate + r.Split
+		o.Missed, o.Wasted = byRegion(w, r, in)
 		out = append(out, o)
 	}
 	return out, nil
+}
+
+// byRegion counts, by the server's region, the playable servers r did not
+// find by its stop and the unplayable servers it probed.
+func byRegion(w *population.World, r *Result, in Input) (missed, wasted map[string]int) {
+	missed, wasted = map[string]int{}, map[string]int{}
+	found := make([]bool, len(in.Targets))
+	end := r.End
+	if r.Stopped {
+		end = r.StopTime
+	}
+	for _, p := range r.Trace {
+		if in.RTTs[p.Index] >= in.Playable {
+			wasted[population.Region(w.Servers[p.Index].Country)]++
+		}
+		if p.Answered && p.Done <= end {
+			found[p.Index] = true
+		}
+	}
+	for i, d := range in.RTTs {
+		if d < in.Playable && !silent(in.Seed, i, in.Pacing.Loss) && !found[i] {
+			missed[population.Region(w.Servers[i].Country)]++
+		}
+	}
+	return missed, wasted
 }

@@ -78,6 +78,11 @@ type Outcome struct {
 	FoundPct     float64 `json:"found_pct"` // of the world's playable servers
 	LastPlayable float64 `json:"last_playable_s"`
 	Initial      int     `json:"initial_probes,omitempty"`
+	// Missed and Wasted, for the landmark strategies: the playable servers
+	// not found by the stop, and the unplayable servers probed, by the
+	// server's region (population.Region).
+	Missed map[string]int `json:"missed_by_region,omitempty"`
+	Wasted map[string]int `json:"unplayable_probed_by_region,omitempty"`
 }
 
 // Row is one measured row of Table 2 with the extra columns.

@@ -441,7 +441,10 @@ func printVariantRows(w io.Writer, rows []*sim.Row, i int) {
 // strategy, the spread of the auto-stop share and of the playable servers
 // found.
 func simSeeds(ctx context.Context, stdout, stderr io.Writer, model func(population.Game, int, uint64) population.Config, first uint64, n int, ms *sim.MeshSpec) int {
-	type acc struct{ stop, found, probes []float64 }
+	type acc struct {
+		stop, found, probes []float64
+		missed, wasted      map[string]int
+	}
 	var clients []string
 	var names []string
 	accs := map[string]map[string]*acc{}
@@ -504,6 +507,17 @@ func simSeeds(ctx context.Context, stdout, stderr io.Writer, model func(populati
 				a.stop = append(a.stop, o.StopPct)
 				a.found = append(a.found, o.FoundPct)
 				a.probes = append(a.probes, 100*float64(o.Probes)/float64(max(r.Conventional.Probes, 1)))
+				if o.Missed != nil {
+					if a.missed == nil {
+						a.missed, a.wasted = map[string]int{}, map[string]int{}
+					}
+					for reg, n := range o.Missed {
+						a.missed[reg] += n
+					}
+					for reg, n := range o.Wasted {
+						a.wasted[reg] += n
+					}
+				}
 			}
 		}
 	}
@@ -556,7 +570,38 @@ func simSeeds(ctx context.Context, stdout, stderr io.Writer, model func(populati
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
+	fmt.Fprintf(stdout, "\nSeeds %d to %d, landmark strategies: playable servers missed / unplayable servers probed, summed over the seeds, by the server's region\n", first, first+uint64(n)-1)
+	for _, nm := range names {
+		if accs[clients[0]][nm].missed == nil {
+			continue
+		}
+		fmt.Fprintf(stdout, "%s:", nm)
+		for _, c := range clients {
+			a := accs[c][nm]
+			fmt.Fprintf(stdout, "  %s %s;", c, regionCounts(a.missed, a.wasted))
+		}
+		fmt.Fprintln(stdout)
+	}
 	return 0
+}
+
+// regionCounts prints missed/wasted per region, regions in a fixed order.
+func regionCounts(missed, wasted map[string]int) string {
+	var parts []string
+	for _, reg := range []string{"EU", "NA", "SA", "AS", "OC", "AF", ""} {
+		if missed[reg] == 0 && wasted[reg] == 0 {
+			continue
+		}
+		name := reg
+		if name == "" {
+			name = "other"
+		}
+		parts = append(parts, fmt.Sprintf("%s %d/%d", name, missed[reg], wasted[reg]))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
 }
 
 func spreadDecimal(v []float64) string {

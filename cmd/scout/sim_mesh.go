@@ -172,4 +172,15 @@ func printProbeShares(w io.Writer, rows []*sim.Row) {
 		fmt.Fprintf(tw, "%s\t\n", pct(r.Oracle))
 	}
 	tw.Flush()
+	fmt.Fprintln(w, "\nLandmark strategies: playable servers missed / unplayable servers probed, by the server's region:")
+	for i, v := range rows[0].Variants {
+		if v.Missed == nil {
+			continue
+		}
+		fmt.Fprintf(w, "%s:", v.Name)
+		for _, r := range rows {
+			fmt.Fprintf(w, "  %s %s;", r.Client, regionCounts(r.Variants[i].Missed, r.Variants[i].Wasted))
+		}
+		fmt.Fprintln(w)
+	}
 }
