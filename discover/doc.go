@@ -56,8 +56,10 @@
 // what to do (queries to send or resend, servers to hand to the prober,
 // events, whether the lists are over). It does no I/O and never reads the
 // clock, so its rules are tested by calling it with made-up times and
-// packets. [Discover] and [Ordered] are the shells: they own the sockets
-// and the clock, run the prober ([probe.Prober], itself a core and a
-// shell) and call each with the events, from one goroutine. [LAN] is a
-// shell around the prober alone.
+// packets. [Discover], [Ordered] and [List] are the shells: they own the
+// sockets and the clock, run the prober ([probe.Prober], itself a core and
+// a shell) and call each with the events, from one goroutine. Ordered's
+// probing half (drive) keeps the strategy and the admission meter in its
+// own goroutine, as Discover keeps the session. [LAN] is a shell around
+// the prober alone.
 package discover
