@@ -113,7 +113,7 @@ type session struct {
 	// Probing (Discover only).
 	handed      int   // order[:handed] went to the prober
 	meter       meter // admission of those listed by a master (not extra)
-	results     int // results taken
+	results     int   // results taken
 	firstResult time.Duration
 	listsTook   time.Duration // when every list had ended, since start
 	listsEnded  bool
