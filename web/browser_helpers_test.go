@@ -105,15 +105,20 @@ func rowAddresses(t *testing.T, ctx context.Context) []string {
 // directory.
 const ShotsEnv = "SCOUT_WEB_SHOTS"
 
-// screenshot writes a PNG of the whole page to name in $SCOUT_WEB_SHOTS or
-// the test's temporary directory, and returns its path.
-func screenshot(t *testing.T, ctx context.Context, name string) string {
+// screenshot writes a PNG of the whole page (full) or of the window to
+// name in $SCOUT_WEB_SHOTS or the test's temporary directory, and returns
+// its path.
+func screenshot(t *testing.T, ctx context.Context, name string, full bool) string {
 	t.Helper()
 	dir := os.Getenv(ShotsEnv)
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	shot := chromedp.CaptureScreenshot()
+	if full {
+		shot = chromedp.FullScreenshot(100)
+	}
+	png, err := chromedp.Run(ctx, shot)
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}

@@ -154,5 +154,5 @@ func TestPage_HostileNamesStayText(t *testing.T) {
 	if got := eval[any](t, ctx, `window.pwned ?? null`); got != nil {
 		t.Fatalf("a name ran script: window.pwned = %v", got)
 	}
-	screenshot(t, ctx, "fixture.png")
+	screenshot(t, ctx, "fixture.png", false)
 }

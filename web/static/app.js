@@ -8,7 +8,7 @@
 // banner offers "Re-sort now". Rows are re-ordered only when the reader
 // asks: sorting, filtering, paging, "Re-sort now" or reloading.
 
-import { el, colourName, plainName, countryCell, countryName, flag, COUNTRIES, sparkline, ago } from "./quake.js";
+import { el, colourName, plainName, countryCell, countryName, flag, COUNTRIES, sparkline, gametypeName } from "./quake.js";
 import { openDetail, refreshDetail, closeDetail, detailAddress } from "./detail.js";
 
 // API parameters the page keeps in its URL; others are dropped.
@@ -193,7 +193,10 @@ function fillRow(tr, s) {
     return [el("span", { class: "num" + (full ? " full" : s.players === 0 ? " zero" : ""),
       title: s.bots ? `${s.bots} of them bots` : null, text: `${s.players}/${s.max_players}` }), meter];
   });
-  set("gametype", s.gametype ?? "", () => s.gametype ?? "");
+  set("gametype", `${s.game}/${s.gametype ?? ""}`, () => {
+    const name = gametypeName(s.game, s.gametype);
+    return name === (s.gametype ?? "") ? name : el("span", { title: `game type ${s.gametype}`, text: name });
+  });
   const ping = s.ping_estimate_ms;
   set("ping", String(ping ?? ""), () => Number.isFinite(ping)
     ? el("span", { title: "estimate from the latency model, not measured", text: `~${Math.round(ping)} ms` }) : "");
@@ -276,6 +279,17 @@ $("#refresh").addEventListener("click", () => refresh());
 window.addEventListener("popstate", () => { params = readURL(); syncForm(); load(); route(); });
 window.addEventListener("hashchange", route);
 
+// labelGametypes names the game type choices after the chosen game's
+// meaning of them (g_gametype 4 is CTF in Quake III, Campaign in ET).
+function labelGametypes() {
+  const game = params.get("game") ?? "";
+  for (const o of form.elements.gametype.options) {
+    if (!o.value) continue;
+    const name = gametypeName(game, o.value);
+    o.textContent = name === o.value ? o.value : `${name} (${o.value})`;
+  }
+}
+
 function syncForm() {
   for (const f of form.elements) {
     if (!f.name) continue;
@@ -286,6 +300,7 @@ function syncForm() {
       f.value = v;
     } else f.value = params.get(f.name) ?? "";
   }
+  labelGametypes();
 }
 
 function fillSelect(name, values, label) {
@@ -305,6 +320,7 @@ async function loadMeta() {
     const m = await r.json();
     fillSelect("game", m.games);
     fillSelect("gametype", m.gametypes);
+    labelGametypes();
     fillSelect("map", m.maps);
     fillSelect("country", m.countries, cc => `${flag(cc)} ${countryName(cc)}`.trim());
   } catch { /* the filters still work with what the URL gave */ }

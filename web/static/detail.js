@@ -1,7 +1,7 @@
 // The detail panel: one server's facts, its players from the master's last
 // re-probe and its player history (GET /api/v1/servers/{address}).
 
-import { el, colourName, plainName, countryName, flag, historyChart, ago } from "./quake.js";
+import { el, colourName, plainName, countryName, flag, historyChart, ago, gametypeName } from "./quake.js";
 
 const $ = sel => document.querySelector(sel);
 const panel = $("#detail");
@@ -69,7 +69,7 @@ function fill(d) {
   const facts = [
     ["Game", `${d.game}${d.protocol ? ` (protocol ${d.protocol})` : ""}`],
     ["Map", d.map],
-    ["Game type", d.gametype],
+    ["Game type", gametypeName(d.game, d.gametype) === (d.gametype ?? "") ? d.gametype : `${gametypeName(d.game, d.gametype)} (${d.gametype})`],
     ["Players", `${d.players}/${d.max_players}${d.bots ? ` (${d.bots} bots)` : ""}`],
     ["Country", `${flag(d.country)} ${countryName(d.country)}`.trim()],
     ["Network", d.asn ? `AS${d.asn} ${d.network ?? ""}`.trim() : d.network],

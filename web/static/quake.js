@@ -162,7 +162,9 @@ export function historyChart(points, maxPlayers) {
   const span = t1 - t0;
   const fmt = span > 36 * 3600e3
     ? d => d.toLocaleDateString([], { weekday: "short", day: "numeric" })
-    : d => d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    : span > 20 * 60e3
+      ? d => d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })
+      : d => d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
   for (let i = 0; i <= 3; i++) {
     const t = t0 + (span * i) / 3;
     const lab = svg("text", { x: x(t), y: H - 6, "text-anchor": i === 0 ? "start" : i === 3 ? "end" : "middle" });
@@ -190,4 +192,22 @@ export function ago(rfc) {
   if (s < 5400) return `${Math.round(s / 60)} min ago`;
   if (s < 172800) return `${Math.round(s / 3600)} h ago`;
   return `${Math.round(s / 86400)} days ago`;
+}
+
+// Game type names of the Quake III family, by game (the API's game name):
+// g_gametype is a number whose meaning is the game's. OpenArena's extra
+// modes (5 and up) share Quake III Arena's catalogue entry.
+const GAMETYPES = {
+  Quake3Arena: ["Free for all", "Tournament", "Single player", "Team DM", "CTF", "One-flag CTF", "Overload",
+    "Harvester", "Elimination", "CTF Elimination", "Last man standing", "Double domination", "Domination"],
+  et: [null, null, "Objective", "Stopwatch", "Campaign", "Last man standing"],
+  wolfmp: [null, null, null, null, null, "Objective", "Stopwatch", "Checkpoint"],
+};
+
+// gametypeName is a game type as a player reads it ("CTF" for
+// Quake3Arena's 4); anything not in the table is shown as the server sent it.
+export function gametypeName(game, gt) {
+  const s = String(gt ?? "");
+  if (!/^[0-9]{1,2}$/.test(s)) return s;
+  return GAMETYPES[game]?.[Number(s)] ?? s;
 }
