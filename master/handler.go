@@ -54,6 +54,17 @@ type Observer interface {
 	Verified(now time.Time, s Server)
 }
 
+// FleetPersister is a Persister shared by several instances (package
+// fleet). The handler gives it, besides Put, every refreshed server (a
+// verification that changed nothing but its time: the others time the
+// server's silence and next re-probe from it) and, instead of Delete,
+// each removal with the version it removes.
+type FleetPersister interface {
+	Persister
+	Refresh(Server)
+	Remove(Removal)
+}
+
 // HandlerConfig configures a Handler. Only Registry is required; a nil
 // limiter or budget disables that defence.
 type HandlerConfig struct {
@@ -369,6 +380,10 @@ func (h *Handler) verify(now time.Time, from netip.AddrPort, k Kind, rep Reply, 
 		if h.cfg.Persist != nil {
 			h.cfg.Persist.Put(s)
 		}
+	case ChangeRefreshed:
+		if fp, ok := h.cfg.Persist.(FleetPersister); ok {
+			fp.Refresh(s)
+		}
 	}
 	// After the Persister: a commit that the observer's change starts
 	// (masterd's history) has the server's change in it too.
@@ -672,7 +687,9 @@ func (h *Handler) Tick(now time.Time, dst []Outgoing) []Outgoing {
 		h.stats.removed[r.Reason].Add(1)
 		if r.Listed {
 			h.log.Info("removed", "server", r.Addr, "reason", r.Reason)
-			if h.cfg.Persist != nil {
+			if fp, ok := h.cfg.Persist.(FleetPersister); ok {
+				fp.Remove(r)
+			} else if h.cfg.Persist != nil {
 				h.cfg.Persist.Delete(r.Addr)
 			}
 		}

@@ -262,6 +262,10 @@ type Removal struct {
 	Addr   netip.AddrPort
 	Listed bool // it was listed (the store must delete it)
 	Reason Reason
+	// LastVerified is its last verification here (for a restored server
+	// not verified since, its restoration): in a fleet, the removal only
+	// applies to a record no newer.
+	LastVerified time.Time
 }
 
 // entry is what the registry keeps of one server, with its bookkeeping.
@@ -376,11 +380,12 @@ type Registry struct {
 	cfg  Config
 	chal *Challenger
 
-	rotation   atomic.Uint64            // fair-rotation counter, one step per Select
-	afterRetry atomic.Uint64            // checks verified after a retry was sent
-	snap       atomic.Pointer[snapshot] // immutable; rebuilt after changes
-	dirty      atomic.Bool              // snap is stale
-	version    atomic.Uint64            // listing version (see Version)
+	rotation    atomic.Uint64            // fair-rotation counter, one step per Select
+	afterRetry  atomic.Uint64            // checks verified after a retry was sent
+	leftToPeers atomic.Uint64            // due re-probes left to other instances (share.go)
+	snap        atomic.Pointer[snapshot] // immutable; rebuilt after changes
+	dirty       atomic.Bool              // snap is stale
+	version     atomic.Uint64            // listing version (see Version)
 
 	mu      sync.Mutex
 	servers map[serverKey]*entry
@@ -388,6 +393,7 @@ type Registry struct {
 	pending int                           // entries not listed
 	names   map[string]string             // interned game and gametype names, at most MaxInternedNames
 	players map[netip.AddrPort]playerList // listed servers' last player lists (players.go)
+	share   Share                         // nil: every server is this instance's (share.go)
 }
 
 // NewRegistry returns an empty registry.
@@ -888,6 +894,13 @@ func (r *Registry) DueProbes(now time.Time, dst []Probe, max int) []Probe {
 			continue
 		}
 		reqs, interval := r.reprobeOf(e)
+		if !r.mineLocked(e.Addr) {
+			// Another instance's share: its verification will set the
+			// next re-probe; look again soon in case that instance died.
+			e.NextProbe = stampOf(now.Add(shareRecheck(interval)))
+			r.leftToPeers.Add(1)
+			continue
+		}
 		cause := CauseReprobe
 		if e.restored {
 			cause = CauseRestored
@@ -979,14 +992,18 @@ func (r *Registry) Expire(now time.Time, dst []Removal) []Removal {
 				}
 			}
 		}
-		if why == OK && e.Listed && stampOf(now) >= e.expiry(r.cfg.Timeout) {
+		if why == OK && e.Listed && stampOf(now) >= e.expiry(r.cfg.Timeout) &&
+			(stampOf(now) >= e.expiry(2*r.cfg.Timeout) || r.mineLocked(a)) {
+			// In a fleet the owner of a server's share decides its
+			// silence, once for all (share.go); the others wait one more
+			// Timeout for its removal before deciding themselves.
 			why = ReasonSilent
 		}
 		if why == OK {
 			continue
 		}
 		r.removeLocked(a, e)
-		dst = append(dst, Removal{Addr: a, Listed: e.Listed, Reason: why})
+		dst = append(dst, Removal{Addr: a, Listed: e.Listed, Reason: why, LastVerified: e.LastVerified.Time()})
 	}
 	return dst
 }

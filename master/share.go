@@ -1,0 +1,235 @@
+package master
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"time"
+)
+
+// A fleet is several masters sharing one registry (package fleet keeps it
+// on Redis). The core's part is pure: a peer's verified record is applied
+// with Apply (the newest verification wins), a peer's removal with
+// ApplyRemoval (only if nothing newer was verified here), and the
+// re-probes and expiries of listed servers are divided among the live
+// instances by a Share. Heartbeats are not shared: each instance verifies
+// the heartbeats it receives.
+
+// Share says which listed servers this instance re-probes and expires.
+// Mine is called with the registry's lock held and must not call back
+// into the registry. A nil Share (the default) makes every server this
+// instance's.
+type Share interface {
+	Mine(netip.AddrPort) bool
+}
+
+// DefaultShareRecheck is how long a listed server whose re-probe is due
+// but is another instance's share waits before this instance asks again
+// whether it has become its own (the other instance died). Its owner's
+// verification, applied with Apply, schedules the next re-probe anyway;
+// so a server whose owner died is re-probed by its new owner within
+// DefaultShareRecheck (or half its re-probe interval, if shorter) of the
+// time it was due, plus the time the fleet takes to see the death.
+const DefaultShareRecheck = 5 * time.Second
+
+// SetShare sets the share of this instance; nil makes every server its
+// own.
+func (r *Registry) SetShare(s Share) {
+	r.mu.Lock()
+	r.share = s
+	r.mu.Unlock()
+}
+
+// mineLocked reports whether a is this instance's to re-probe and expire.
+func (r *Registry) mineLocked(a netip.AddrPort) bool {
+	return r.share == nil || r.share.Mine(a)
+}
+
+// LeftToPeers returns the due re-probes DueProbes left to the other
+// instances of a fleet (their share), counted each time one was due here.
+func (r *Registry) LeftToPeers() uint64 { return r.leftToPeers.Load() }
+
+// shareRecheck is how long a due re-probe of another instance's server
+// waits before it is looked at again.
+func shareRecheck(interval time.Duration) time.Duration {
+	return min(DefaultShareRecheck, max(interval/2, time.Millisecond))
+}
+
+// Apply lists (or updates) a server as another instance verified it: s
+// is that instance's record, its LastVerified the version. A record no
+// newer than what this registry holds changes nothing (ChangeNone), so
+// two instances verifying one server at once converge on the later
+// verification, whatever order the records arrive in. The server's
+// silence is timed from s.LastVerified and its next re-probe is its game's
+// interval after it; a record already silent for Timeout (a fleet
+// restarted after a long stop) is kept for one more Timeout from now and
+// re-probed at once by its owner, as Restore does. A check in flight here
+// goes on. Apply refuses a new server beyond MaxServers
+// (ReasonServerListFull) or one the configuration refuses; the
+// per-address limit was the verifying instance's to apply.
+func (r *Registry) Apply(now time.Time, s Server) (Change, Reason) {
+	a, why := classify(s.Addr, r.cfg.AllowLoopback, r.cfg.RefusePrivate, r.cfg.AddrMap)
+	if why != OK {
+		return ChangeNone, why
+	}
+	if !r.cfg.Policy.Accepts(s.Game) {
+		return ChangeNone, ReasonGamePolicy
+	}
+	if s.Protocol != int(int32(s.Protocol)) {
+		return ChangeNone, ReasonBadProtocol // no reply could have listed it
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ver := stampOf(s.LastVerified)
+	e, ok := r.servers[keyOf(a)]
+	if ok && e.Listed && ver <= e.LastVerified {
+		return ChangeNone, OK
+	}
+	if !ok {
+		if len(r.servers) >= r.cfg.MaxServers {
+			return ChangeNone, ReasonServerListFull
+		}
+		e = &entry{Addr: a, Family: s.Family, FirstSeen: stampOf(s.FirstSeen)}
+		r.servers[keyOf(a)] = e
+		r.perKey[addrKeyOf(a.Addr())]++
+		r.pending++
+	}
+	info := packInfo(s.Info)
+	change := ChangeRefreshed
+	listing := !e.Listed || s.Game != e.Game || s.Protocol != int(e.Protocol) || s.Gametype != e.Gametype ||
+		s.Empty() != e.Empty() || s.Full() != e.Full() || s.Family != e.Family
+	switch {
+	case !e.Listed:
+		change = ChangeListed
+		r.pending--
+	case listing || s.Clients != int(e.Clients) || s.MaxClients != int(e.MaxClients) || info != e.info:
+		change = ChangeUpdated
+	}
+	reverified := e.restored
+	e.Listed = true
+	e.Family = s.Family
+	e.Game, e.Protocol, e.Gametype = r.internLocked(s.Game), int32(s.Protocol), r.internLocked(s.Gametype)
+	e.Clients, e.MaxClients = clamp32(s.Clients), clamp32(s.MaxClients)
+	if info != e.info {
+		e.info = info
+	}
+	if e.FirstSeen == 0 || (!s.FirstSeen.IsZero() && stampOf(s.FirstSeen) < e.FirstSeen) {
+		e.FirstSeen = stampOf(s.FirstSeen)
+	}
+	if g, ok := r.cfg.Catalogue.ByName(s.Game); ok && g.Anonymous && len(g.Heartbeats) > 0 && e.hbGame == nil {
+		e.hbGame = g
+	}
+	e.LastVerified, e.restored = ver, false
+	e.Missed = 0
+	_, interval := r.reprobeOf(e)
+	e.NextProbe = stampOf(s.LastVerified.Add(interval))
+	if e.expiry(r.cfg.Timeout) <= stampOf(now) {
+		// Silent for Timeout already: kept as a restored server, timed
+		// from now and re-verified at once by its owner.
+		e.LastVerified, e.restored = stampOf(now), true
+		e.NextProbe = stampOf(now)
+	}
+	if listing {
+		r.dirty.Store(true)
+	}
+	if change != ChangeRefreshed || reverified {
+		r.version.Add(1)
+	}
+	return change, OK
+}
+
+// ApplyRemoval removes a listed server as another instance removed it,
+// unless this registry holds a verification of it newer than verified
+// (the version of the record that instance removed); a restored server,
+// verified by no one since, is removed whatever the version. It reports whether
+// the server was removed. A server not listed here (unknown, or pending
+// its first verification) is left alone.
+func (r *Registry) ApplyRemoval(a netip.AddrPort, verified time.Time) bool {
+	a = netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.servers[keyOf(a)]
+	if !ok || !e.Listed || (!e.restored && e.LastVerified > stampOf(verified)) {
+		return false
+	}
+	r.removeLocked(a, e)
+	return true
+}
+
+// Rendezvous is the Share of instance Self among the Live instances of a
+// fleet (Self included): a server is the share of the live instance with
+// the highest weight(instance, server address), rendezvous hashing
+// (Thaler and Ravishankar, 1996). Every instance that sees the same live
+// set computes the same owner for every server, with no coordination;
+// when an instance leaves, only its servers move, spread evenly over the
+// others. A Rendezvous is immutable; the fleet sets a new one when the
+// live set changes.
+type Rendezvous struct {
+	Self string
+	Live []string
+	self int // index of Self in Live; -1 if absent
+}
+
+// NewRendezvous returns the share of self among live.
+func NewRendezvous(self string, live []string) *Rendezvous {
+	z := &Rendezvous{Self: self, Live: append([]string(nil), live...), self: -1}
+	for i, id := range z.Live {
+		if id == self {
+			z.self = i
+		}
+	}
+	return z
+}
+
+// Mine reports whether a is Self's: Owner(a) is Self. With Self not among
+// Live (not yet seen live, or cut off from the fleet) it is true, so that
+// an instance alone keeps re-probing its list.
+func (z *Rendezvous) Mine(a netip.AddrPort) bool {
+	if z.self < 0 {
+		return true
+	}
+	return z.owner(a) == z.self
+}
+
+// Owner returns the live instance whose share a is, "" if none is live.
+func (z *Rendezvous) Owner(a netip.AddrPort) string {
+	if len(z.Live) == 0 {
+		return ""
+	}
+	return z.Live[z.owner(a)]
+}
+
+func (z *Rendezvous) owner(a netip.AddrPort) int {
+	var key [18]byte
+	b16 := a.Addr().Unmap().As16()
+	copy(key[:], b16[:])
+	binary.BigEndian.PutUint16(key[16:], a.Port())
+	best, bestW := 0, uint64(0)
+	for i, id := range z.Live {
+		if w := weight(id, key[:]); i == 0 || w > bestW || (w == bestW && id < z.Live[best]) {
+			best, bestW = i, w
+		}
+	}
+	return best
+}
+
+// weight is FNV-1a over the instance id and the address, then a 64-bit
+// finalizer (splitmix64's) so that nearby addresses weigh independently.
+// It is part of the fleet's protocol: every instance must compute it the
+// same way.
+func weight(id string, key []byte) uint64 {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for i := 0; i < len(id); i++ {
+		h = (h ^ uint64(id[i])) * prime
+	}
+	h = (h ^ 0xff) * prime // separates id from address
+	for _, c := range key {
+		h = (h ^ uint64(c)) * prime
+	}
+	h ^= h >> 30
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 27
+	h *= 0x94d049bb133111eb
+	h ^= h >> 31
+	return h
+}
