@@ -90,6 +90,10 @@ type Config struct {
 	// master.DefaultOutboundBurst.
 	OutRate, OutBurst int
 
+	// Fleet shares the registry with other instances (package fleet,
+	// on Redis) instead of keeping it in Store; nil: this instance is
+	// alone. Store and Fleet cannot both be set.
+	Fleet Fleet
 	// Store keeps the registry on disk and restores it at NewMaster;
 	// nil keeps nothing.
 	Store Store

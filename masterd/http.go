@@ -1,6 +1,7 @@
 package masterd
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/web"
 )
 
@@ -39,6 +41,9 @@ func (m *Master) HTTPHandler() http.Handler {
 	reg.MustRegister(NewCollector(m), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("/api/", m.API)
+	if m.Config.Fleet != nil {
+		reg.MustRegister(m.Config.Fleet)
+	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -48,7 +53,9 @@ func (m *Master) HTTPHandler() http.Handler {
 	mux.HandleFunc("GET /servers", func(w http.ResponseWriter, r *http.Request) {
 		want := r.URL.Query()["game"]
 		list := []ServerJSON{}
-		for _, s := range m.Registry.Servers(nil) {
+		servers, source := m.listServers(r.Context())
+		w.Header().Set("X-Scout-List-Source", source)
+		for _, s := range servers {
 			if len(want) > 0 && !slices.Contains(want, s.Game) {
 				continue
 			}
@@ -78,4 +85,19 @@ func (m *Master) HTTPHandler() http.Handler {
 		enc.Encode(list)
 	})
 	return mux
+}
+
+// listServers returns the servers /servers lists and where they come
+// from: the fleet's shared registry ("fleet"), so that every instance
+// serves the same list, or this instance's memory ("memory": no fleet, or
+// Redis unreachable).
+func (m *Master) listServers(ctx context.Context) ([]master.Server, string) {
+	if m.Config.Fleet != nil {
+		s, err := m.Config.Fleet.Servers(ctx)
+		if err == nil {
+			return s, "fleet"
+		}
+		m.Log.Warn("reading the shared registry for /servers: serving this instance's list", "err", err)
+	}
+	return m.Registry.Servers(nil), "memory"
 }

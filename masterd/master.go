@@ -81,6 +81,18 @@ func NewMaster(now time.Time, cfg Config) (*Master, error) {
 		return nil, err
 	}
 	m := &Master{Config: cfg, Registry: reg, Log: log, History: hist, API: api}
+	if cfg.Fleet != nil {
+		if cfg.Store != nil {
+			return nil, errors.New("masterd: a state file and a fleet cannot both keep the registry")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), FleetJoinTimeout)
+		err := cfg.Fleet.Join(ctx, reg, hc.Observer)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("masterd: joining the fleet: %w", err)
+		}
+		hc.Persist = cfg.Fleet
+	}
 	if cfg.Store != nil {
 		servers, corrupt, err := cfg.Store.Load()
 		if err != nil {
@@ -228,6 +240,13 @@ func (m *Master) Run(ctx context.Context) error {
 		wctx, wcancel := context.WithCancel(context.Background())
 		go func() { m.writer.run(wctx); close(wdone) }()
 		defer func() { wcancel(); <-wdone }()
+	}
+	var fdone chan struct{}
+	if m.Config.Fleet != nil {
+		fdone = make(chan struct{})
+		fctx, fcancel := context.WithCancel(context.Background())
+		go func() { m.Config.Fleet.Run(fctx); close(fdone) }()
+		defer func() { fcancel(); <-fdone }()
 	}
 	<-ctx.Done()
 	wg.Wait()

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/scout-discovery/scout/fleet"
 	"github.com/scout-discovery/scout/master/store"
 	"github.com/scout-discovery/scout/masterd"
 )
@@ -52,6 +53,18 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	cfg := set.Config
 	cfg.Logger = log
+	if set.Store != "" {
+		if set.State != "" {
+			fmt.Fprintln(stderr, "scout master: --state and --store: the registry is kept in one place")
+			return 1
+		}
+		node, err := fleet.New(fleet.Config{Redis: set.Store, ID: set.FleetID, Logger: log})
+		if err != nil {
+			fmt.Fprintf(stderr, "scout master: --store: %v\n", err)
+			return 1
+		}
+		cfg.Fleet = node
+	}
 	if set.State != "" {
 		s, err := store.Open(set.State, store.Options{Timeout: storeTimeout, RefuseDamaged: set.Refuse})
 		if err != nil {

@@ -24,6 +24,8 @@ type masterSettings struct {
 	masterd.Config
 	State      string     // --state FILE
 	Refuse     bool       // --refuse-damaged-state
+	Store      string     // --store redis://...
+	FleetID    string     // --fleet-id
 	LogLevel   slog.Level // -v
 	LogOff     bool       // -v 0
 	LogJSON    bool       // --log-format json
@@ -56,6 +58,8 @@ func (o masterOptions) settings(ctx context.Context) (masterSettings, error) {
 		},
 		State:      o.State,
 		Refuse:     o.RefuseDamaged,
+		Store:      o.Store,
+		FleetID:    o.FleetID,
 		LogJSON:    o.LogFormat == "json",
 		PrintGames: o.PrintGames,
 	}

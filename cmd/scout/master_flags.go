@@ -43,6 +43,8 @@ type masterOptions struct {
 	State            string   `json:"state"`                // --state FILE: the registry on disk
 	CommitInterval   int      `json:"commit-interval"`      // --commit-interval MS: group commit to --state (100)
 	RefuseDamaged    bool     `json:"refuse-damaged-state"` // --refuse-damaged-state: exit instead of moving a damaged --state aside
+	Store            string   `json:"store"`                // --store redis://HOST:PORT/DB: the registry shared by a fleet
+	FleetID          string   `json:"fleet-id"`             // --fleet-id ID: this instance's name in the fleet
 	HTTP             string   `json:"http"`                 // --http ADDR: /metrics, /healthz, /servers
 	MOTD             string   `json:"motd"`                 // --motd TEXT: ET's message of the day; opens the MOTD port
 	MOTDPort         int      `json:"motd-port"`            // --motd-port: default 27951
@@ -180,6 +182,14 @@ var masterOptionSpecs = []optSpec{
 
 	{"state", 0, argOne, strOpt(func(o *masterOptions) *string { return &o.State }), "FILE: keep the registry in FILE (bbolt) across restarts and kill -9; a damaged FILE is logged, moved aside to FILE.damaged-YYYYMMDDTHHMMSSZ, and the list refills from heartbeats"},
 	{"commit-interval", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.CommitInterval }, 1), "MS: commit what was verified or dropped to --state in one transaction at most every MS ms (100); kill -9 loses at most the last MS + one commit"},
+	{"store", 0, argOne, func(o *masterOptions, v []string) error {
+		if !strings.HasPrefix(v[0], "redis://") && !strings.HasPrefix(v[0], "rediss://") && !strings.HasPrefix(v[0], "unix://") {
+			return fmt.Errorf("want redis://HOST:PORT/DB (the registry shared by a fleet; --state FILE keeps it in a file), got %q", v[0])
+		}
+		o.Store = v[0]
+		return nil
+	}, "redis://HOST:PORT/DB: share the registry with the other instances of a fleet on this Redis, instead of --state"},
+	{"fleet-id", 0, argOne, strOpt(func(o *masterOptions) *string { return &o.FleetID }), "ID: this instance's name in the fleet (random if not given)"},
 	{"refuse-damaged-state", 0, argNone, flagOpt(func(o *masterOptions) { o.RefuseDamaged = true }), "exit (status 1) when the --state file is damaged, empty or not scout's, leaving it in place"},
 	{"http", 0, argOne, strOpt(func(o *masterOptions) *string { return &o.HTTP }), "ADDR: serve /metrics, /healthz and /servers on ADDR (off by default)"},
 	{"motd", 0, argOne, strOpt(func(o *masterOptions) *string { return &o.MOTD }), "TEXT: answer Enemy Territory's getmotd with TEXT on the MOTD port"},

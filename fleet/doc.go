@@ -1,0 +1,85 @@
+// Package fleet shares one master registry among several scout master
+// instances through Redis (github.com/redis/go-redis/v9), so that game
+// servers may heartbeat to any instance and players ask any of them. It
+// is part of the master's shell: it owns a Redis connection, goroutines
+// and the clock; the decisions stay in package master (Registry.Apply,
+// Registry.ApplyRemoval, master.Rendezvous), which it feeds.
+//
+// Every instance keeps its own in-memory registry and cached answers, so
+// answers go at in-memory speed; Redis holds the verified records and
+// the stream of changes each instance tails.
+//
+// # Keys (Config.Prefix, "scout:master:" by default)
+//
+//	PREFIX servers    hash: field = server address ("1.2.3.4:27960",
+//	                  "[2001:db8::1]:27960"), value = version + record
+//	PREFIX changes    stream of changes: a = address, then v = the new
+//	                  value (a put) or d = the version removed (a removal),
+//	                  i = the instance that wrote it; trimmed with
+//	                  XADD MAXLEN ~ Config.StreamLen
+//	PREFIX instances  sorted set: instance id -> Redis TIME (ms) of its
+//	                  last beat
+//
+// A value is its version, the server's last verification in Unix
+// nanoseconds as 20 decimal digits (so that Redis compares versions as
+// strings), then the record as master/store encodes it (store.Encode).
+// One hash field per server means two instances that verify one server at
+// once leave one record: the Lua script that writes it keeps the later
+// verification and drops the other (put: write only if the version is
+// newer than the one held; removal: delete only if the one held is no
+// newer than the version removed, so a removal never undoes a verification
+// made elsewhere meanwhile). Each script writes the hash and appends to
+// the stream in one atomic step, or does nothing and appends nothing.
+//
+// # Work shared, not repeated
+//
+// A heartbeat is verified by the instance that received it (the game
+// server answers the address it sent to). Re-probes and the silence of
+// listed servers are divided among the live instances by rendezvous
+// hashing of the server's address (master.Rendezvous): each server is
+// re-probed once per period by the fleet. An instance beats every
+// Config.Beat (ZADD with Redis's own clock, so hosts' clocks do not
+// matter) and is live while its last beat is within Config.Dead; a stopped
+// instance leaves at once (ZREM). When an instance dies its servers are
+// the others' after Config.Dead, and each is re-probed by its new owner
+// within master.DefaultShareRecheck of the time it was due: well within
+// one re-probe period. The owner decides a silent server's expiry and
+// writes its removal once; the others learn it from the stream.
+//
+// # Redis operations
+//
+//   - a heartbeat: none (the challenge and the check are in memory);
+//   - a verification that lists, updates or refreshes a server (a
+//     heartbeat's check or a re-probe): one EVALSHA (HGET, HSET, XADD in
+//     the script), pipelined with the other writes queued at that moment;
+//     at each other instance, its share of an XREAD that returns up to
+//     Config.ReadCount changes;
+//   - a re-probe: none to send it; its verification is the line above; an
+//     unanswered one that drops the server, one EVALSHA (HGET, HDEL, XADD);
+//   - per instance, every Config.Beat: one EVALSHA (TIME, ZADD,
+//     ZREMRANGEBYSCORE, ZRANGE), and a blocking XREAD always waiting.
+//
+// TestFleet_RedisOpsPerEvent counts them with INFO commandstats.
+//
+// # Faults
+//
+// Writes are queued and coalesced per address (the latest state of each
+// address, as the state file's writer does), so the queue holds at most
+// one write per server; it is bounded by Config.MaxQueued, beyond which a
+// new address's write is dropped and counted (the server's next
+// verification writes it again). When Redis is unreachable every instance
+// goes on answering from memory, verifying heartbeats and re-probing its
+// last known share; it logs "redis unreachable" once, sets
+// scout_fleet_redis_up to 0, retries with a backoff from MinBackoff to
+// MaxBackoff, and when Redis answers again writes its queue and catches
+// up: it reads the stream from the last change it applied, or, when the
+// stream was trimmed past it (XINFO STREAM: its first entry is after that change) or
+// started again, reads the whole hash in pages of Config.PageSize (HSCAN)
+// and drops the servers it lists that the hash no longer holds. Startup
+// reads the hash in the same pages, then the stream from where it stood
+// before the read. A restart of Redis with its append-only file loses
+// nothing; without it, the instances write again what they verify.
+//
+// Keys of one fleet share one Redis (not a cluster: the scripts touch
+// two keys).
+package fleet

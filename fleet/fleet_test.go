@@ -1,0 +1,552 @@
+package fleet
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/scout-discovery/scout/master"
+	"github.com/scout-discovery/scout/master/store"
+	"github.com/scout-discovery/scout/q3"
+)
+
+func TestVersion_SortsAsStrings(t *testing.T) {
+	a, b := time.Unix(0, 999), time.Unix(1_800_000_000, 1)
+	if va, vb := version(a), version(b); len(va) != 20 || len(vb) != 20 || va >= vb {
+		t.Fatalf("versions %q %q", va, vb)
+	}
+	if version(time.Time{}) != "00000000000000000000" || fmtVersion(1<<63-1) != "09223372036854775807" {
+		t.Fatal("version bounds")
+	}
+}
+
+func TestCmpID(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want int
+	}{{"1-0", "1-0", 0}, {"1-1", "1-0", 1}, {"2-0", "10-0", -1}, {"", "0-1", -1}, {"0-0", "", 0}} {
+		if got := cmpID(c.a, c.b); got != c.want {
+			t.Errorf("cmpID(%q, %q) = %d", c.a, c.b, got)
+		}
+	}
+}
+
+func TestDecode_BadRecords(t *testing.T) {
+	s := master.Server{Game: "Quake3Arena", Protocol: 68, MaxClients: 8, LastVerified: time.Unix(5, 0)}
+	v := encode(s)
+	if got, err := decode("1.2.3.4:27960", v); err != nil || got.Addr != netip.MustParseAddrPort("1.2.3.4:27960") || got.Protocol != 68 {
+		t.Fatalf("decode = %+v, %v", got, err)
+	}
+	if _, err := decode("1.2.3.4", v); err == nil {
+		t.Error("decode took an address without a port")
+	}
+	for _, bad := range []string{"123", v[:25], v + "x"} {
+		if _, err := decode("1.2.3.4:1", bad); !errors.Is(err, store.ErrCorrupt) {
+			t.Errorf("decode(%q) = %v, want ErrCorrupt", bad, err)
+		}
+	}
+}
+
+// FuzzDecode: a record read from Redis never panics the instance.
+func FuzzDecode(f *testing.F) {
+	f.Add("1.2.3.4:27960", encode(master.Server{Game: "Quake3Arena", Protocol: 68, MaxClients: 8, Info: []master.Pair{{Key: "k", Value: "v"}}}))
+	f.Add("[::1]:1", "00000000000000000001")
+	f.Fuzz(func(t *testing.T, addr, v string) {
+		s, err := decode(addr, v)
+		if err == nil && !s.Addr.IsValid() {
+			t.Fatal("a record without an address")
+		}
+	})
+}
+
+var apiHead = regexp.MustCompile(`"version":[0-9]+,"generated":"[^"]*",`)
+
+// A server verified by one instance is in every instance's answers
+// within 1 s.
+func TestFleet_VerifiedByOneListedByAllWithinASecond(t *testing.T) {
+	r := startRedis(t)
+	var ins []*instance
+	for i := range 3 {
+		ins = append(ins, startInstance(t, fastConfig(r.URL(), fmt.Sprint("i", i)), 0))
+	}
+	servers := startGameServers(t, 30)
+	var worst time.Duration
+	for k, g := range servers {
+		at := ins[k%3]
+		g.heartbeat(t, at.addr)
+		if !waitFor(5*time.Second, func() bool { s, ok := at.m.Registry.Lookup(g.addr); return ok && s.Listed }) {
+			t.Fatalf("%v not listed by the instance it heartbeat to", g.addr)
+		}
+		verified := time.Now()
+		for _, other := range ins {
+			if !waitFor(time.Second, func() bool { s, ok := other.m.Registry.Lookup(g.addr); return ok && s.Listed }) {
+				t.Fatalf("%v verified by %s is not listed by %s within 1 s", g.addr, at.node.ID(), other.node.ID())
+			}
+		}
+		worst = max(worst, time.Since(verified))
+	}
+	t.Logf("worst convergence over 30 servers and 3 instances: %v", worst)
+	for _, in := range ins {
+		if got := list(t, in.addr); len(got) != len(servers) {
+			t.Errorf("%s answers %d servers, want %d", in.node.ID(), len(got), len(servers))
+		}
+	}
+	// Any instance serves the same HTTP list, read from the shared
+	// registry.
+	var pages []string
+	for _, in := range ins {
+		resp, err := http.Get("http://" + in.m.HTTPAddr().String() + "/servers")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if src := resp.Header.Get("X-Scout-List-Source"); src != "fleet" {
+			t.Errorf("%s lists from %q", in.node.ID(), src)
+		}
+		pages = append(pages, string(b))
+	}
+	if pages[0] != pages[1] || pages[1] != pages[2] || strings.Count(pages[0], `"address"`) != len(servers) {
+		t.Errorf("the instances serve different /servers pages")
+	}
+	// And the same page of the web API's list.
+	pages = pages[:0]
+	for _, in := range ins {
+		resp, err := http.Get("http://" + in.m.HTTPAddr().String() + "/api/v1/servers?per_page=100")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		// The time it was made and the instance's own listing version
+		// may differ; the rest is the list.
+		if !apiHead.Match(b) {
+			t.Errorf("/api/v1/servers has no version and time: %.200s", b)
+		}
+		pages = append(pages, apiHead.ReplaceAllString(string(b), ""))
+	}
+	if n := strings.Count(pages[0], `"name_plain":"fleet test `); n != len(servers) {
+		t.Errorf("/api/v1/servers lists %d of %d: %.300s", n, len(servers), pages[0])
+	}
+	if pages[0] != pages[1] || pages[1] != pages[2] {
+		i := 0
+		for i < len(pages[0]) && i < len(pages[1]) && pages[0][i] == pages[1][i] {
+			i++
+		}
+		t.Errorf("the instances serve different /api/v1/servers pages, from byte %d:\n%.200s\n%.200s", i, pages[0][i:], pages[1][i:])
+	}
+	// /metrics has the fleet.
+	resp, err := http.Get("http://" + ins[0].m.HTTPAddr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`scout_fleet_instances{instance_id="i0"} 3`, `scout_fleet_redis_up{instance_id="i0"} 1`,
+		`scout_fleet_queued_writes{instance_id="i0"} 0`, "scout_fleet_redis_seconds_bucket", "scout_fleet_reprobe_share"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+// Two instances verifying the same server at once leave one record, the
+// later verification, in Redis and in both registries.
+func TestFleet_SameServerAtOnceLeavesOneRecord(t *testing.T) {
+	r := startRedis(t)
+	a := startInstance(t, fastConfig(r.URL(), "a"), 0)
+	b := startInstance(t, fastConfig(r.URL(), "b"), 0)
+	rc := r.client(t)
+	ctx := context.Background()
+	for range 5 {
+		g := startGameServers(t, 1)[0]
+		g.heartbeat(t, a.addr)
+		g.heartbeat(t, b.addr)
+		both := func() bool {
+			sa, oka := a.m.Registry.Lookup(g.addr)
+			sb, okb := b.m.Registry.Lookup(g.addr)
+			return oka && okb && sa.Listed && sb.Listed && sa.LastVerified.Equal(sb.LastVerified) && a.node.Queued() == 0 && b.node.Queued() == 0
+		}
+		if !waitFor(5*time.Second, both) {
+			t.Fatalf("%v: the instances did not converge on one verification", g.addr)
+		}
+		sa, _ := a.m.Registry.Lookup(g.addr)
+		v, err := rc.HGet(ctx, DefaultPrefix+"servers", g.addr.String()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v[:20] != version(sa.LastVerified) {
+			t.Errorf("Redis holds version %s, the instances %s", v[:20], version(sa.LastVerified))
+		}
+	}
+	if n := rc.HLen(ctx, DefaultPrefix+"servers").Val(); n != 5 {
+		t.Errorf("%d records for 5 servers", n)
+	}
+	// Both verified each server and wrote it: 10 scripts, some of which
+	// found a newer record.
+	if w := a.node.stats.written.Load() + a.node.stats.superseded.Load() + b.node.stats.written.Load() + b.node.stats.superseded.Load(); w < 10 {
+		t.Errorf("%d writes: the instances did not both verify each server", w)
+	}
+}
+
+// Redis killed and restarted with its append-only file: no server lost;
+// meanwhile every instance answers from memory, queues its writes, says
+// so in its log and metrics, reconnects and catches up.
+func TestFleet_RedisDownAndRestarted(t *testing.T) {
+	r := startRedis(t)
+	a := startInstance(t, fastConfig(r.URL(), "a"), 0)
+	b := startInstance(t, fastConfig(r.URL(), "b"), 0)
+	servers := startGameServers(t, 40)
+	for _, g := range servers[:20] {
+		g.heartbeat(t, a.addr)
+	}
+	if !waitFor(5*time.Second, func() bool { return b.listed() == 20 && a.node.Queued() == 0 }) {
+		t.Fatalf("b lists %d of 20", b.listed())
+	}
+	r.kill()
+	// Redis is gone: both go on answering from memory.
+	for _, g := range servers[20:] {
+		g.heartbeat(t, a.addr)
+	}
+	if !waitFor(5*time.Second, func() bool { return a.listed() == 40 && !a.node.Up() }) {
+		t.Fatalf("without Redis, a lists %d of 40 (up %v)", a.listed(), a.node.Up())
+	}
+	if got := list(t, b.addr); len(got) != 20 {
+		t.Errorf("without Redis, b answers %d of its 20", len(got))
+	}
+	if got := list(t, a.addr); len(got) != 40 {
+		t.Errorf("without Redis, a answers %d of 40", len(got))
+	}
+	if !waitFor(5*time.Second, func() bool { return a.node.Queued() == 20 }) {
+		t.Errorf("a queued %d writes, want the 20 verified without Redis", a.node.Queued())
+	}
+	if !strings.Contains(a.log.String(), "redis unreachable") {
+		t.Error("a's log does not say Redis is unreachable")
+	}
+	r.start()
+	if !waitFor(10*time.Second, func() bool { return b.listed() == 40 && a.node.Queued() == 0 }) {
+		t.Fatalf("after Redis came back b lists %d of 40, a still queues %d", b.listed(), a.node.Queued())
+	}
+	if !strings.Contains(a.log.String(), "redis reachable again") {
+		t.Error("a's log does not say Redis is back")
+	}
+	if n := r.client(t).HLen(context.Background(), DefaultPrefix+"servers").Val(); n != 40 {
+		t.Errorf("Redis holds %d of 40 after its restart", n)
+	}
+	// A third instance started now reads them all.
+	c := startInstance(t, fastConfig(r.URL(), "c"), 0)
+	if c.listed() != 40 {
+		t.Errorf("a new instance starts with %d of 40", c.listed())
+	}
+}
+
+// An instance started while Redis is down starts empty, and reads the
+// shared registry when Redis comes up.
+func TestFleet_StartsWithoutRedisAndCatchesUp(t *testing.T) {
+	r := startRedis(t)
+	a := startInstance(t, fastConfig(r.URL(), "a"), 0)
+	servers := startGameServers(t, 10)
+	for _, g := range servers {
+		g.heartbeat(t, a.addr)
+	}
+	if !waitFor(5*time.Second, func() bool { return a.listed() == 10 && a.node.Queued() == 0 }) {
+		t.Fatal("a did not list and write its 10")
+	}
+	r.kill()
+	b := startInstance(t, fastConfig(r.URL(), "b"), 0)
+	if b.listed() != 0 || b.node.Up() {
+		t.Fatalf("b lists %d, up %v, with Redis down", b.listed(), b.node.Up())
+	}
+	r.start()
+	if !waitFor(10*time.Second, func() bool { return b.listed() == 10 }) {
+		t.Fatalf("b lists %d of 10 after Redis came up", b.listed())
+	}
+}
+
+// A stream trimmed past an instance's position makes it read the whole
+// hash: it learns what it missed, removals included.
+func TestFleet_TrimmedStreamResyncs(t *testing.T) {
+	r := startRedis(t)
+	// Every write trims the stream (MAXLEN ~ trims whole nodes: one
+	// entry each here).
+	if err := r.client(t).ConfigSet(context.Background(), "stream-node-max-entries", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	fa := fastConfig(r.URL(), "a")
+	fa.StreamLen = 1
+	a := startInstance(t, fa, 0)
+	servers := startGameServers(t, 20)
+	for _, g := range servers[:10] {
+		g.heartbeat(t, a.addr)
+	}
+	if !waitFor(5*time.Second, func() bool { return a.listed() == 10 && a.node.Queued() == 0 }) {
+		t.Fatalf("a lists %d of 10", a.listed())
+	}
+	// b joins, then stops following (cut off) while a writes 10 more
+	// and removes one.
+	chal, err := master.NewChallenger(master.DefaultRotationPeriod, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := master.NewRegistry(master.Config{AllowLoopback: true, MaxServersPerAddress: -1}, chal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(fastConfig(r.URL(), "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.rdb.Close()
+	ctx := context.Background()
+	b.Join(ctx, reg, nil)
+	if n, _ := reg.Counts(); n != 10 {
+		t.Fatalf("b joined with %d of 10", n)
+	}
+	for _, g := range servers[10:] {
+		g.heartbeat(t, a.addr)
+	}
+	gone, _ := a.m.Registry.Lookup(servers[0].addr)
+	a.node.Remove(master.Removal{Addr: gone.Addr, Listed: true, LastVerified: gone.LastVerified})
+	if !waitFor(5*time.Second, func() bool { return a.listed() == 20 && a.node.Queued() == 0 }) {
+		t.Fatalf("a lists %d of 20", a.listed())
+	}
+	lost, err := b.streamLost(ctx)
+	if err != nil || !lost {
+		t.Fatalf("streamLost = %v, %v; the stream was trimmed past b", lost, err)
+	}
+	if err := b.resync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := reg.Counts(); n != 19 {
+		t.Errorf("after the resync b lists %d, want 19", n)
+	}
+	if _, ok := reg.Lookup(servers[0].addr); ok {
+		t.Error("the server removed while b was cut off is still listed")
+	}
+	if lost, _ := b.streamLost(ctx); lost {
+		t.Error("the stream is still lost after the resync")
+	}
+}
+
+// The re-probes are divided: each server is re-probed once per period by
+// the fleet, not once per instance; when an instance dies its share moves
+// to the others within one period.
+func TestFleet_ReprobeShareMovesWhenAnInstanceDies(t *testing.T) {
+	const period = 2 * time.Second
+	r := startRedis(t)
+	var ins []*instance
+	for i := range 3 {
+		ins = append(ins, startInstance(t, fastConfig(r.URL(), fmt.Sprint("i", i)), period))
+	}
+	if !waitFor(5*time.Second, func() bool {
+		for _, in := range ins {
+			if len(in.node.Live()) != 3 {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Fatal("the instances do not see each other")
+	}
+	servers := startGameServers(t, 30)
+	for k, g := range servers {
+		g.heartbeat(t, ins[k%3].addr)
+	}
+	start := time.Now()
+	// Three re-probes of every server.
+	if !waitFor(6*period, func() bool {
+		for _, g := range servers {
+			if len(g.reprobes(start)) < 3 {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Fatal("not every server was re-probed three times in six periods")
+	}
+	byInstance := map[netip.AddrPort]int{}
+	for _, g := range servers {
+		rs := g.reprobes(start)
+		for i := 1; i < len(rs); i++ {
+			if gap := rs[i].at.Sub(rs[i-1].at); gap < period*8/10 {
+				t.Errorf("%v re-probed twice in %v (by %v and %v): not once per period", g.addr, gap, rs[i-1].from, rs[i].from)
+			}
+		}
+		for _, e := range rs {
+			byInstance[e.from]++
+		}
+	}
+	if len(byInstance) != 3 {
+		t.Errorf("re-probes came from %d instances, want all 3: %v", len(byInstance), byInstance)
+	}
+	t.Logf("re-probes per instance: %v", byInstance)
+
+	// i2 dies (no clean leave).
+	dead := ins[2]
+	owned := map[*gameServer]bool{}
+	z := master.NewRendezvous("", []string{"i0", "i1", "i2"})
+	for _, g := range servers {
+		owned[g] = z.Owner(g.addr) == "i2"
+	}
+	dead.crash()
+	died := time.Now()
+	// Each of its servers is re-probed by a survivor within one period of
+	// being due (the share moves after Dead, then the survivors look again
+	// within half a period, on their 1 s tick).
+	bound := period + period/2 + 500*time.Millisecond + time.Second + 500*time.Millisecond
+	var mu sync.Mutex
+	late := 0
+	if !waitFor(bound+period, func() bool {
+		for _, g := range servers {
+			if owned[g] && len(g.reprobes(died)) == 0 {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Fatalf("the dead instance's servers were not all re-probed within %v", bound+period)
+	}
+	for _, g := range servers {
+		if !owned[g] {
+			continue
+		}
+		all := g.reprobes(start)
+		var before time.Time
+		for _, e := range all {
+			if e.at.Before(died) {
+				before = e.at
+			}
+		}
+		first := g.reprobes(died)[0]
+		if gap := first.at.Sub(before); gap > bound {
+			mu.Lock()
+			late++
+			mu.Unlock()
+			t.Errorf("%v: %v between its last re-probe by the dead instance and the first by a survivor (bound %v)", g.addr, gap, bound)
+		}
+		if first.from == dead.addr {
+			t.Errorf("%v re-probed by the dead instance", g.addr)
+		}
+	}
+}
+
+// commandCalls returns INFO commandstats' calls per command.
+func commandCalls(t testing.TB, r *redisProc) map[string]int {
+	t.Helper()
+	s, err := r.client(t).Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, l := range strings.Split(s, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(l), ":calls=")
+		if !ok {
+			continue
+		}
+		calls, _, _ := strings.Cut(rest, ",")
+		var n int
+		fmt.Sscan(calls, &n)
+		out[strings.TrimPrefix(name, "cmdstat_")] = n
+	}
+	return out
+}
+
+// The Redis operations per heartbeat, verification and re-probe, counted
+// by Redis itself (INFO commandstats, commands run by scripts included).
+func TestFleet_RedisOpsPerEvent(t *testing.T) {
+	const period = 2 * time.Second
+	r := startRedis(t)
+	a := startInstance(t, fastConfig(r.URL(), "a"), period)
+	b := startInstance(t, fastConfig(r.URL(), "b"), period)
+	b.stop() // a alone re-probes; b is started again below as a follower
+	rc := r.client(t)
+	ctx := context.Background()
+	if err := rc.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Heartbeats of servers that never answer: no Redis operation.
+	mute := startGameServers(t, 10)
+	for _, g := range mute {
+		g.conn.Close()
+	}
+	hb, _ := q3.Heartbeat{Tag: "QuakeArena-1"}.AppendBinary(nil)
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for range 10 {
+		c.WriteToUDPAddrPort(hb, a.addr)
+	}
+	if !waitFor(5*time.Second, func() bool { _, p := a.m.Registry.Counts(); return p == 1 }) {
+		t.Fatal("the heartbeat was not taken")
+	}
+	calls := commandCalls(t, r)
+	if w := calls["hget"] + calls["hset"] + calls["xadd"] + calls["hdel"]; w != 0 {
+		t.Errorf("heartbeats cost %d writes: %v", w, calls)
+	}
+	t.Logf("10 heartbeats of a silent server: %v", calls)
+
+	// Verifications: one script each (HGET, HSET, XADD inside).
+	const n = 20
+	rc.ConfigResetStat(ctx)
+	servers := startGameServers(t, n)
+	for _, g := range servers {
+		g.heartbeat(t, a.addr)
+	}
+	if !waitFor(5*time.Second, func() bool { return a.listed() == n && a.node.Queued() == 0 && commandCalls(t, r)["xadd"] == n }) {
+		t.Fatalf("%d listed, %d queued", a.listed(), a.node.Queued())
+	}
+	calls = commandCalls(t, r)
+	if calls["hget"] != n || calls["hset"] != n || calls["xadd"] != n || calls["evalsha"]-calls["zadd"] != n {
+		t.Errorf("%d verifications: %v, want %d script runs of HGET, HSET, XADD each", n, calls, n)
+	}
+	t.Logf("%d verifications: %v", n, calls)
+
+	// Re-probes: a re-probe costs nothing to send; its verification one
+	// script. A follower reads the changes with XREAD.
+	b = startInstance(t, fastConfig(r.URL(), "b"), period)
+	if !waitFor(5*time.Second, func() bool { return len(a.node.Live()) == 2 && b.listed() == n }) {
+		t.Fatal("b did not join")
+	}
+	rc.ConfigResetStat(ctx)
+	counts := func() (verified, reprobes uint64) {
+		for _, in := range []*instance{a, b} {
+			st := in.m.Handler.Stats()
+			verified += st.Changes(master.ChangeListed) + st.Changes(master.ChangeUpdated) + st.Changes(master.ChangeRefreshed)
+			reprobes += st.Probes(master.CauseReprobe)
+		}
+		return verified, reprobes
+	}
+	v0, p0 := counts()
+	start := time.Now()
+	if !waitFor(5*period, func() bool {
+		for _, g := range servers {
+			if len(g.reprobes(start)) < 2 {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Fatal("not every server was re-probed twice")
+	}
+	a.stop() // each writes its queue
+	b.stop()
+	v1, p1 := counts()
+	verified, reprobes := v1-v0, p1-p0
+	calls = commandCalls(t, r)
+	if uint64(calls["hget"]) != verified || uint64(calls["xadd"]) != verified {
+		t.Errorf("%d re-probes verified %d times, and ran %d scripts: %v", reprobes, verified, calls["hget"], calls)
+	}
+	t.Logf("%d re-probes, %d verified: %v", reprobes, verified, calls)
+}

@@ -1,0 +1,411 @@
+package fleet
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/scout-discovery/scout/master"
+	"github.com/scout-discovery/scout/master/store"
+)
+
+// Defaults of Config.
+const (
+	// DefaultPrefix starts every key of the fleet.
+	DefaultPrefix = "scout:master:"
+	// DefaultStreamLen bounds the change stream (XADD MAXLEN ~): about
+	// 200 bytes an entry, 25 MB. At 1,000,000 servers re-probed every
+	// 5 minutes (3,300 changes/s) it is 38 s of history; an instance cut
+	// off for longer reads the whole hash again.
+	DefaultStreamLen = 131072
+	// DefaultBeat is how often an instance says it is live.
+	DefaultBeat = time.Second
+	// DefaultDead is how long after its last beat an instance is dead
+	// and its share moves.
+	DefaultDead = 3 * time.Second
+	// DefaultPageSize is the servers read per HSCAN page at startup and
+	// on a full resync, and the writes per pipeline.
+	DefaultPageSize = 1000
+	// DefaultReadCount is the changes read per XREAD.
+	DefaultReadCount = 1000
+	// DefaultBlock is how long an XREAD waits for a change.
+	DefaultBlock = 500 * time.Millisecond
+	// DefaultMaxQueued bounds the writes queued (one per address) while
+	// Redis is slow or unreachable.
+	DefaultMaxQueued = 2 * master.DefaultMaxServers
+	// DefaultTimeout bounds each Redis round trip (dial, read, write).
+	DefaultTimeout = time.Second
+	// MinBackoff and MaxBackoff bound the wait before trying Redis again
+	// after a failure; it doubles from one to the other.
+	MinBackoff = 50 * time.Millisecond
+	MaxBackoff = 2 * time.Second
+	// StopTimeout bounds writing the queue when the instance stops.
+	StopTimeout = 2 * time.Second
+)
+
+// Config configures a Node. Zero fields mean their defaults.
+type Config struct {
+	// Redis is the server's URL, redis://[user:password@]HOST:PORT/DB.
+	Redis string
+	// Prefix starts every key; DefaultPrefix if empty. Fleets with
+	// different prefixes may share one Redis.
+	Prefix string
+	// ID names this instance in the fleet; a random one if empty. Two
+	// live instances must not share one.
+	ID        string
+	StreamLen int64
+	Beat      time.Duration
+	Dead      time.Duration
+	PageSize  int
+	ReadCount int
+	Block     time.Duration
+	MaxQueued int
+	Timeout   time.Duration
+	Logger    *slog.Logger
+}
+
+// op is a queued write: the latest state of one address.
+type op struct {
+	srv *master.Server // nil: a removal
+	ver int64          // the version written, or removed
+}
+
+// Node is one instance's link to the fleet: the Persister its handler
+// writes to (master.FleetPersister), the follower of the others' changes,
+// its beat, and its share. Join, then Run.
+type Node struct {
+	cfg    Config
+	rdb    *redis.Client
+	log    *slog.Logger
+	hash   string
+	stream string
+	insts  string
+	put    *redis.Script
+	del    *redis.Script
+	beat   *redis.Script
+
+	reg    *master.Registry
+	obs    master.Observer // nil: none
+	wake   chan struct{}
+	lastID string // the last change applied; owned by follow (and Join before it)
+	synced bool   // the registry holds the hash (a full read done); owned by follow
+
+	mu      sync.Mutex
+	queue   map[netip.AddrPort]op
+	live    []string
+	downAt  time.Time // when Redis became unreachable; zero while up
+	lastErr string
+
+	stats stats
+}
+
+// New returns a node for cfg. It does not connect yet.
+func New(cfg Config) (*Node, error) {
+	opt, err := redis.ParseURL(cfg.Redis)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = DefaultPrefix
+	}
+	if cfg.ID == "" {
+		var b [6]byte
+		rand.Read(b[:])
+		cfg.ID = hex.EncodeToString(b[:])
+	}
+	orInt := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	orDur := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	if cfg.StreamLen <= 0 {
+		cfg.StreamLen = DefaultStreamLen
+	}
+	orDur(&cfg.Beat, DefaultBeat)
+	orDur(&cfg.Dead, DefaultDead)
+	orDur(&cfg.Block, DefaultBlock)
+	orDur(&cfg.Timeout, DefaultTimeout)
+	orInt(&cfg.PageSize, DefaultPageSize)
+	orInt(&cfg.ReadCount, DefaultReadCount)
+	orInt(&cfg.MaxQueued, DefaultMaxQueued)
+	if cfg.Dead <= cfg.Beat {
+		return nil, fmt.Errorf("fleet: an instance is dead %v after its last beat, not more than one beat (%v)", cfg.Dead, cfg.Beat)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = cfg.Timeout, cfg.Timeout, cfg.Timeout
+	opt.MaxRetries = -1 // the node retries with its own backoff, and says so
+	n := &Node{
+		cfg:    cfg,
+		rdb:    redis.NewClient(opt),
+		log:    cfg.Logger.With("fleet", cfg.ID),
+		hash:   cfg.Prefix + "servers",
+		stream: cfg.Prefix + "changes",
+		insts:  cfg.Prefix + "instances",
+		put:    redis.NewScript(putScript),
+		del:    redis.NewScript(delScript),
+		beat:   redis.NewScript(beatScript),
+		wake:   make(chan struct{}, 1),
+		queue:  make(map[netip.AddrPort]op),
+	}
+	n.stats.init()
+	return n, nil
+}
+
+// ID returns the instance's name in the fleet.
+func (n *Node) ID() string { return n.cfg.ID }
+
+// The scripts. Versions are 20-digit strings, compared as strings.
+const (
+	putScript = `local cur = redis.call('HGET', KEYS[1], ARGV[1])
+if cur and string.sub(cur, 1, 20) >= string.sub(ARGV[2], 1, 20) then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'a', ARGV[1], 'v', ARGV[2], 'i', ARGV[4])
+return 1`
+	delScript = `local cur = redis.call('HGET', KEYS[1], ARGV[1])
+if not cur or string.sub(cur, 1, 20) > ARGV[2] then return 0 end
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'a', ARGV[1], 'd', ARGV[2], 'i', ARGV[4])
+return 1`
+	beatScript = `local t = redis.call('TIME')
+local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[1], ms, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ms - tonumber(ARGV[2]))
+return redis.call('ZRANGE', KEYS[1], 0, -1)`
+)
+
+// version is a record's version: its verification time in Unix
+// nanoseconds, 20 digits.
+func version(t time.Time) string {
+	if t.IsZero() {
+		return fmtVersion(0)
+	}
+	return fmtVersion(t.UnixNano())
+}
+
+func fmtVersion(ns int64) string {
+	s := strconv.FormatInt(max(ns, 0), 10)
+	const zeros = "00000000000000000000"
+	return zeros[:20-len(s)] + s
+}
+
+// encode returns the hash value of s.
+func encode(s master.Server) string {
+	return version(s.LastVerified) + string(store.Encode(s))
+}
+
+// decode parses a hash value of the server at addr.
+func decode(addr, v string) (master.Server, error) {
+	a, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return master.Server{}, fmt.Errorf("fleet: address %q: %w", addr, err)
+	}
+	if len(v) < 20 {
+		return master.Server{}, fmt.Errorf("fleet: record of %s: %w", addr, store.ErrCorrupt)
+	}
+	s, err := store.Decode([]byte(v[20:]))
+	if err != nil {
+		return s, fmt.Errorf("fleet: record of %s: %w", addr, err)
+	}
+	s.Addr = a
+	return s, nil
+}
+
+// Put, Delete, Refresh and Remove implement master.FleetPersister: they
+// queue the latest state of the address and wake the writer; they never
+// block on Redis.
+func (n *Node) Put(s master.Server)     { n.enqueue(s.Addr, op{srv: &s, ver: s.LastVerified.UnixNano()}) }
+func (n *Node) Refresh(s master.Server) { n.Put(s) }
+
+// Delete removes the record of a whatever its version (a server the
+// configuration now refuses).
+func (n *Node) Delete(a netip.AddrPort) { n.enqueue(a, op{ver: 1<<63 - 1}) }
+
+// Remove removes the record of r.Addr unless it is newer than
+// r.LastVerified.
+func (n *Node) Remove(r master.Removal) {
+	var ver int64
+	if !r.LastVerified.IsZero() {
+		ver = r.LastVerified.UnixNano()
+	}
+	n.enqueue(r.Addr, op{ver: ver})
+}
+
+func (n *Node) enqueue(a netip.AddrPort, o op) {
+	n.mu.Lock()
+	if _, ok := n.queue[a]; !ok && len(n.queue) >= n.cfg.MaxQueued {
+		n.mu.Unlock()
+		n.stats.queueDropped.Add(1)
+		return
+	}
+	n.queue[a] = o
+	n.mu.Unlock()
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Queued returns the writes waiting for Redis.
+func (n *Node) Queued() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.queue)
+}
+
+// Live returns the live instances last seen, this one included.
+func (n *Node) Live() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.live)
+}
+
+// Up reports whether the last Redis round trip succeeded.
+func (n *Node) Up() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.downAt.IsZero()
+}
+
+// Join reads the shared registry into reg (in pages of PageSize), beats
+// once so that reg gets this instance's share, and remembers where the
+// change stream stood before the read. obs, if not nil, is told of every
+// record of another instance that reg takes (the player history of
+// package web, fed by every instance's verifications). If Redis cannot be reached it logs
+// so and returns nil: the instance starts with what it has and catches up
+// when Redis answers (Run). Join must be called once, before Run.
+func (n *Node) Join(ctx context.Context, reg *master.Registry, obs master.Observer) error {
+	n.reg, n.obs = reg, obs
+	if err := n.loadScripts(ctx); err != nil {
+		n.failed(err)
+		return nil
+	}
+	if err := n.resync(ctx); err != nil {
+		n.failed(err)
+		return nil
+	}
+	if err := n.doBeat(ctx); err != nil {
+		n.failed(err)
+	}
+	return nil
+}
+
+// Run follows the fleet until ctx ends: it tails the others' changes,
+// writes this instance's, and beats. Then it writes what is queued
+// (within StopTimeout) and leaves the fleet, so its share moves at once.
+func (n *Node) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { n.follow(ctx) })
+	wg.Go(func() { n.beatLoop(ctx) })
+	wg.Go(func() { n.writeLoop(ctx) })
+	wg.Wait()
+	sctx, cancel := context.WithTimeout(context.Background(), StopTimeout)
+	defer cancel()
+	for n.Queued() > 0 && sctx.Err() == nil {
+		if err := n.flush(sctx); err != nil {
+			n.log.Error("writing the fleet's queue at stop", "queued", n.Queued(), "err", err)
+			break
+		}
+	}
+	n.rdb.ZRem(sctx, n.insts, n.cfg.ID)
+	n.rdb.Close()
+}
+
+// failed records a failed round trip: the first one after a success is
+// logged and the node is down until the next success.
+func (n *Node) failed(err error) {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return
+	}
+	n.mu.Lock()
+	first := n.downAt.IsZero()
+	if first {
+		n.downAt = time.Now()
+	}
+	n.lastErr = err.Error()
+	n.mu.Unlock()
+	n.stats.errors.Add(1)
+	if first {
+		n.stats.outages.Add(1)
+		n.log.Warn("redis unreachable: answering from memory, queueing writes", "err", err, "queued", n.Queued())
+	}
+}
+
+// succeeded records a successful round trip.
+func (n *Node) succeeded() {
+	n.mu.Lock()
+	down := n.downAt
+	n.downAt = time.Time{}
+	n.mu.Unlock()
+	if !down.IsZero() {
+		n.log.Info("redis reachable again: writing the queue and catching up", "down_for", time.Since(down).Round(time.Millisecond), "queued", n.Queued())
+	}
+}
+
+// sleep waits d or until ctx ends, reporting whether ctx is still on.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func nextBackoff(b time.Duration) time.Duration { return min(max(2*b, MinBackoff), MaxBackoff) }
+
+// beatLoop beats every Beat.
+func (n *Node) beatLoop(ctx context.Context) {
+	t := time.NewTicker(n.cfg.Beat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := n.doBeat(ctx); err != nil {
+				n.failed(err)
+			}
+		}
+	}
+}
+
+// doBeat says this instance is live, reads the live set and sets the
+// registry's share from it.
+func (n *Node) doBeat(ctx context.Context) error {
+	start := time.Now()
+	res, err := n.beat.Run(ctx, n.rdb, []string{n.insts}, n.cfg.ID, n.cfg.Dead.Milliseconds()).StringSlice()
+	n.stats.observe(start)
+	if err != nil {
+		return err
+	}
+	n.succeeded()
+	slices.Sort(res)
+	n.mu.Lock()
+	changed := !slices.Equal(res, n.live)
+	n.live = res
+	n.mu.Unlock()
+	if changed {
+		n.log.Info("fleet", "live", res)
+		n.reg.SetShare(master.NewRendezvous(n.cfg.ID, res))
+	}
+	return nil
+}

@@ -1,0 +1,358 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/scout-discovery/scout/master"
+)
+
+// writeLoop writes the queue whenever something is queued, retrying with
+// a backoff while Redis fails.
+func (n *Node) writeLoop(ctx context.Context) {
+	backoff := time.Duration(0)
+	for {
+		if backoff == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-n.wake:
+			}
+		}
+		for n.Queued() > 0 {
+			if err := n.flush(ctx); err != nil {
+				n.failed(err)
+				backoff = nextBackoff(backoff)
+				if !sleep(ctx, backoff) {
+					return
+				}
+				continue
+			}
+			backoff = 0
+		}
+		backoff = 0
+	}
+}
+
+// flush writes up to PageSize queued writes in one pipeline. Writes that
+// fail go back to the queue unless a newer write of their address came
+// meanwhile.
+func (n *Node) flush(ctx context.Context) error {
+	n.mu.Lock()
+	batch := make(map[netip.AddrPort]op, min(len(n.queue), n.cfg.PageSize))
+	for a, o := range n.queue {
+		if len(batch) == n.cfg.PageSize {
+			break
+		}
+		batch[a] = o
+		delete(n.queue, a)
+	}
+	n.mu.Unlock()
+	if len(batch) == 0 {
+		return nil
+	}
+	err := n.write(ctx, batch)
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		// Redis started again and forgot the scripts: load them.
+		if err = n.loadScripts(ctx); err == nil {
+			err = n.write(ctx, batch)
+		}
+	}
+	if err != nil {
+		n.mu.Lock()
+		for a, o := range batch {
+			if _, newer := n.queue[a]; !newer {
+				n.queue[a] = o
+			}
+		}
+		n.mu.Unlock()
+		return err
+	}
+	n.succeeded()
+	return nil
+}
+
+func (n *Node) loadScripts(ctx context.Context) error {
+	for _, s := range []*redis.Script{n.put, n.del, n.beat} {
+		if err := s.Load(ctx, n.rdb).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// write runs batch's scripts in one pipeline; it fails as a whole if any
+// failed (the scripts are idempotent: a put or a removal done twice
+// leaves what it left once).
+func (n *Node) write(ctx context.Context, batch map[netip.AddrPort]op) error {
+	start := time.Now()
+	pipe := n.rdb.Pipeline()
+	keys := []string{n.hash, n.stream}
+	for a, o := range batch {
+		if o.srv != nil {
+			pipe.EvalSha(ctx, n.put.Hash(), keys, a.String(), encode(*o.srv), n.cfg.StreamLen, n.cfg.ID)
+		} else {
+			pipe.EvalSha(ctx, n.del.Hash(), keys, a.String(), fmtVersion(o.ver), n.cfg.StreamLen, n.cfg.ID)
+		}
+	}
+	cmds, err := pipe.Exec(ctx)
+	n.stats.observe(start)
+	if err != nil {
+		return err
+	}
+	for _, c := range cmds {
+		if v, _ := c.(*redis.Cmd).Int(); v == 1 {
+			n.stats.written.Add(1)
+		} else {
+			n.stats.superseded.Add(1)
+		}
+	}
+	return nil
+}
+
+// follow applies the other instances' changes until ctx ends, catching up
+// after every failure.
+func (n *Node) follow(ctx context.Context) {
+	backoff := time.Duration(0)
+	for ctx.Err() == nil {
+		err := n.followOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		n.failed(err)
+		backoff = nextBackoff(backoff)
+		if !sleep(ctx, backoff) {
+			return
+		}
+	}
+}
+
+// followOnce catches up (the stream from the last change applied, or the
+// whole hash if the stream lost changes since), then reads the stream
+// until an error.
+func (n *Node) followOnce(ctx context.Context) error {
+	lost, err := n.streamLost(ctx)
+	if err != nil {
+		return err
+	}
+	if lost || !n.synced {
+		if err := n.resync(ctx); err != nil {
+			return err
+		}
+	}
+	for {
+		start := time.Now()
+		res, err := n.rdb.XRead(ctx, &redis.XReadArgs{
+			Streams: []string{n.stream, n.lastID}, Count: int64(n.cfg.ReadCount), Block: n.cfg.Block,
+		}).Result()
+		if errors.Is(err, redis.Nil) {
+			n.succeeded()
+			continue // no change within Block
+		}
+		if err != nil {
+			return err
+		}
+		n.stats.observe(start)
+		n.succeeded()
+		now := time.Now()
+		got := 0
+		for _, s := range res {
+			for _, m := range s.Messages {
+				n.applyMessage(now, m)
+				n.lastID = m.ID
+				got++
+			}
+		}
+		if got >= n.cfg.ReadCount {
+			// Behind by a full read: make sure the stream still holds
+			// what comes next.
+			if lost, err := n.streamLost(ctx); err != nil {
+				return err
+			} else if lost {
+				n.stats.behind.Add(1)
+				if err := n.resync(ctx); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+// streamLost reports whether the stream may no longer hold every change
+// after lastID: trimmed past it (XADD MAXLEN), entries deleted after it
+// (XDEL), or started again (a Redis without its append-only file).
+func (n *Node) streamLost(ctx context.Context) (bool, error) {
+	if n.lastID == "" {
+		return true, nil
+	}
+	info, err := n.rdb.XInfoStream(ctx, n.stream).Result()
+	if err != nil {
+		if redis.HasErrorPrefix(err, "no such key") {
+			return n.lastID != "0-0", nil
+		}
+		return false, err
+	}
+	// Trimming removes the oldest entries: while the last change applied
+	// is still the stream's (not older than its first entry), the
+	// ones after it are all there. Its own removal is taken as a loss,
+	// which may read the hash once more than needed.
+	return cmpID(info.LastGeneratedID, n.lastID) < 0 || cmpID(info.MaxDeletedEntryID, n.lastID) > 0 ||
+		(info.Length > 0 && cmpID(info.FirstEntry.ID, n.lastID) > 0), nil
+}
+
+// applyMessage applies one change of another instance.
+func (n *Node) applyMessage(now time.Time, m redis.XMessage) {
+	if id, _ := m.Values["i"].(string); id == n.cfg.ID {
+		return
+	}
+	addr, _ := m.Values["a"].(string)
+	if v, ok := m.Values["v"].(string); ok {
+		s, err := decode(addr, v)
+		if err != nil {
+			n.stats.corrupt.Add(1)
+			n.log.Warn("a change in the stream cannot be read", "id", m.ID, "err", err)
+			return
+		}
+		if ch, why := n.reg.Apply(now, s); why != master.OK {
+			n.stats.refused.Add(1)
+		} else if ch != master.ChangeNone {
+			n.stats.applied[opPut].Add(1)
+			if n.obs != nil {
+				n.obs.Verified(s.LastVerified, s)
+			}
+		}
+		return
+	}
+	d, _ := m.Values["d"].(string)
+	a, err := netip.ParseAddrPort(addr)
+	ver, err2 := strconv.ParseInt(d, 10, 64)
+	if err != nil || err2 != nil {
+		n.stats.corrupt.Add(1)
+		return
+	}
+	if n.reg.ApplyRemoval(a, time.Unix(0, ver)) {
+		n.stats.applied[opDel].Add(1)
+	}
+}
+
+// resync reads the whole hash into the registry, in pages, then removes
+// the listed servers the hash no longer holds (unless verified here since
+// the read began, or waiting in the queue), and sets lastID to where the
+// stream stood before the read, so that no change is missed.
+func (n *Node) resync(ctx context.Context) error {
+	start := time.Now()
+	lastID := "0-0"
+	info, err := n.rdb.XInfoStream(ctx, n.stream).Result()
+	switch {
+	case err == nil:
+		lastID = info.LastGeneratedID
+	case redis.HasErrorPrefix(err, "no such key"):
+	default:
+		return err
+	}
+	seen := make(map[netip.AddrPort]struct{})
+	var cursor uint64
+	read := 0
+	for {
+		kv, next, err := n.rdb.HScan(ctx, n.hash, cursor, "", int64(n.cfg.PageSize)).Result()
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		for i := 0; i+1 < len(kv); i += 2 {
+			s, err := decode(kv[i], kv[i+1])
+			if err != nil {
+				n.stats.corrupt.Add(1)
+				n.log.Warn("a record in the shared registry cannot be read", "err", err)
+				continue
+			}
+			seen[s.Addr] = struct{}{}
+			if ch, why := n.reg.Apply(now, s); why != master.OK {
+				n.stats.refused.Add(1)
+			} else if ch != master.ChangeNone && n.obs != nil {
+				n.obs.Verified(s.LastVerified, s)
+			}
+			read++
+		}
+		if cursor = next; cursor == 0 {
+			break
+		}
+	}
+	removed := 0
+	if n.synced {
+		n.mu.Lock()
+		for _, s := range n.reg.Servers(nil) {
+			if _, ok := seen[s.Addr]; ok || !s.LastVerified.Before(start) {
+				continue
+			}
+			if _, queued := n.queue[s.Addr]; queued {
+				continue
+			}
+			if n.reg.ApplyRemoval(s.Addr, s.LastVerified) {
+				removed++
+			}
+		}
+		n.mu.Unlock()
+	}
+	n.lastID, n.synced = lastID, true
+	n.stats.resyncs.Add(1)
+	n.succeeded()
+	n.log.Info("read the shared registry", "servers", read, "removed", removed, "took", time.Since(start).Round(time.Millisecond), "stream_id", lastID)
+	return nil
+}
+
+// cmpID compares two stream IDs ("ms-seq"); "" is the smallest.
+func cmpID(a, b string) int {
+	am, as := splitID(a)
+	bm, bs := splitID(b)
+	switch {
+	case am != bm:
+		return cmpU(am, bm)
+	default:
+		return cmpU(as, bs)
+	}
+}
+
+func cmpU(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func splitID(id string) (uint64, uint64) {
+	ms, seq, _ := strings.Cut(id, "-")
+	m, _ := strconv.ParseUint(ms, 10, 64)
+	s, _ := strconv.ParseUint(seq, 10, 64)
+	return m, s
+}
+
+// Servers reads every server of the shared registry (HSCAN, in pages): the
+// list any instance serves the same. Unreadable records are skipped.
+func (n *Node) Servers(ctx context.Context) ([]master.Server, error) {
+	var out []master.Server
+	var cursor uint64
+	for {
+		kv, next, err := n.rdb.HScan(ctx, n.hash, cursor, "", int64(n.cfg.PageSize)).Result()
+		if err != nil {
+			return nil, err
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			if s, err := decode(kv[i], kv[i+1]); err == nil {
+				out = append(out, s)
+			}
+		}
+		if cursor = next; cursor == 0 {
+			return out, nil
+		}
+	}
+}
