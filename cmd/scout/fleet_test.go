@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/scout-discovery/scout/internal/peer"
+)
+
+// scout fleet starts three instances sharing its own redis-server; each
+// sees the three; an interrupt stops them all.
+func TestFleet_StartsThreeInstances(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs scout")
+	}
+	peer.Need(t, "redis-server", "apt-get install redis-server")
+	bin := buildScout(t)
+	port, httpPort := int(peer.FreeUDPPort(t)), freeTCP(t)
+	cmd := exec.Command(bin, "fleet", "--port", strconv.Itoa(port), "--http-port", strconv.Itoa(httpPort), "--", "--allow-loopback")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	running := make(chan []string, 1)
+	go func() {
+		var lines []string
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+			if strings.HasPrefix(sc.Text(), "running") {
+				running <- lines
+			}
+		}
+		io.Copy(io.Discard, out)
+	}()
+	select {
+	case lines := <-running:
+		if len(lines) != 5 {
+			t.Fatalf("scout fleet printed %q", lines)
+		}
+	case <-time.After(waitBound * 2):
+		t.Fatal("scout fleet did not say it runs")
+	}
+	// Each instance sees the three at its next beat (every second).
+	for i := range 3 {
+		url := "http://127.0.0.1:" + strconv.Itoa(httpPort+i) + "/metrics"
+		want := "scout_fleet_instances{instance_id=\"fleet-" + strconv.Itoa(i) + "\"} 3"
+		deadline := time.Now().Add(waitBound)
+		for {
+			resp, err := http.Get(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(b), want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("instance %d does not see 3 instances", i)
+			}
+			time.Sleep(20 * time.Millisecond) // polling an HTTP endpoint of another process
+		}
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("scout fleet after an interrupt: %v", err)
+	}
+}
+
+func freeTCP(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
