@@ -93,8 +93,11 @@ func TestMasterReply_NoEOTCannotFloodProbesOverUDP(t *testing.T) {
 	if err == nil || ctx.Err() == nil {
 		t.Fatalf("err %v; want the run cancelled at the list's end", err)
 	}
-	if rep.End != EndQuiet || rep.Listed != len(list) {
-		t.Fatalf("master report %+v; want all %d listed, ended by the quiet window", rep, len(list))
+	// The list is sent back to back; a loaded machine may drop some of it
+	// at the socket (rmem_max caps the buffer). Enough must come for the
+	// bound to be what holds the probes back.
+	if rep.End != EndQuiet || rep.Listed < 4*DefaultAdmitBurst {
+		t.Fatalf("master report %+v; want most of the %d listed, ended by the quiet window", rep, len(list))
 	}
 	c := sum.Probe
 	bound := DefaultAdmitBurst + int(DefaultAdmitRate*sum.Took.Seconds()) + 1
