@@ -550,3 +550,58 @@ func TestFleet_RedisOpsPerEvent(t *testing.T) {
 	}
 	t.Logf("%d re-probes, %d verified: %v", reprobes, verified, calls)
 }
+
+// A silent server expires fleet-wide once: its share's owner writes the
+// one removal, the others learn it from the stream (they would wait a
+// second Timeout before deciding themselves).
+func TestFleet_SilentServerExpiresOnce(t *testing.T) {
+	const timeout = 2 * time.Second
+	r := startRedis(t)
+	var ins []*instance
+	for i := range 3 {
+		// No re-probe within the test: silence alone removes.
+		ins = append(ins, startInstanceTimeout(t, fastConfig(r.URL(), fmt.Sprint("i", i)), time.Hour, timeout))
+	}
+	if !waitFor(5*time.Second, func() bool { return len(ins[0].node.Live()) == 3 && len(ins[2].node.Live()) == 3 }) {
+		t.Fatal("the instances do not see each other")
+	}
+	servers := startGameServers(t, 6)
+	for k, g := range servers {
+		g.heartbeat(t, ins[k%3].addr)
+	}
+	for _, in := range ins {
+		if !waitFor(5*time.Second, func() bool { return in.listed() == len(servers) }) {
+			t.Fatalf("%s lists %d", in.node.ID(), in.listed())
+		}
+	}
+	verified := time.Now()
+	rc := r.client(t)
+	ctx := context.Background()
+	rc.ConfigResetStat(ctx)
+	for _, in := range ins {
+		if !waitFor(timeout+3*time.Second, func() bool { return in.listed() == 0 }) {
+			t.Fatalf("%s still lists %d silent servers", in.node.ID(), in.listed())
+		}
+	}
+	if took := time.Since(verified); took >= 2*timeout {
+		t.Errorf("the silent servers went after %v: not by their owners' removals", took)
+	}
+	calls := commandCalls(t, r)
+	if calls["hdel"] != len(servers) {
+		t.Errorf("%d removals written for %d servers: %v", calls["hdel"], len(servers), calls)
+	}
+	if n := rc.HLen(ctx, DefaultPrefix+"servers").Val(); n != 0 {
+		t.Errorf("Redis still holds %d", n)
+	}
+	var removedBy []string
+	decided := uint64(0)
+	for _, in := range ins {
+		n := in.m.Handler.Stats().Removed(master.ReasonSilent)
+		decided += n
+		removedBy = append(removedBy, fmt.Sprint(in.node.ID(), ":", n))
+	}
+	if decided != uint64(len(servers)) {
+		t.Errorf("%d silence decisions for %d servers (%v): not once each", decided, len(servers), removedBy)
+	}
+	t.Logf("removed as silent by: %v; removal scripts %d (hdel %d)", removedBy, calls["evalsha"]-calls["zadd"], calls["hdel"])
+}

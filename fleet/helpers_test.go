@@ -155,6 +155,13 @@ func catalogue(t testing.TB, reprobe time.Duration) *game.Catalogue {
 
 func startInstance(t testing.TB, fc Config, reprobe time.Duration) *instance {
 	t.Helper()
+	return startInstanceTimeout(t, fc, reprobe, 0)
+}
+
+// startInstanceTimeout is startInstance with the registry's silence
+// Timeout (0: its default).
+func startInstanceTimeout(t testing.TB, fc Config, reprobe, timeout time.Duration) *instance {
+	t.Helper()
 	in := &instance{log: &syncBuffer{}}
 	log := masterd.NewLogger(in.log, -4, false)
 	fc.Logger = log
@@ -164,7 +171,7 @@ func startInstance(t testing.TB, fc Config, reprobe time.Duration) *instance {
 	}
 	m, err := masterd.NewMaster(time.Now(), masterd.Config{
 		Listen:       []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
-		Registry:     master.Config{AllowLoopback: true, MaxServersPerAddress: -1, Catalogue: catalogue(t, reprobe)},
+		Registry:     master.Config{AllowLoopback: true, MaxServersPerAddress: -1, Catalogue: catalogue(t, reprobe), Timeout: timeout},
 		NoQueryLimit: true,
 		Heartbeats:   masterd.Limit{Throttle: 1 << 20, Decay: time.Millisecond},
 		Fleet:        node,
