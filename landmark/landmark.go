@@ -27,6 +27,14 @@
 // relative error, as GNP does; Place then fits a host's coordinates to its
 // vector. Vivaldi's spring relaxation is offered for the same fit
 // (PlaceVivaldi), so the two can be compared on the same data.
+//
+// # Planning discovery
+//
+// Planner (plan.go) is the client's strategy (an adaptive.Strategy): it
+// probes every server whose robust lower bound, minus a measured margin,
+// is within the playable threshold, nearest estimate first, and stops;
+// options add a run rule on the estimate order and hand-off to Armitage's
+// adaptive planner, which always takes the servers no landmark measured.
 package landmark
 
 import (

@@ -47,6 +47,11 @@
 // fit over the client city's own paths to the server's region
 // (VantageLatency, FittedVantage; calibrated.go gives the evidence).
 //
+// World.MeshRTTs is the measured mode: the city-to-city part is a real
+// mesh given at run time (MeshLatency) instead of the fitted model, plus
+// the same server-side offsets, drawn once per server so that every
+// requester (client or landmark) sees them.
+//
 // Every value is deterministic for a seed. The generator,
 // internal/gen, refits everything from ../shared/data:
 //

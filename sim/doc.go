@@ -21,6 +21,18 @@
 // calibration), sending resumes at the next reply, no earlier than the
 // pacing allows.
 //
+// # Measured RTTs and landmarks
+//
+// With Spec.Mesh the city-to-city part of every RTT is a measured mesh
+// (population.MeshLatency: WonderProxy's, read at run time) and the row
+// also runs discovery with landmarks (package landmark's Planner): K
+// masters in K cities have measured every server (each entry the median of
+// MeasureSamples probes, offsets included, as a master's own probes would
+// be), the client its RTT to each master, and the planner orders and stops
+// from those vectors. Their outcomes follow the variants' in Row.Variants,
+// with the playable servers they missed and the unplayable ones they
+// probed, by region.
+//
 // # Events
 //
 // The engine is a priority queue of events ordered by virtual time, then by

@@ -39,7 +39,7 @@ func addSimMeshFlags(fs *flag.FlagSet) *simMeshFlags {
 		dir:        fs.String("mesh", "", "take every RTT's city-to-city part from WonderProxy's measured mesh in `DIR` (../shared/data; not shipped) and add the landmark strategies"),
 		landmarks:  fs.String("landmarks", "3,8", "with --mesh: the landmark strategies, a comma-separated list of K (1 to 8 masters)"),
 		rule:       fs.String("landmark-rule", "hubs", "with --mesh: where the K masters are: hubs or kcenter (as scout landmarks --rule)"),
-		quantile:   fs.Float64("margin-quantile", 0.999, "with --mesh: the stop margin is this quantile of the lower bound's excess over the playable pairs of half the mesh's cities (scout landmarks)"),
+		quantile:   fs.Float64("margin-quantile", 0.995, "with --mesh: the stop margin is this quantile of the lower bound's excess over the playable pairs of half the mesh's cities (scout landmarks)"),
 		drop:       fs.Int("drop", 0, "with --mesh: landmarks the lower bound leaves out (the largest differences)"),
 		repair:     fs.Bool("repair", true, "with --mesh: clip vectors to the paths through other landmarks before bounding"),
 		estimator:  fs.String("estimator", "upper", "with --mesh: the landmark planner's probe order: upper, mid or lower"),
@@ -47,7 +47,7 @@ func addSimMeshFlags(fs *flag.FlagSet) *simMeshFlags {
 		access:     fs.Bool("know-access", true, "with --mesh: the client knows its access delay (its first hop's RTT) and the planner takes it as the client's height"),
 		stop:       fs.String("stop-on", "lower", "with --mesh: what the stop rule compares with 200 ms + margin: lower (the robust lower bound), upper or mid (an estimate, its margin fitted at --margin-quantile)"),
 		calibrate:  fs.Bool("calibrate", true, "with --mesh: also run each K with the candidates the bound keeps handed to Armitage's planner with scout's constants (landmarks-K+scout)"),
-		stopAfter:  fs.Int("stop-after", 20, "with --mesh: also run each K with the run rule (landmarks-K+run): stop after this many unplayable outcomes in a row of servers estimated unplayable (landmark.PlanParams.StopAfter; 0: no such column)"),
+		stopAfter:  fs.Int("stop-after", 50, "with --mesh: also run each K with the run rule (landmarks-K+run): stop after this many unplayable outcomes in a row of servers estimated unplayable (landmark.PlanParams.StopAfter; 0: no such column)"),
 		unmeasured: fs.Float64("unmeasured", 0, "with --mesh: share of servers no landmark has measured yet (left to Armitage's planner)"),
 	}
 }
