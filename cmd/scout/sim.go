@@ -137,11 +137,13 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "scout sim: --plot does not go with --mesh")
 		return 2
 	}
-	for _, n := range notes {
-		fmt.Fprintln(stdout, n)
-	}
-	if len(notes) > 0 {
-		fmt.Fprintln(stdout)
+	if !*asJSON { // --json prints rows only
+		for _, n := range notes {
+			fmt.Fprintln(stdout, n)
+		}
+		if len(notes) > 0 {
+			fmt.Fprintln(stdout)
+		}
 	}
 	if *seeds > 1 {
 		return simSeeds(ctx, stdout, stderr, model, *seed, *seeds, ms)

@@ -44,3 +44,15 @@ func TestSimMesh_OneRow(t *testing.T) {
 		}
 	}
 }
+
+func TestSimMesh_JSONIsRowsOnly(t *testing.T) {
+	dir := peer.SharedData(t, mesh.WonderProxyPings)
+	var out, errb bytes.Buffer
+	if code := runSim(context.Background(), []string{"--mesh", dir, "--client", "DE", "--servers", "300", "--landmarks", "3", "--json"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "{") || !strings.Contains(lines[0], `"landmarks-3+scout"`) {
+		t.Errorf("--json output:\n%s", out.String())
+	}
+}
