@@ -233,6 +233,17 @@ func TestFleet_RedisDownAndRestarted(t *testing.T) {
 	if !strings.Contains(a.log.String(), "redis unreachable") {
 		t.Error("a's log does not say Redis is unreachable")
 	}
+	resp, err := http.Get("http://" + a.m.HTTPAddr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`scout_fleet_redis_up{instance_id="a"} 0`, `scout_fleet_queued_writes{instance_id="a"} 20`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("a's /metrics lacks %s while Redis is down", want)
+		}
+	}
 	r.start()
 	if !waitFor(10*time.Second, func() bool { return b.listed() == 40 && a.node.Queued() == 0 }) {
 		t.Fatalf("after Redis came back b lists %d of 40, a still queues %d", b.listed(), a.node.Queued())

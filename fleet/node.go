@@ -102,6 +102,7 @@ type Node struct {
 
 	mu      sync.Mutex
 	queue   map[netip.AddrPort]op
+	writing int // writes taken from queue by a pipeline not yet done
 	live    []string
 	downAt  time.Time // when Redis became unreachable; zero while up
 	lastErr string
@@ -262,11 +263,12 @@ func (n *Node) enqueue(a netip.AddrPort, o op) {
 	}
 }
 
-// Queued returns the writes waiting for Redis.
+// Queued returns the writes waiting for Redis, those of a pipeline in
+// flight included.
 func (n *Node) Queued() int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return len(n.queue)
+	return len(n.queue) + n.writing
 }
 
 // Live returns the live instances last seen, this one included.

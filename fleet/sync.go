@@ -53,10 +53,16 @@ func (n *Node) flush(ctx context.Context) error {
 		batch[a] = o
 		delete(n.queue, a)
 	}
+	n.writing = len(batch)
 	n.mu.Unlock()
 	if len(batch) == 0 {
 		return nil
 	}
+	defer func() {
+		n.mu.Lock()
+		n.writing = 0
+		n.mu.Unlock()
+	}()
 	err := n.write(ctx, batch)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		// Redis started again and forgot the scripts: load them.
@@ -71,6 +77,7 @@ func (n *Node) flush(ctx context.Context) error {
 				n.queue[a] = o
 			}
 		}
+		n.writing = 0
 		n.mu.Unlock()
 		return err
 	}
