@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os/exec"
@@ -381,3 +382,7 @@ func list(t testing.TB, m netip.AddrPort) map[netip.AddrPort]bool {
 		}
 	}
 }
+
+// The Redis client's own messages (dial failures while a test has Redis
+// down) are dropped, as scout master sends them to its log at Debug.
+func init() { RedisLog(slog.New(slog.DiscardHandler)) }

@@ -411,3 +411,16 @@ func (n *Node) doBeat(ctx context.Context) error {
 	}
 	return nil
 }
+
+// RedisLog passes the Redis client's own messages (its connection pool's
+// dial failures, which the node also reports in its own words) to log at
+// Debug, instead of the standard logger's plain lines on standard error,
+// which would break a JSON log. It sets go-redis's process-wide logger:
+// the command that owns the process calls it, not a library.
+func RedisLog(log *slog.Logger) { redis.SetLogger(redisLogger{log}) }
+
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.DebugContext(ctx, "redis client", "text", fmt.Sprintf(format, v...))
+}

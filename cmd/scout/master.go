@@ -58,6 +58,7 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			fmt.Fprintln(stderr, "scout master: --state and --store: the registry is kept in one place")
 			return 1
 		}
+		fleet.RedisLog(log)
 		node, err := fleet.New(fleet.Config{Redis: set.Store, ID: set.FleetID, Logger: log})
 		if err != nil {
 			fmt.Fprintf(stderr, "scout master: --store: %v\n", err)
