@@ -253,20 +253,6 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// setMesh puts sp in the mesh mode of ms, with the paper's and scout's
-// variants beside the landmark strategies.
-func setMesh(sp *sim.Spec, ms *sim.MeshSpec) {
-	if ms == nil {
-		return
-	}
-	sp.Mesh = ms
-	for _, v := range sim.Variants() {
-		if v.Name == "paper" || v.Name == "scout" {
-			sp.Variants = append(sp.Variants, v)
-		}
-	}
-}
-
 // writeSimPlot draws row r of spec sp (run with its traces) the way the
 // live runs are drawn (plotSeries, writePlot): conventional discovery and
 // the paper's adaptive run side by side. The adaptive panel shows the whole
@@ -572,6 +558,7 @@ func simSeeds(ctx context.Context, stdout, stderr io.Writer, model func(populati
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
+	printTargets(stdout, results, first)
 	fmt.Fprintf(stdout, "\nSeeds %d to %d, landmark strategies: playable servers missed / unplayable servers probed, summed over the seeds, by the server's region\n", first, first+uint64(n)-1)
 	for _, nm := range names {
 		if accs[clients[0]][nm].missed == nil {
@@ -587,29 +574,3 @@ func simSeeds(ctx context.Context, stdout, stderr io.Writer, model func(populati
 	return 0
 }
 
-// regionCounts prints missed/wasted per region, regions in a fixed order.
-func regionCounts(missed, wasted map[string]int) string {
-	var parts []string
-	for _, reg := range []string{"EU", "NA", "SA", "AS", "OC", "AF", ""} {
-		if missed[reg] == 0 && wasted[reg] == 0 {
-			continue
-		}
-		name := reg
-		if name == "" {
-			name = "other"
-		}
-		parts = append(parts, fmt.Sprintf("%s %d/%d", name, missed[reg], wasted[reg]))
-	}
-	if len(parts) == 0 {
-		return "-"
-	}
-	return strings.Join(parts, " ")
-}
-
-func spreadDecimal(v []float64) string {
-	lo, hi, sum := v[0], v[0], 0.0
-	for _, x := range v {
-		lo, hi, sum = min(lo, x), max(hi, x), sum+x
-	}
-	return fmt.Sprintf("%.1f %.1f %.1f", lo, sum/float64(len(v)), hi)
-}

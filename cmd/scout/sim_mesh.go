@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -182,5 +183,128 @@ func printProbeShares(w io.Writer, rows []*sim.Row) {
 			fmt.Fprintf(w, "  %s %s;", r.Client, regionCounts(r.Variants[i].Missed, r.Variants[i].Wasted))
 		}
 		fmt.Fprintln(w)
+	}
+}
+
+// Issue 13's targets, as printTargets checks them per seed.
+const (
+	farMaxProbesPct  = 5    // far clients: probes, % of the full probe's
+	minFoundPct      = 99.5 // every client: playable servers found, %
+	nearOverOraclePt = 2    // near clients: probe share over the oracle's, points
+)
+
+// printTargets prints, per row and strategy, on how many seeds issue 13's
+// targets held: for the far clients (AU, JP) at most 5% of the full
+// probe's probes and at least 99.5% of the playable servers found; for
+// the near ones (CH, DE) no more probes than conventional discovery, at
+// most 2 points of probes over the oracle's and 99.5% found. It also gives
+// the most probes over the oracle's (points) and the mean ratio to them,
+// and on how many seeds the oracle itself probes at most 5%.
+func printTargets(w io.Writer, results [][]*sim.Row, first uint64) {
+	type acc struct {
+		met, seeds   int
+		overMax, sum float64
+	}
+	var clients, names []string
+	accs := map[string]map[string]*acc{}
+	oracleUnder := map[string]int{}
+	for _, rows := range results {
+		for _, r := range rows {
+			if accs[r.Client] == nil {
+				clients = append(clients, r.Client)
+				accs[r.Client] = map[string]*acc{}
+			}
+			conv := float64(max(r.Conventional.Probes, 1))
+			po := 100 * float64(r.Oracle.Probes) / conv
+			if po <= farMaxProbesPct {
+				oracleUnder[r.Client]++
+			}
+			far := r.Place == "AU" || r.Place == "JP"
+			for _, o := range r.Variants {
+				a := accs[r.Client][o.Name]
+				if a == nil {
+					a = &acc{overMax: math.Inf(-1)}
+					accs[r.Client][o.Name] = a
+					if len(clients) == 1 {
+						names = append(names, o.Name)
+					}
+				}
+				p := 100 * float64(o.Probes) / conv
+				ok := o.FoundPct >= minFoundPct
+				if far {
+					ok = ok && p <= farMaxProbesPct
+				} else {
+					ok = ok && o.Probes <= r.Conventional.Probes && p-po <= nearOverOraclePt
+				}
+				if ok {
+					a.met++
+				}
+				a.seeds++
+				a.overMax = max(a.overMax, p-po)
+				a.sum += float64(o.Probes) / float64(max(r.Oracle.Probes, 1))
+			}
+		}
+	}
+	if len(clients) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nSeeds %d to %d, issue 13's targets (far AU, JP: probes <= %d%% of the full probe's and found >= %.1f%%; near CH, DE: probes <= conventional's and <= the oracle's + %d points, found >= %.1f%%): seeds met | most points of probes over the oracle | mean probes / oracle's\n",
+		first, first+uint64(len(results))-1, farMaxProbesPct, minFoundPct, nearOverOraclePt, minFoundPct)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "client\toracle <= 5%\t")
+	for _, nm := range names {
+		fmt.Fprintf(tw, "%s\t", nm)
+	}
+	fmt.Fprintln(tw)
+	for _, c := range clients {
+		a0 := accs[c][names[0]]
+		fmt.Fprintf(tw, "%s\t%d/%d\t", c, oracleUnder[c], a0.seeds)
+		for _, nm := range names {
+			a := accs[c][nm]
+			fmt.Fprintf(tw, "%d/%d | %.1f | %.2f\t", a.met, a.seeds, a.overMax, a.sum/float64(a.seeds))
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+}
+
+func spreadDecimal(v []float64) string {
+	lo, hi, sum := v[0], v[0], 0.0
+	for _, x := range v {
+		lo, hi, sum = min(lo, x), max(hi, x), sum+x
+	}
+	return fmt.Sprintf("%.1f %.1f %.1f", lo, sum/float64(len(v)), hi)
+}
+
+// regionCounts prints missed/wasted per region, regions in a fixed order.
+func regionCounts(missed, wasted map[string]int) string {
+	var parts []string
+	for _, reg := range []string{"EU", "NA", "SA", "AS", "OC", "AF", ""} {
+		if missed[reg] == 0 && wasted[reg] == 0 {
+			continue
+		}
+		name := reg
+		if name == "" {
+			name = "other"
+		}
+		parts = append(parts, fmt.Sprintf("%s %d/%d", name, missed[reg], wasted[reg]))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
+}
+
+// setMesh puts sp in the mesh mode of ms, with the paper's and scout's
+// variants beside the landmark strategies.
+func setMesh(sp *sim.Spec, ms *sim.MeshSpec) {
+	if ms == nil {
+		return
+	}
+	sp.Mesh = ms
+	for _, v := range sim.Variants() {
+		if v.Name == "paper" || v.Name == "scout" {
+			sp.Variants = append(sp.Variants, v)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/scout-discovery/scout/internal/peer"
 	"github.com/scout-discovery/scout/mesh"
+	"github.com/scout-discovery/scout/sim"
 )
 
 func TestSimMesh_BadUsage(t *testing.T) {
@@ -54,5 +55,27 @@ func TestSimMesh_JSONIsRowsOnly(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) != 1 || !strings.HasPrefix(lines[0], "{") || !strings.Contains(lines[0], `"landmarks-3+scout"`) {
 		t.Errorf("--json output:\n%s", out.String())
+	}
+}
+
+func TestPrintTargets(t *testing.T) {
+	row := func(place string, lm, oracle, found float64) *sim.Row {
+		return &sim.Row{Client: place + "-ET", Place: place,
+			Conventional: sim.Outcome{Probes: 1000},
+			Oracle:       sim.Outcome{Probes: int(oracle * 10)},
+			Variants:     []sim.Outcome{{Name: "landmarks-8", Probes: int(lm * 10), FoundPct: found}}}
+	}
+	results := [][]*sim.Row{
+		{row("AU", 4.9, 3, 100), row("CH", 92, 90, 100)},   // both met
+		{row("AU", 5.1, 4, 100), row("CH", 92.1, 90, 100)}, // far over 5%, near 2.1 points over
+		{row("AU", 4, 3, 99.4), row("CH", 95, 94, 99.4)},   // too few found
+	}
+	var out bytes.Buffer
+	printTargets(&out, results, 1)
+	s := out.String()
+	for _, want := range []string{"AU-ET  3/3  1/3 | 1.9 |", "CH-ET  0/3  1/3 | 2.1 |"} {
+		if !strings.Contains(strings.Join(strings.Fields(s), "  "), strings.Join(strings.Fields(want), "  ")) {
+			t.Errorf("output lacks %q:\n%s", want, s)
+		}
 	}
 }
