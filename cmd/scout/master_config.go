@@ -14,6 +14,7 @@ import (
 	"github.com/scout-discovery/scout/loopnat"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/masterd"
+	"github.com/scout-discovery/scout/web"
 )
 
 // masterSettings are masterOptions resolved: the master's configuration,
@@ -53,6 +54,7 @@ func (o masterOptions) settings(ctx context.Context) (masterSettings, error) {
 			OutRate:           orDefault(o.OutRate, master.DefaultOutboundBytesPerSecond),
 			OutBurst:          orDefault(o.OutBurst, master.DefaultOutboundBurst),
 			HTTP:              o.HTTP,
+			API:               web.Config{Rate: float64(orDefault(o.HTTPRate, web.DefaultRate)), Burst: orDefault(o.HTTPBurst, web.DefaultBurst)},
 			CommitInterval:    time.Duration(orDefault(o.CommitInterval, int(masterd.DefaultCommitInterval/time.Millisecond))) * time.Millisecond,
 			ChallengeRotation: master.DefaultRotationPeriod,
 		},
@@ -62,6 +64,9 @@ func (o masterOptions) settings(ctx context.Context) (masterSettings, error) {
 		FleetID:    o.FleetID,
 		LogJSON:    o.LogFormat == "json",
 		PrintGames: o.PrintGames,
+	}
+	if o.HTTPNoLimit {
+		s.API.Rate = -1
 	}
 	verbose := defaultVerbose
 	if o.Verbose != 0 || o.verboseSet() {

@@ -45,7 +45,10 @@ type masterOptions struct {
 	RefuseDamaged    bool     `json:"refuse-damaged-state"` // --refuse-damaged-state: exit instead of moving a damaged --state aside
 	Store            string   `json:"store"`                // --store redis://HOST:PORT/DB: the registry shared by a fleet
 	FleetID          string   `json:"fleet-id"`             // --fleet-id ID: this instance's name in the fleet
-	HTTP             string   `json:"http"`                 // --http ADDR: /metrics, /healthz, /servers
+	HTTP             string   `json:"http"`                 // --http ADDR: the page, /api/v1/, /metrics, /healthz, /servers
+	HTTPRate         int      `json:"http-rate"`            // --http-rate N: API requests per second per client (10)
+	HTTPBurst        int      `json:"http-burst"`           // --http-burst N: API requests at once per client (60)
+	HTTPNoLimit      bool     `json:"http-no-limit"`        // --http-no-limit: no per-client limit on the API (benchmarks)
 	MOTD             string   `json:"motd"`                 // --motd TEXT: ET's message of the day; opens the MOTD port
 	MOTDPort         int      `json:"motd-port"`            // --motd-port: default 27951
 	Peers            []string `json:"peer"`                 // --peer ADDR[:PORT]: masters whose register is accepted
@@ -191,7 +194,10 @@ var masterOptionSpecs = []optSpec{
 	}, "redis://HOST:PORT/DB: share the registry with the other instances of a fleet on this Redis, instead of --state"},
 	{"fleet-id", 0, argOne, strOpt(func(o *masterOptions) *string { return &o.FleetID }), "ID: this instance's name in the fleet (random if not given)"},
 	{"refuse-damaged-state", 0, argNone, flagOpt(func(o *masterOptions) { o.RefuseDamaged = true }), "exit (status 1) when the --state file is damaged, empty or not scout's, leaving it in place"},
-	{"http", 0, argOne, strOpt(func(o *masterOptions) *string { return &o.HTTP }), "ADDR: serve /metrics, /healthz and /servers on ADDR (off by default)"},
+	{"http", 0, argOne, strOpt(func(o *masterOptions) *string { return &o.HTTP }), "ADDR: serve the server browser (/), the JSON API (/api/v1/), /metrics, /healthz and the legacy /servers on ADDR (off by default)"},
+	{"http-rate", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.HTTPRate }, 1), "N: JSON API requests per second per client address (IPv6 /64) after the burst (10)"},
+	{"http-burst", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.HTTPBurst }, 1), "N: JSON API requests a client may make at once (60)"},
+	{"http-no-limit", 0, argNone, flagOpt(func(o *masterOptions) { o.HTTPNoLimit = true }), "no per-client limit on the JSON API (load tests on loopback)"},
 	{"motd", 0, argOne, strOpt(func(o *masterOptions) *string { return &o.MOTD }), "TEXT: answer Enemy Territory's getmotd with TEXT on the MOTD port"},
 	{"motd-port", 0, argOne, zeroOpt(func(o *masterOptions) *int { return &o.MOTDPort }, zeroMOTDPort), "port of the MOTD listener (27951); 0 turns it off"},
 	{"peer", 0, argOne, listOpt(func(o *masterOptions) *[]string { return &o.Peers }), "ADDR[:PORT]: accept register from this master; several allowed"},
