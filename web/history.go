@@ -17,14 +17,14 @@ import (
 // instant. A count above MaxCount is kept as MaxCount; NoSample marks a
 // slot without a verified reply.
 //
-// Size per server: in memory, a day chunk is 292 bytes (its day number and
-// 288 counts) and a server has at most RetentionDays of them plus its
-// slice and map slot, about 2.5 KB at most (2,336 bytes of chunks); on
-// disk (master/store's history bucket) the same chunks, one record per
-// server and day: an 8- or 20-byte key (address and day) and a 289-byte
-// value, about 2.6 KB per server with bbolt's per-record overhead. At most
-// MaxHistoryServers servers are kept: 32,768 × 2.5 KB = 80 MB in the worst
-// case; 5,000 servers re-probed for 8 days, 12 MB.
+// Size per server, with its full RetentionDays: in memory 2,727 bytes (a
+// day chunk is 292 bytes, 320 with the allocator's rounding, 8 of them,
+// plus the slice and the map slot; BenchmarkHistory_MemoryPerServer); on
+// disk (master/store's history bucket, one 289-byte record per server and
+// day) 3,039 bytes of state file (BenchmarkHistory_FileBytesPerServer in
+// master/store, 5,000 servers). At most MaxHistoryServers servers are
+// kept: 32,768 × 2.7 KB = 89 MB in the worst case; 5,000 servers with 8
+// days, 13.6 MB.
 const (
 	Resolution        = 5 * time.Minute
 	SlotsPerDay       = int(24 * time.Hour / Resolution)
@@ -35,15 +35,22 @@ const (
 )
 
 // Day is one server's counts of one UTC day (days since the Unix epoch):
-// the unit kept in memory and written to the store.
+// the unit the state writer commits (History keeps the counts without the
+// address).
 type Day struct {
 	Addr   netip.AddrPort
 	Day    int32
 	Counts [SlotsPerDay]uint8
 }
 
+// chunk is one day of a series in memory (Day without the address).
+type chunk struct {
+	day    int32
+	counts [SlotsPerDay]uint8
+}
+
 type series struct {
-	days []*Day // ascending by Day, at most RetentionDays
+	days []*chunk // ascending by day, at most RetentionDays
 }
 
 // History keeps every server's player count over time from the master's
@@ -124,11 +131,11 @@ func (h *History) record(a netip.AddrPort, day int32, idx int64, c uint8) bool {
 		s = &series{}
 		h.servers[a] = s
 	}
-	d := s.day(a, day)
-	if d == nil || d.Counts[idx] == c {
+	d := s.day(day)
+	if d == nil || d.counts[idx] == c {
 		return false // older than every day kept, or no change
 	}
-	d.Counts[idx] = c
+	d.counts[idx] = c
 	h.dirty[dayKey{a, day}] = struct{}{}
 	return true
 }
@@ -142,23 +149,27 @@ func KeepFrom(now time.Time) int32 {
 // day returns s's chunk of day, creating it (and dropping the oldest past
 // RetentionDays), or nil if day is older than every chunk kept and there
 // is no room.
-func (s *series) day(a netip.AddrPort, day int32) *Day {
-	i, found := slices.BinarySearchFunc(s.days, day, func(d *Day, n int32) int { return int(d.Day - n) })
+func (s *series) day(day int32) *chunk {
+	i, found := s.find(day)
 	if found {
 		return s.days[i]
 	}
 	if len(s.days) >= RetentionDays && i == 0 {
 		return nil
 	}
-	d := &Day{Addr: a, Day: day}
-	for j := range d.Counts {
-		d.Counts[j] = NoSample
+	d := &chunk{day: day}
+	for j := range d.counts {
+		d.counts[j] = NoSample
 	}
 	s.days = slices.Insert(s.days, i, d)
 	if len(s.days) > RetentionDays {
 		s.days = slices.Delete(s.days, 0, len(s.days)-RetentionDays)
 	}
 	return d
+}
+
+func (s *series) find(day int32) (int, bool) {
+	return slices.BinarySearchFunc(s.days, day, func(d *chunk, n int32) int { return int(d.day - n) })
 }
 
 // Point is one slot's count.
@@ -212,11 +223,11 @@ func (h *History) each(a netip.AddrPort, from, to int64, fn func(slot int64, c u
 		return
 	}
 	for _, d := range s.days {
-		base := int64(d.Day) * int64(SlotsPerDay)
+		base := int64(d.day) * int64(SlotsPerDay)
 		if base+int64(SlotsPerDay) <= from || base >= to {
 			continue
 		}
-		for i, c := range d.Counts {
+		for i, c := range d.counts {
 			if slot := base + int64(i); c != NoSample && slot >= from && slot < to {
 				fn(slot, c)
 			}
@@ -233,12 +244,16 @@ func (h *History) TakeDirty() []Day {
 	out := make([]Day, 0, len(h.dirty))
 	for k := range h.dirty {
 		if s := h.servers[k.a]; s != nil {
-			if i, ok := slices.BinarySearchFunc(s.days, k.day, func(d *Day, n int32) int { return int(d.Day - n) }); ok {
-				out = append(out, *s.days[i])
+			if i, ok := s.find(k.day); ok {
+				out = append(out, Day{Addr: k.a, Day: k.day, Counts: s.days[i].counts})
 			}
 		}
 	}
-	clear(h.dirty)
+	if len(h.dirty) > 1024 {
+		h.dirty = map[dayKey]struct{}{} // let a big one (a start's) go
+	} else {
+		clear(h.dirty)
+	}
 	return out
 }
 
@@ -268,13 +283,13 @@ func (h *History) Load(days []Day) {
 			s = &series{}
 			h.servers[a] = s
 		}
-		d := s.day(a, ld.Day)
+		d := s.day(ld.Day)
 		if d == nil {
 			continue
 		}
 		for i, c := range ld.Counts {
-			if d.Counts[i] == NoSample {
-				d.Counts[i] = c
+			if d.counts[i] == NoSample {
+				d.counts[i] = c
 			}
 		}
 	}
@@ -289,7 +304,7 @@ func (h *History) Prune(now time.Time) (firstDay int32) {
 	defer h.mu.Unlock()
 	for a, s := range h.servers {
 		i := 0
-		for i < len(s.days) && s.days[i].Day < firstDay {
+		for i < len(s.days) && s.days[i].day < firstDay {
 			i++
 		}
 		s.days = slices.Delete(s.days, 0, i)

@@ -26,6 +26,9 @@ var historyBucket = []byte("history")
 // historyVersion is the version byte of a history value.
 const historyVersion = 1
 
+// historyFill is the history bucket's page fill on splits.
+const historyFill = 0.9
+
 // MaxHistoryCounts bounds the counts of one history record.
 const MaxHistoryCounts = 1440
 
@@ -61,6 +64,9 @@ func (s *Store) ApplyWithHistory(puts []master.Server, deletes []netip.AddrPort,
 		if err != nil {
 			return err
 		}
+		// Keys grow with the day: most puts land at the end (today's
+		// records), so pages split full rather than half full.
+		b.FillPercent = historyFill
 		for _, r := range recs {
 			if err := b.Put(r.k, r.v); err != nil {
 				return err

@@ -58,3 +58,39 @@ func TestHistory_RoundTripPruneReopen(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkHistory_FileBytesPerServer reports the state file's growth per
+// server with 8 days of history (288 counts a day) of 5,000 servers,
+// written in commits of 100 servers:
+// go test -run '^$' -bench FileBytesPerServer ./master/store
+func BenchmarkHistory_FileBytesPerServer(b *testing.B) {
+	const servers, days = 5000, 8
+	for range b.N {
+		path := filepath.Join(b.TempDir(), "state.db")
+		st, err := Open(path, Options{Timeout: time.Second})
+		if err != nil {
+			b.Fatal(err)
+		}
+		size := func() int64 {
+			var n int64
+			st.db.View(func(tx *bolt.Tx) error { n = tx.Size(); return nil })
+			return n
+		}
+		empty := size()
+		counts := bytes.Repeat([]byte{3}, 288)
+		for i := 0; i < servers; i += 100 {
+			var batch []HistoryDay
+			for j := i; j < i+100; j++ {
+				a := netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, byte(j >> 8), byte(j)}), 27960)
+				for d := range days {
+					batch = append(batch, HistoryDay{a, int32(20000 + d), counts})
+				}
+			}
+			if err := st.ApplyWithHistory(nil, nil, batch, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(size()-empty)/servers, "B/server")
+		st.Close()
+	}
+}
