@@ -1,10 +1,16 @@
 package fleet
 
 import (
+	"context"
+	"crypto/rand"
 	"fmt"
+	"net/netip"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/scout-discovery/scout/master"
 )
 
 // BenchmarkFleet_Convergence: three instances share a real redis-server;
@@ -57,4 +63,82 @@ func BenchmarkFleet_Convergence(b *testing.B) {
 	b.ReportMetric(ms(took[len(took)/2]), "conv-p50-ms")
 	b.ReportMetric(ms(took[len(took)*99/100]), "conv-p99-ms")
 	b.ReportMetric(ms(took[len(took)-1]), "conv-max-ms")
+}
+
+// fillRedis writes n records straight into the hash (pipelines of 10,000
+// HSET), as n verified servers of several games, a quarter of them IPv6.
+func fillRedis(b *testing.B, r *redisProc, n int) {
+	b.Helper()
+	rc := r.client(b)
+	ctx := context.Background()
+	games := []struct {
+		name  string
+		proto int
+	}{{"Quake3Arena", 68}, {"Quake3Arena", 71}, {"et", 84}, {"Nexuiz", 3}, {"Warsow", 22}}
+	now := time.Now()
+	pipe := rc.Pipeline()
+	for i := range n {
+		var a netip.Addr
+		if i%4 == 3 {
+			a = netip.AddrFrom16([16]byte{0x2a, 0x00, 0, 0, 0, 0, 0, 0, byte(i >> 24), byte(i >> 16), byte(i >> 8), byte(i), 0, 0, 0, 1})
+		} else {
+			a = netip.AddrFrom4([4]byte{byte(1 + i>>24), byte(i >> 16), byte(i >> 8), byte(i)})
+		}
+		g := games[i%len(games)]
+		s := master.Server{
+			Addr: netip.AddrPortFrom(a, 27960), Game: g.name, Protocol: g.proto, Gametype: "0",
+			Clients: i % 17, MaxClients: 16, FirstSeen: now, LastVerified: now,
+			Info: []master.Pair{{Key: "hostname", Value: fmt.Sprint("server ", i)}, {Key: "mapname", Value: "q3dm17"}},
+		}
+		pipe.HSet(ctx, DefaultPrefix+"servers", s.Addr.String(), encode(s))
+		if (i+1)%10000 == 0 || i == n-1 {
+			if _, err := pipe.Exec(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkFleet_Join: an instance joining a fleet whose Redis holds N
+// servers reads them all (HSCAN pages of 1,000) into its registry.
+// Reported: join-s, and the Go heap per server after it (heap-B/server).
+//
+//	go test -run '^$' -bench Join -benchtime 1x ./fleet
+func BenchmarkFleet_Join(b *testing.B) {
+	for _, n := range []int{100_000, 1_000_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			r := startRedis(b)
+			fillRedis(b, r, n)
+			for b.Loop() {
+				chal, err := master.NewChallenger(master.DefaultRotationPeriod, rand.Reader)
+				if err != nil {
+					b.Fatal(err)
+				}
+				runtime.GC()
+				var before runtime.MemStats
+				runtime.ReadMemStats(&before)
+				reg, err := master.NewRegistry(master.Config{MaxServers: n, MaxServersPerAddress: -1}, chal)
+				if err != nil {
+					b.Fatal(err)
+				}
+				node, err := New(Config{Redis: r.URL(), ID: "join"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				start := time.Now()
+				node.Join(context.Background(), reg, nil)
+				took := time.Since(start)
+				if l, _ := reg.Counts(); l != n {
+					b.Fatalf("joined with %d of %d", l, n)
+				}
+				runtime.GC()
+				var after runtime.MemStats
+				runtime.ReadMemStats(&after)
+				b.ReportMetric(took.Seconds(), "join-s")
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n), "heap-B/server")
+				node.rdb.Close()
+				runtime.KeepAlive(reg)
+			}
+		})
+	}
 }

@@ -263,15 +263,41 @@ func (n *Node) resync(ctx context.Context) error {
 	default:
 		return err
 	}
-	seen := make(map[netip.AddrPort]struct{})
-	var cursor uint64
+	// The pages are read by a goroutine while the ones before are
+	// applied here, so Redis and this process work at once.
+	type page struct {
+		kv  []string
+		err error
+	}
+	pages := make(chan page, 4)
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		defer close(pages)
+		var cursor uint64
+		for {
+			kv, next, err := n.rdb.HScan(fctx, n.hash, cursor, "", int64(n.cfg.PageSize)).Result()
+			select {
+			case pages <- page{kv, err}:
+			case <-fctx.Done():
+				return
+			}
+			if cursor = next; err != nil || cursor == 0 {
+				return
+			}
+		}
+	}()
+	var seen map[netip.AddrPort]struct{} // a catch-up's, to find what went
+	if n.synced {
+		seen = make(map[netip.AddrPort]struct{})
+	}
 	read := 0
-	for {
-		kv, next, err := n.rdb.HScan(ctx, n.hash, cursor, "", int64(n.cfg.PageSize)).Result()
-		if err != nil {
-			return err
+	for p := range pages {
+		if p.err != nil {
+			return p.err
 		}
 		now := time.Now()
+		kv := p.kv
 		for i := 0; i+1 < len(kv); i += 2 {
 			s, err := decode(kv[i], kv[i+1])
 			if err != nil {
@@ -279,7 +305,9 @@ func (n *Node) resync(ctx context.Context) error {
 				n.log.Warn("a record in the shared registry cannot be read", "err", err)
 				continue
 			}
-			seen[s.Addr] = struct{}{}
+			if seen != nil {
+				seen[s.Addr] = struct{}{}
+			}
 			if ch, why := n.reg.Apply(now, s); why != master.OK {
 				n.stats.refused.Add(1)
 			} else if ch != master.ChangeNone && n.obs != nil {
@@ -287,9 +315,9 @@ func (n *Node) resync(ctx context.Context) error {
 			}
 			read++
 		}
-		if cursor = next; cursor == 0 {
-			break
-		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err // the read stopped short
 	}
 	removed := 0
 	if n.synced {
