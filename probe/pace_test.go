@@ -3,8 +3,10 @@ package probe
 import (
 	"container/heap"
 	"math/rand/v2"
+	"net/netip"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -273,4 +275,54 @@ func TestPacer_RetryTimeout(t *testing.T) {
 	if got := q.RetryTimeout(time.Second); got != paceRetryMin {
 		t.Errorf("RTTs of 5 ms: retry after %v, want the floor %v", got, paceRetryMin)
 	}
+}
+
+// TestRun_PacedOrderAndRetry: a paced run sends its queue in random
+// order, not the list's, and once 100 RTTs are in retries a lost reply
+// after 1.5 times their 99th percentile (at least 250 ms), not Timeout.
+func TestRun_PacedOrderAndRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 300
+		var order []int
+		lossy := map[int][]time.Time{} // every tenth server loses its first reply
+		servers := make([]*server, n)
+		targets := make([]Target, n)
+		for i := range n {
+			addr := netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 18, byte(i >> 8), byte(i)}), 27960)
+			servers[i] = &server{addr: addr, answer: func(k, _ int, _ string) (string, time.Duration, bool) {
+				if k == 1 {
+					order = append(order, i)
+				}
+				if i%10 == 9 {
+					lossy[i] = append(lossy[i], time.Now())
+					return "ok", 50 * time.Millisecond, k == 2
+				}
+				return "ok", 50 * time.Millisecond, true
+			}}
+			targets[i] = Target{addr, echoDialect{}}
+		}
+		p := &Prober{Timeout: time.Second, Pace: &Pace{}}
+		_, c, _ := run(t, p, network(servers...), targets...)
+		if c.Answered != n || c.Retries != n/10 || c.PaceRate == 0 {
+			t.Fatalf("counts %+v", c)
+		}
+		if slices.IsSorted(order) || len(order) != n {
+			t.Errorf("servers contacted in the list's order (%d of them)", len(order))
+		}
+		quick := 0
+		for i, sends := range lossy {
+			if len(sends) != 2 {
+				t.Fatalf("server %d: %d sends", i, len(sends))
+			}
+			switch gap := sends[1].Sub(sends[0]); {
+			case gap == paceRetryMin:
+				quick++
+			case gap != time.Second:
+				t.Errorf("server %d retried after %v, want 250ms or, before 100 RTTs were in, 1s", i, gap)
+			}
+		}
+		if quick < 10 {
+			t.Errorf("%d of %d lost replies retried after 250 ms (1.5 x 60 ms, at least 250 ms), want most", quick, len(lossy))
+		}
+	})
 }
