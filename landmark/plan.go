@@ -152,6 +152,7 @@ type Planner struct {
 	next    int
 	sub     *adaptive.Planner
 	subIdx  []int32 // sub-planner's index -> slot
+	slotOf  []int32 // position in PlanInput.Targets -> slot, -1 for a duplicate
 	subDone bool
 	level   float64 // last RTT the sub-planner saw answered, ms
 	subSent int     // probes the sub-planner handed out
@@ -199,7 +200,7 @@ func NewPlanner(in PlanInput, p PlanParams, rng *rand.Rand) (*Planner, error) {
 	if !(h >= 0) || math.IsInf(h, 0) {
 		return nil, fmt.Errorf("%w: client height %v", ErrPlan, h)
 	}
-	pl := &Planner{p: p, index: make(map[netip.AddrPort]int32, len(in.Targets))}
+	pl := &Planner{p: p, index: make(map[netip.AddrPort]int32, len(in.Targets)), slotOf: make([]int32, len(in.Targets))}
 	client := in.Client
 	if p.Repair {
 		client = Repair(client, in.Landmarks)
@@ -217,15 +218,20 @@ func NewPlanner(in PlanInput, p PlanParams, rng *rand.Rand) (*Planner, error) {
 		}
 		t.Addr = netip.AddrPortFrom(t.Addr.Addr().Unmap(), t.Addr.Port())
 		if _, dup := pl.index[t.Addr]; dup {
+			pl.slotOf[i] = -1
 			continue
 		}
 		v := in.Vectors[i]
 		if err := checkVector(v); err != nil {
 			return nil, fmt.Errorf("%w: entry %d: %v", ErrPlan, i, err)
 		}
+		if len(v) > MaxLandmarks {
+			return nil, fmt.Errorf("%w: entry %d: %d landmarks, at most %d", ErrPlan, i, len(v), MaxLandmarks)
+		}
 		t.Index = i
 		s := int32(len(pl.targets))
 		pl.index[t.Addr] = s
+		pl.slotOf[i] = s
 		pl.targets = append(pl.targets, t)
 		if p.Repair {
 			v = Repair(v, in.Landmarks)
@@ -425,13 +431,11 @@ func (pl *Planner) Candidates() (ordered, adaptive int) {
 // (its position in PlanInput.Targets) in ms; ok is false for a duplicate
 // and for a server no landmark bounds.
 func (pl *Planner) Estimate(i int) (est, lo float64, ok bool) {
-	for s, t := range pl.targets {
-		if t.Index == i {
-			sl := pl.slots[s]
-			return sl.est, sl.lo, !sl.unknown
-		}
+	if i < 0 || i >= len(pl.slotOf) || pl.slotOf[i] < 0 {
+		return 0, 0, false
 	}
-	return 0, 0, false
+	sl := pl.slots[pl.slotOf[i]]
+	return sl.est, sl.lo, !sl.unknown
 }
 
 var _ adaptive.Strategy = (*Planner)(nil)
