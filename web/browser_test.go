@@ -336,6 +336,12 @@ func TestBrowser_ServerList(t *testing.T) {
 	if w := eval[int](t, ctx, `document.documentElement.scrollWidth`); w > phoneWidth {
 		t.Errorf("at %d px the page is %d px wide: it overflows sideways", phoneWidth, w)
 	}
+	if r := eval[float64](t, ctx, `document.querySelector("#servers").getBoundingClientRect().right`); r > phoneWidth {
+		t.Errorf("at %d px the table ends at %.0f px: columns are cut off", phoneWidth, r)
+	}
+	if !eval[bool](t, ctx, `getComputedStyle(document.querySelector("th.c-ping")).display !== "none" && getComputedStyle(document.querySelector("th.c-players")).display !== "none"`) {
+		t.Error("at phone width the players or ping column is hidden")
+	}
 	screenshot(t, ctx, "web-phone.png", true)
 	do(t, ctx, "phone detail", chromedp.Click(oaRow+" a.open"), chromedp.WaitVisible(`#detail`),
 		poll(`document.querySelectorAll("#detail-players tbody tr").length === 3`))

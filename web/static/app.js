@@ -8,7 +8,7 @@
 // banner offers "Re-sort now". Rows are re-ordered only when the reader
 // asks: sorting, filtering, paging, "Re-sort now" or reloading.
 
-import { el, colourName, plainName, countryCell, countryName, flag, COUNTRIES, sparkline, gametypeName } from "./quake.js";
+import { el, colourName, plainName, countryCell, countryName, flag, COUNTRIES, sparkline, gametypeName, gameTitle } from "./quake.js";
 import { openDetail, refreshDetail, closeDetail, detailAddress } from "./detail.js";
 
 // API parameters the page keeps in its URL; others are dropped.
@@ -174,15 +174,15 @@ function fillRow(tr, s) {
     td.replaceChildren(...[].concat(make()));
   };
   set("country", s.country ?? "", () => countryCell(s.country));
-  set("name", JSON.stringify([s.name, s.address, s.game, s.map]), () => {
+  set("name", JSON.stringify([s.name, s.address, s.game, s.map, s.country]), () => {
     const a = el("a", { href: "#server=" + encodeURIComponent(s.address), class: "open", title: plainName(s.name) },
       colourName(s.name));
     a.addEventListener("click", ev => { ev.preventDefault(); show(s.address, tr); });
     return [a, el("span", { class: "state" }),
       el("span", { class: "sub" }, el("span", { class: "addr", text: s.address }),
-        el("span", { class: "phone", text: ` · ${s.game} · ${s.map}` }))];
+        el("span", { class: "phone", text: `${flag(s.country)} ${gameTitle(s.game)} · ${s.map}`.trim() }))];
   });
-  set("game", s.game ?? "", () => s.game ?? "");
+  set("game", s.game ?? "", () => el("span", { title: s.game, text: gameTitle(s.game) }));
   set("map", s.map ?? "", () => s.map ?? "");
   const pk = `${s.players}/${s.max_players}/${s.bots}`;
   set("players", pk, () => {
@@ -318,7 +318,7 @@ async function loadMeta() {
     const r = await fetch("/api/v1/meta", { cache: "no-cache" });
     if (!r.ok) return;
     const m = await r.json();
-    fillSelect("game", m.games);
+    fillSelect("game", m.games, gameTitle);
     fillSelect("gametype", m.gametypes);
     labelGametypes();
     fillSelect("map", m.maps);

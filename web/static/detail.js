@@ -1,7 +1,7 @@
 // The detail panel: one server's facts, its players from the master's last
 // re-probe and its player history (GET /api/v1/servers/{address}).
 
-import { el, colourName, plainName, countryName, flag, historyChart, ago, gametypeName } from "./quake.js";
+import { el, colourName, plainName, countryName, flag, historyChart, ago, gametypeName, gameTitle } from "./quake.js";
 
 const $ = sel => document.querySelector(sel);
 const panel = $("#detail");
@@ -67,7 +67,7 @@ function fill(d) {
   $("#detail-addr").replaceChildren(el("code", { text: d.address }), " · connect with ",
     el("code", { text: `/connect ${d.address}` }));
   const facts = [
-    ["Game", `${d.game}${d.protocol ? ` (protocol ${d.protocol})` : ""}`],
+    ["Game", `${gameTitle(d.game)}${d.protocol ? ` (protocol ${d.protocol})` : ""}`],
     ["Map", d.map],
     ["Game type", gametypeName(d.game, d.gametype) === (d.gametype ?? "") ? d.gametype : `${gametypeName(d.game, d.gametype)} (${d.gametype})`],
     ["Players", `${d.players}/${d.max_players}${d.bots ? ` (${d.bots} bots)` : ""}`],
@@ -85,9 +85,12 @@ function fill(d) {
     el("td", { class: "num", text: p.ping ?? "" }))));
   $("#detail-players").hidden = players.length === 0;
   $("#detail-noplayers").hidden = players.length > 0;
+  $("#detail-noplayers").textContent = d.players > 0
+    ? "No player list yet: the master reads it at its next re-probe of the server."
+    : "Nobody was playing at the last check.";
 
   const h = d.history ?? {};
-  $("#detail-chart").replaceChildren(historyChart(h.points, d.max_players));
+  $("#detail-chart").replaceChildren(historyChart(h.points, d.max_players, h.resolution_s));
 
   const info = Object.entries(d.info ?? {}).sort((a, b) => a[0].localeCompare(b[0]));
   $("#detail-info").replaceChildren(...info.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: v })]));

@@ -128,9 +128,10 @@ export function sparkline(values, max, label) {
   return s;
 }
 
-// historyChart draws players over time (points {t, players}) as an SVG
-// step line with time and player axes.
-export function historyChart(points, maxPlayers) {
+// historyChart draws players over time (points {t, players}, each holding
+// for resolution seconds, the last one until now) as an SVG step line with
+// time and player axes.
+export function historyChart(points, maxPlayers, resolution) {
   const W = 380, H = 150, L = 30, R = 8, T = 8, B = 24;
   const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, class: "history", role: "img" });
   const pts = (Array.isArray(points) ? points : [])
@@ -146,7 +147,8 @@ export function historyChart(points, maxPlayers) {
     s.append(tx);
     return s;
   }
-  const t0 = pts[0].t, t1 = Math.max(pts[pts.length - 1].t, t0 + 60e3);
+  const res = (resolution > 0 ? resolution : 300) * 1000, tl = pts[pts.length - 1].t;
+  const t0 = pts[0].t, t1 = Math.max(tl + Math.min(res, Math.max(0, Date.now() - tl)), t0 + 60e3);
   const top = Math.max(1, maxPlayers || 0, ...pts.map(p => p.v));
   const x = t => L + ((t - t0) / (t1 - t0)) * (W - L - R);
   const y = v => T + (1 - v / top) * (H - T - B);
@@ -193,6 +195,15 @@ export function ago(rfc) {
   if (s < 172800) return `${Math.round(s / 3600)} h ago`;
   return `${Math.round(s / 86400)} days ago`;
 }
+
+// Game titles by the API's game name (the master's catalogue names).
+const TITLES = {
+  Quake3Arena: "Quake III Arena", et: "Enemy Territory", wolfmp: "RtCW", OpenArena: "OpenArena",
+  Xonotic: "Xonotic", Nexuiz: "Nexuiz", Quake4: "Quake 4", Doom3: "Doom 3", ut3: "UT3",
+};
+
+// gameTitle is the game's name as players know it.
+export function gameTitle(game) { return TITLES[game] ?? String(game ?? ""); }
 
 // Game type names of the Quake III family, by game (the API's game name):
 // g_gametype is a number whose meaning is the game's. OpenArena's extra
