@@ -53,7 +53,7 @@ if [ -x /usr/games/openarena-server ]; then
 		+addbot kyonshi 1 >"$tmp/oa.log" 2>&1 &
 	pids="$pids $!"
 fi
-# Wait for the list to fill (144 of the world's servers heartbeat: UT3 and
+# Wait for the list to fill (147 of this world's servers heartbeat: UT3 and
 # Source ones do not), then for the best-filled server's player list (the
 # master's first re-probe of it, 5 s after it was verified: sooner than the
 # next heartbeat, whose check would put the re-probe off).
