@@ -235,6 +235,21 @@ func TestBrowser_ServerList(t *testing.T) {
 		t.Errorf("OpenArena row's name %q, want the colourless %q", name, "OpenArena peer")
 	}
 
+	// The search box: typing filters by name (the API's q), and the URL keeps it.
+	found := s.list(t, "q=peer")
+	if found.Total != 1 {
+		t.Fatalf("q=peer lists %d servers, want the OpenArena one", found.Total)
+	}
+	do(t, ctx, "searching", chromedp.SendKeys(`input[name="q"]`, "peer"), poll(rowsAre(found.addresses())),
+		poll(`location.search === "?q=peer"`))
+	// The keyboard: Enter on a row's name opens its panel, Escape closes it
+	// and gives the focus back to the name.
+	do(t, ctx, "opening with the keyboard", chromedp.Focus(oaRow+" a.open"), chromedp.KeyEvent("\r"),
+		chromedp.WaitVisible(`#detail`), poll(`document.activeElement === document.querySelector("#detail")`),
+		chromedp.KeyEvent("\x1b"), chromedp.WaitNotVisible(`#detail`),
+		poll(`document.activeElement === document.querySelector(`+jsQuote(oaRow+" a.open")+`)`))
+	do(t, ctx, "back to the whole list", chromedp.Navigate(s.base+"/"), poll(rowsAre(def.addresses())))
+
 	// Sorting by name: the API's name order, the heading says so, the URL too.
 	byName := s.list(t, "sort=name")
 	if slices.Equal(byName.addresses(), def.addresses()) {
