@@ -45,6 +45,7 @@ type scout struct {
 	oa       netip.AddrPort // the OpenArena server, as listed
 	newcomer netip.AddrPort // the held-back server, as it will be listed
 	startNew func()         // starts the newcomer's heartbeats
+	stopNew  func()         // stops it (its shutdown heartbeat, then silence)
 }
 
 // listPage is the part of a /api/v1/servers answer the tests read.
@@ -154,6 +155,7 @@ func startScout(t *testing.T) *scout {
 			go func() { emuNew.Run(newCtx); done <- struct{}{} }()
 			t.Cleanup(func() { newCancel(); <-done })
 		},
+		stopNew: newCancel,
 	}
 	s.newcomer, _ = am.Map(emuNew.Table().Pairs()[0].Loopback)
 	// Every server listed, and the OpenArena server's players known.
@@ -318,6 +320,19 @@ func TestBrowser_ServerList(t *testing.T) {
 		t.Errorf("after re-sorting the first row is %s, want the newcomer %s", first, s.newcomer)
 	}
 	screenshot(t, ctx, "web.png", true)
+
+	// A server that leaves: its row stays where it is, greyed, until a re-sort.
+	before = rowAddresses(t, ctx)
+	s.stopNew()
+	s.waitAPI(t, "the newcomer dropped", func() bool {
+		return !slices.Contains(s.list(t, "").addresses(), s.newcomer.String())
+	})
+	gone := fmt.Sprintf(`#servers tbody tr.gone[data-address=%q]`, s.newcomer.String())
+	do(t, ctx, "refreshing after it left", chromedp.Click(`#refresh`), chromedp.WaitVisible(gone), chromedp.WaitVisible(`#resort`))
+	if after := rowAddresses(t, ctx); !slices.Equal(after, before) {
+		t.Errorf("after a server left the rows are\n%v\nwant them where they were\n%v", after, before)
+	}
+	do(t, ctx, "re-sorting without it", chromedp.Click(`#resort-now`), poll(rowsAre(s.list(t, "").addresses())))
 
 	// The viewer's country: estimated pings, labelled so, sortable.
 	do(t, ctx, "choosing a country", chromedp.SetValue(`select[name="from"]`, "AU"),
