@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -148,3 +149,54 @@ type Features struct {
 // what [KernelTimestamps] returns. Run must be the only reader of the
 // result, as of any Conn; c must not be read otherwise.
 func Wrap(c *net.UDPConn) (Conn, Features) { return wrap(c) }
+
+// icmp handles an ICMP error the kernel reported for a datagram sent to
+// e.To. It is weaker evidence than a reply (anyone on the path, or anyone
+// who can guess the socket's port, can send one), so it ends a target
+// only when all of these hold, and is otherwise counted as unmatched and
+// changes nothing:
+//
+//   - it is a destination unreachable (ICMP type 3 except code 4,
+//     fragmentation needed; ICMPv6 type 1), not a transient error such as
+//     time exceeded;
+//   - e.To is exactly the address and port of a target that is neither
+//     finished nor a broadcast (whose replies may come from anywhere);
+//   - one of the target's requests is in flight: written, not answered
+//     or given up;
+//   - when the ICMP quotes the datagram's payload (Linux and most hosts
+//     quote it whole, routers may quote none of it), the quote is the
+//     start of the latest datagram of one of those requests, tokens
+//     included.
+//
+// It then ends every open request of the target at once, without a retry,
+// with an [*UnreachableError]; the window slots they held are free for
+// the next targets. Later ICMP errors for the target are unmatched.
+func (s *session) icmp(e ICMPError) {
+	s.counts.ICMPErrors++
+	kind := e.Kind()
+	t := s.byAddr[unmap(e.To)]
+	if kind == NotUnreachable || t == nil || t.done || t.broadcast || !quotesInFlight(t, e.Quote) {
+		s.counts.ICMPUnmatched++
+		return
+	}
+	s.counts.Unreachable++
+	var from netip.Addr
+	if f := e.From.Unmap(); f.IsValid() && f != t.addr.Addr() {
+		from = f
+	}
+	for len(t.reqs) > 0 && !t.done {
+		r := t.reqs[0]
+		s.fail(r, &UnreachableError{Step: t.d.stepName(&r.st), Kind: kind, From: from})
+	}
+}
+
+// quotesInFlight reports whether t has a request in flight whose latest
+// datagram begins with quote (any in-flight request, when quote is empty).
+func quotesInFlight(t *target, quote []byte) bool {
+	for _, r := range t.reqs {
+		if r.sent != nil && bytes.HasPrefix(r.sent, quote) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,7 +1,6 @@
 package probe
 
 import (
-	"bytes"
 	"container/heap"
 	"crypto/rand"
 	"encoding/binary"
@@ -466,57 +465,6 @@ func (s *session) foundServer(now time.Time, from netip.AddrPort, sd *send, rep 
 	s.found = append(s.found, res)
 }
 
-// icmp handles an ICMP error the kernel reported for a datagram sent to
-// e.To. It is weaker evidence than a reply (anyone on the path, or anyone
-// who can guess the socket's port, can send one), so it ends a target
-// only when all of these hold, and is otherwise counted as unmatched and
-// changes nothing:
-//
-//   - it is a destination unreachable (ICMP type 3 except code 4,
-//     fragmentation needed; ICMPv6 type 1), not a transient error such as
-//     time exceeded;
-//   - e.To is exactly the address and port of a target that is neither
-//     finished nor a broadcast (whose replies may come from anywhere);
-//   - one of the target's requests is in flight: written, not answered
-//     or given up;
-//   - when the ICMP quotes the datagram's payload (Linux and most hosts
-//     quote it whole, routers may quote none of it), the quote is the
-//     start of the latest datagram of one of those requests, tokens
-//     included.
-//
-// It then ends every open request of the target at once, without a retry,
-// with an [*UnreachableError]; the window slots they held are free for
-// the next targets. Later ICMP errors for the target are unmatched.
-func (s *session) icmp(e ICMPError) {
-	s.counts.ICMPErrors++
-	kind := e.Kind()
-	t := s.byAddr[unmap(e.To)]
-	if kind == NotUnreachable || t == nil || t.done || t.broadcast || !quotesInFlight(t, e.Quote) {
-		s.counts.ICMPUnmatched++
-		return
-	}
-	s.counts.Unreachable++
-	var from netip.Addr
-	if f := e.From.Unmap(); f.IsValid() && f != t.addr.Addr() {
-		from = f
-	}
-	for len(t.reqs) > 0 && !t.done {
-		r := t.reqs[0]
-		s.fail(r, &UnreachableError{Step: t.d.stepName(&r.st), Kind: kind, From: from})
-	}
-}
-
-// quotesInFlight reports whether t has a request in flight whose latest
-// datagram begins with quote (any in-flight request, when quote is empty).
-func quotesInFlight(t *target, quote []byte) bool {
-	for _, r := range t.reqs {
-		if r.sent != nil && bytes.HasPrefix(r.sent, quote) {
-			return true
-		}
-	}
-	return false
-}
-
 func (s *session) misdirected(sd *send, from netip.AddrPort) {
 	s.counts.Misdirected++
 	if !sd.r.t.done {
@@ -640,27 +588,4 @@ func (s *session) newToken(mask uint64) uint64 {
 			return tok
 		}
 	}
-}
-
-// deadlines is a min-heap of requests by deadline (container/heap).
-type deadlines []*request
-
-func (h deadlines) Len() int           { return len(h) }
-func (h deadlines) Less(i, j int) bool { return h[i].deadline.Before(h[j].deadline) }
-func (h deadlines) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].heapIdx, h[j].heapIdx = i, j
-}
-func (h *deadlines) Push(x any) {
-	r := x.(*request)
-	r.heapIdx = len(*h)
-	*h = append(*h, r)
-}
-func (h *deadlines) Pop() any {
-	old := *h
-	r := old[len(old)-1]
-	old[len(old)-1] = nil
-	r.heapIdx = -1
-	*h = old[:len(old)-1]
-	return r
 }
