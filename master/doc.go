@@ -94,6 +94,20 @@
 // on the same address refreshing every 2 s was answered all 31 times in
 // each run; a flood from 8 ports in turn: 5.5 times, 31 of 31.
 //
+// # Fleet
+//
+// Several instances may share one registry (package fleet keeps it on
+// Redis). The core's part is in share.go: Registry.Apply takes a record
+// another instance verified (the later verification wins, whatever the
+// order records arrive in), Registry.ApplyRemoval a removal it made (unless
+// this instance verified the server since), and a Share (Rendezvous:
+// rendezvous hashing of the server's address over the live instances)
+// says which listed servers this instance re-probes and, when they go
+// silent, removes: DueProbes leaves the others' re-probes to them and looks
+// again within DefaultShareRecheck in case their owner died; Expire leaves
+// their silence to their owner for one more Timeout. Heartbeats are not
+// shared: the instance a server heartbeats to verifies it.
+//
 // # Concurrency
 //
 // Registry, Challenger, ResponseLimiter, SourceLimiter and ByteBudget are

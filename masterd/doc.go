@@ -14,6 +14,12 @@
 // (the JSON API under /api/ and the page at /, package web; the legacy
 // /servers; /healthz) and the Prometheus metrics (/metrics).
 //
+// With Config.Fleet (package fleet) the registry is shared with other
+// instances instead of kept in a Store: NewMaster joins the fleet (reads
+// the shared registry), the handler hands its changes to the fleet, Run
+// runs it, /metrics gains its scout_fleet_* figures and the legacy
+// /servers reads the shared registry itself.
+//
 // It is configured by one typed Config that library users fill directly
 // (the demo, discobench, tests); every zero field has a sensible default.
 // dpmaster's command-line syntax is not here: scout master (cmd/scout)
