@@ -144,6 +144,12 @@ type Server struct {
 	LastHeartbeat time.Time
 	NextProbe     time.Time // when it is re-probed next; zero if never
 	Missed        int       // checks unanswered in a row (see Expire)
+
+	// RTT is the median of this master's last RTTSamples round trips to
+	// the server (see rtt.go), 0 if none measured; RTTMeasured is when
+	// the last was taken.
+	RTT         time.Duration
+	RTTMeasured time.Time
 }
 
 // Empty reports a server with no client; Full one with as many clients as
@@ -281,6 +287,7 @@ type entry struct {
 	info     string     // packInfo's encoding of the info pairs
 	hbGame   *game.Game // game announced by heartbeat tag; nil for DarkPlaces
 	chk      *check     // the check in flight; nil if none
+	rtt      rttRing    // this master's last round trips to it (rtt.go)
 
 	// LastVerified is the last verified reply, or the restart for a
 	// restored server not verified since (restored). A listed server is
@@ -309,6 +316,7 @@ func (e *entry) server() Server {
 		FirstSeen: e.FirstSeen.Time(), LastVerified: e.lastVerified(),
 		LastHeartbeat: e.LastHeartbeat.Time(), NextProbe: e.NextProbe.Time(),
 		Missed: int(e.Missed),
+		RTT:    e.rtt.median(), RTTMeasured: e.rtt.at.Time(),
 	}
 }
 
@@ -355,6 +363,7 @@ type check struct {
 	reqs   game.Requests
 	cause  ProbeCause
 	tries  int                             // sent so far, 1..1+VerifyRetries
+	tryAt  [1 + MaxVerifyRetries]stamp     // when each try was handed out (for the RTT)
 	hbs    int                             // heartbeats seen while it runs, the one that started it included
 	chals  [1 + MaxVerifyRetries]Challenge // the challenge of each try
 }
@@ -533,6 +542,7 @@ func (r *Registry) tryLocked(now time.Time, e *entry) Probe {
 	c := e.chk
 	ch := r.chal.Issue(now, e.Addr)
 	c.chals[c.tries] = ch
+	c.tryAt[c.tries] = stampOf(now)
 	c.tries++
 	return Probe{To: e.Addr, Family: e.Family, Requests: c.reqs, Challenge: ch, Cause: c.cause, Try: c.tries - 1}
 }
@@ -606,6 +616,9 @@ func (r *Registry) Verify(now time.Time, src netip.AddrPort, rep Reply) (Server,
 	}
 	e.LastVerified, e.restored = stampOf(now), false
 	e.Missed = 0
+	if d, ok := c.rttSample(e.Family, &rep, now); ok {
+		e.rtt.add(now, d)
+	}
 	if c.tries > 1 {
 		r.afterRetry.Add(1)
 	}
