@@ -2,7 +2,9 @@ package world
 
 import (
 	"context"
+	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -195,5 +197,46 @@ func testAccessLinkOnSockets(t *testing.T, up bool) {
 	}
 	if st := e.Stats(); up != (st.LinkShaped == 0) || !up && st.LinkWaitMax < bound/2 {
 		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestEmulator_MastersHaveNoAccessLink: a master verifies servers from
+// elsewhere on the Internet, so its queries' replies cross no client's
+// access link, however slow.
+func TestEmulator_MastersHaveNoAccessLink(t *testing.T) {
+	w, err := Generate(Spec{Servers: 20, Seed: 4, Games: Mix{{Game: OA, Weight: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range w.Servers {
+		w.Servers[i].Link = Link{}
+	}
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	master := c.LocalAddr().(*net.UDPAddr).AddrPort()
+	e, stop := startWorld(t, w, Config{Masters: []netip.AddrPort{master}, Access: AccessLink{Rate: MinAccessRate, UpRate: MinAccessRate, QueueDelay: MaxAccessQueue}})
+	defer stop()
+	req := []byte("\xff\xff\xff\xffgetinfo x")
+	for _, p := range e.Table().Pairs() {
+		if _, err := c.WriteToUDPAddrPort(req, p.Loopback); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 4096)
+	for got := 0; got < len(w.Servers); {
+		n, _, err := c.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			t.Fatalf("%d of %d replies: %v", got, len(w.Servers), err)
+		}
+		if strings.HasPrefix(string(buf[:n]), "\xff\xff\xff\xffinfoResponse") {
+			got++
+		}
+	}
+	if st := e.Stats(); st.LinkShaped != 0 || st.LinkDropped != 0 || st.LinkUpDropped != 0 {
+		t.Errorf("the master's exchanges crossed a link: %+v", st)
 	}
 }

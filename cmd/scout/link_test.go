@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -31,4 +32,25 @@ func TestParseRateAndQueue(t *testing.T) {
 			t.Errorf("parseQueue(%q) accepted", bad)
 		}
 	}
+}
+
+// FuzzLinkFlags: any text given to --link or --link-queue is a clear
+// error or a value the world accepts; never a panic, NaN or a negative.
+func FuzzLinkFlags(f *testing.F) {
+	for _, s := range []string{"10mbit", "512kbit", "1.5M", "250ms", "64kB", "100000B", "", "-1", "NaN", "1e400", "0x10", "inf", "1e-300mbit"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if r, err := parseRate(s); err == nil && !(r > 0 && r < math.Inf(1)) {
+			t.Errorf("parseRate(%q) = %v", s, r)
+		}
+		if d, b, err := parseQueue(s); err == nil && (d < 0 || b < 0 || (d == 0) == (b == 0)) {
+			t.Errorf("parseQueue(%q) = %v, %d", s, d, b)
+		}
+		down, queue := s, "250ms"
+		lf := linkFlags{down: &down, up: new(string), queue: &queue}
+		if l, err := lf.link(); err == nil && l.Validate() != nil {
+			t.Errorf("--link %q: %+v accepted but invalid", s, l)
+		}
+	})
 }
