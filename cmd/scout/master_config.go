@@ -50,9 +50,14 @@ func (o masterOptions) settings(ctx context.Context) (masterSettings, error) {
 				Throttle: orDefault(o.HBThrottle, masterd.DefaultHBThrottle),
 				Decay:    time.Duration(orDefault(o.HBDecayTime, int(masterd.DefaultHBDecayTime/time.Second))) * time.Second,
 			},
-			MaxSources:        orDefault(o.MaxClients, master.DefaultMaxSources),
-			OutRate:           orDefault(o.OutRate, master.DefaultOutboundBytesPerSecond),
-			OutBurst:          orDefault(o.OutBurst, master.DefaultOutboundBurst),
+			MaxSources: orDefault(o.MaxClients, master.DefaultMaxSources),
+			OutRate:    orDefault(o.OutRate, master.DefaultOutboundBytesPerSecond),
+			OutBurst:   orDefault(o.OutBurst, master.DefaultOutboundBurst),
+			// Zero fields are the master.Default* figures.
+			Responses: master.ResponseLimits{
+				VictimRate: o.VictimRate, VictimBurst: o.VictimBurst,
+				ReturnRate: o.ReturnRate, ReturnBurst: o.ReturnBurst,
+			},
 			HTTP:              o.HTTP,
 			API:               web.Config{Rate: float64(orDefault(o.HTTPRate, web.DefaultRate)), Burst: orDefault(o.HTTPBurst, web.DefaultBurst)},
 			CommitInterval:    time.Duration(orDefault(o.CommitInterval, int(masterd.DefaultCommitInterval/time.Millisecond))) * time.Millisecond,

@@ -60,6 +60,10 @@ type masterOptions struct {
 	EndOnLastOnly    bool     `json:"eot-last-only"`        // --eot-last-only: end marker on the last packet only (dpmaster 2.x); default every packet
 	OutRate          int      `json:"out-rate"`             // --out-rate BYTES/S: global outbound budget
 	OutBurst         int      `json:"out-burst"`            // --out-burst BYTES
+	VictimRate       int      `json:"victim-rate"`          // --victim-rate BYTES/S: response limit's open lane per address
+	VictimBurst      int      `json:"victim-burst"`         // --victim-burst BYTES
+	ReturnRate       int      `json:"return-rate"`          // --return-rate BYTES/S: response limit's return lane per address
+	ReturnBurst      int      `json:"return-burst"`         // --return-burst BYTES
 	HBThrottle       int      `json:"hb-throttle"`          // --hb-throttle: heartbeat flood protection
 	HBDecayTime      int      `json:"hb-decay-time"`        // --hb-decay-time SECONDS
 	VerifyRetries    *int     `json:"verify-retries"`       // --verify-retries N: resends of an unanswered check; nil: 2; 0: none
@@ -217,6 +221,10 @@ var masterOptionSpecs = []optSpec{
 	{"eot-last-only", 0, argNone, flagOpt(func(o *masterOptions) { o.EndOnLastOnly = true }), "end marker on the last server-list packet only, as dpmaster 2.x (quakestat and ioquake3 then drop each other packet's last server)"},
 	{"out-rate", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.OutRate }, 1), "BYTES: global outbound budget per second (12500000)"},
 	{"out-burst", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.OutBurst }, 1), "BYTES: outbound burst (1048576)"},
+	{"victim-rate", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.VictimRate }, 1), "BYTES/S: replies to one address (IPv4, IPv6 /64) from any port, after the burst (16384; the default defence, off with -f)"},
+	{"victim-burst", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.VictimBurst }, 1), "BYTES: replies to one address at once (786432: 21 full lists of 5,000 servers)"},
+	{"return-rate", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.ReturnRate }, 1), "BYTES/S: replies to the ports an address was answered on before, each at most once a second (32768)"},
+	{"return-burst", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.ReturnBurst }, 1), "BYTES: the same at once (131072)"},
 	{"hb-throttle", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.HBThrottle }, 2), "heartbeat flood protection throttle per source (64)"},
 	{"verify-retries", 0, argOne, func(o *masterOptions, v []string) error {
 		n, err := strconv.Atoi(v[0])

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/masterd"
 )
 
@@ -262,5 +263,25 @@ func TestParseArgs_StateOptions(t *testing.T) {
 	}
 	if !errors.Is(err, errMasterUsage) {
 		t.Errorf("commit-interval -5 from --config: err %v, want a usage error", err)
+	}
+}
+
+// The response limit's lanes are set from the command line; unset, they
+// are the master's defaults.
+func TestMasterFlags_ResponseLimits(t *testing.T) {
+	o, err := parseMasterArgs([]string{"--victim-rate", "100000", "--victim-burst=4000000", "--return-rate", "200000", "--return-burst", "500000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := o.settings(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := master.ResponseLimits{VictimRate: 100000, VictimBurst: 4000000, ReturnRate: 200000, ReturnBurst: 500000}
+	if s.Responses != want || s.SourceThrottle {
+		t.Fatalf("responses %+v, source throttle %v", s.Responses, s.SourceThrottle)
+	}
+	if _, err := parseMasterArgs([]string{"--victim-rate", "0"}); err == nil {
+		t.Error("--victim-rate 0 accepted")
 	}
 }
