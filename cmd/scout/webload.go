@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,7 +25,7 @@ func init() {
 const webloadAbout = `Registers --servers emulated game servers with a scout master (started
 with --exec, or already running at --master and --http with --pid), waits
 until its JSON API lists them all, then, --runs times, measures seven
-phases of --duration each, in this order:
+phases of --duration each, in this order (reversed in even runs):
 
   udp         full-list UDP queries alone (as scout load: closed loop,
               --outstanding in flight from --sources addresses)
@@ -148,7 +149,11 @@ func runWebload(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	byPhase := map[string][]row{}
 	enc := json.NewEncoder(stdout)
 	for run := 1; run <= *runs && ctx.Err() == nil; run++ {
-		for _, ph := range phases {
+		order := slices.Clone(phases)
+		if run%2 == 0 {
+			slices.Reverse(order) // drift over a run weighs on every phase alike
+		}
+		for _, ph := range order {
 			var r row
 			r.Run, r.Phase = run, ph.name
 			httpDone := make(chan error, 1)
