@@ -58,6 +58,9 @@ type Config struct {
 	Rate       float64
 	Burst      int
 	MaxClients int
+	// MaxRate bounds the requests per second of all clients together
+	// (burst as many); 0 means DefaultMaxRate, negative no bound.
+	MaxRate float64
 	// MaxCachedBodies and MaxCachedBytes bound the body cache of each
 	// view; 0 means the defaults.
 	MaxCachedBodies, MaxCachedBytes int
@@ -74,6 +77,7 @@ type API struct {
 	cfg     Config
 	reg     *master.Registry
 	lim     *limiter
+	global  *globalLimiter
 	maxAge  int // seconds
 	reprobe int // seconds: the shortest re-probe interval
 	log     *slog.Logger
@@ -83,7 +87,7 @@ type API struct {
 	mu     sync.Mutex   // serialises rebuilds
 
 	// Counters, for tests and metrics.
-	Builds, Hits, Misses, NotModified, Limited, Panics atomic.Uint64
+	Builds, Hits, Misses, NotModified, Limited, Overloaded, Panics atomic.Uint64
 }
 
 // New returns the API of cfg.
@@ -112,6 +116,9 @@ func New(cfg Config) (*API, error) {
 	if cfg.MaxClients == 0 {
 		cfg.MaxClients = DefaultMaxClients
 	}
+	if cfg.MaxRate == 0 {
+		cfg.MaxRate = DefaultMaxRate
+	}
 	if cfg.MaxCachedBodies == 0 {
 		cfg.MaxCachedBodies = DefaultMaxCachedBodies
 	}
@@ -124,13 +131,16 @@ func New(cfg Config) (*API, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Burst < 1 || cfg.MaxClients < 1 || cfg.MaxAge < 0 || math.IsNaN(cfg.Rate) {
+	if cfg.Burst < 1 || cfg.MaxClients < 1 || cfg.MaxAge < 0 || math.IsNaN(cfg.Rate) || math.IsNaN(cfg.MaxRate) {
 		return nil, fmt.Errorf("web: bad limits in %+v", cfg)
 	}
 	a := &API{cfg: cfg, reg: cfg.Registry, maxAge: int(cfg.MaxAge / time.Second), log: cfg.Logger,
 		reprobe: int(shortestReprobe(cfg.Registry.Config()) / time.Second)}
 	if cfg.Rate > 0 {
 		a.lim = newLimiter(cfg.Rate, cfg.Burst, cfg.MaxClients)
+	}
+	if cfg.MaxRate > 0 {
+		a.global = &globalLimiter{rate: cfg.MaxRate, burst: math.Max(cfg.MaxRate, 1)}
 	}
 	return a, nil
 }
@@ -210,6 +220,13 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 				Message: fmt.Sprintf("more than %d requests at once or %g a second from this address; retry in %d s", a.cfg.Burst, a.cfg.Rate, max(secs, 1))})
 			return
 		}
+	}
+	if a.global != nil && !a.global.allow(now) {
+		a.Overloaded.Add(1)
+		w.Header().Set("Retry-After", "1")
+		writeError(w, &Error{Status: http.StatusServiceUnavailable, Code: "overloaded",
+			Message: fmt.Sprintf("more than %g requests a second from all clients; retry in 1 s", a.cfg.MaxRate)})
+		return
 	}
 	path := r.URL.Path
 	var route func(http.ResponseWriter, *http.Request, time.Time, netip.Addr)

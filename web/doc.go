@@ -39,7 +39,9 @@
 // # Limits
 //
 // Each client (IPv4 address, IPv6 /64) may make DefaultBurst requests at
-// once and DefaultRate a second after; beyond, 429 with Retry-After. Query
+// once and DefaultRate a second after; beyond, 429 with Retry-After. All
+// clients together may make DefaultMaxRate a second; beyond, 503 with
+// Retry-After (the HTTP side's share of the master's CPU is bounded). Query
 // strings are bounded (MaxQueryBytes, MaxValues, MaxTextBytes, MaxPage,
 // MaxPerPage); every bad parameter is a 400 with a JSON error naming it.
 // A panic is recovered, logged and answered 500 with a JSON error without

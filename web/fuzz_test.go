@@ -41,7 +41,7 @@ func testAPI(t testing.TB) *API {
 		}
 		hist.Verified(now, s)
 	}
-	api, err := New(Config{Registry: reg, History: hist, Rate: -1})
+	api, err := New(Config{Registry: reg, History: hist, Rate: -1, MaxRate: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,5 +87,38 @@ func TestRecover(t *testing.T) {
 	var e struct{ Error *Error }
 	if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || w.Code != 500 || e.Error.Code != "internal" || api.Panics.Load() != 1 {
 		t.Errorf("%d %s %v", w.Code, w.Body, err)
+	}
+}
+
+// TestGlobalLimit: beyond MaxRate requests a second from all clients
+// together, 503 with Retry-After and a JSON error; a second later the
+// tokens are back. Time is passed in.
+func TestGlobalLimit(t *testing.T) {
+	api := testAPI(t)
+	now := time.Unix(1_800_000_000, 0)
+	api.cfg.Now = func() time.Time { return now }
+	api.cfg.MaxRate = 3
+	api.global = &globalLimiter{rate: 3, burst: 3}
+	get := func(client string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("GET", "/api/v1/meta", nil)
+		req.RemoteAddr = client + ":1234"
+		w := httptest.NewRecorder()
+		api.ServeHTTP(w, req)
+		return w
+	}
+	for i, c := range []string{"192.0.2.1", "192.0.2.2", "192.0.2.3"} {
+		if w := get(c); w.Code != 200 {
+			t.Fatalf("request %d: %d", i, w.Code)
+		}
+	}
+	w := get("192.0.2.4")
+	var e struct{ Error *Error }
+	json.Unmarshal(w.Body.Bytes(), &e)
+	if w.Code != 503 || w.Header().Get("Retry-After") != "1" || e.Error == nil || e.Error.Code != "overloaded" || api.Overloaded.Load() != 1 {
+		t.Errorf("4th: %d %v %s", w.Code, w.Header(), w.Body)
+	}
+	now = now.Add(time.Second)
+	if w := get("192.0.2.4"); w.Code != 200 {
+		t.Errorf("a second later: %d", w.Code)
 	}
 }

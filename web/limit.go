@@ -24,6 +24,13 @@ const (
 	DefaultMaxClients = 65536
 )
 
+// The API's limit over all clients: DefaultMaxRate requests a second
+// after a burst of as many. Beyond it, 503 with Retry-After and a JSON
+// error ("overloaded"). It bounds the CPU the HTTP side can take from the
+// master's UDP answers (each request costs the master 25-40 us of CPU:
+// BENCHMARKS.md, "Web API"), whatever the number of clients.
+const DefaultMaxRate = 2000
+
 type bucket struct {
 	tokens float64
 	last   time.Time
@@ -84,6 +91,29 @@ func (l *limiter) allow(now time.Time, a netip.Addr) (bool, time.Duration) {
 	}
 	wait := time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
 	return false, wait
+}
+
+// globalLimiter is one token bucket for every client. mu guards b.
+type globalLimiter struct {
+	rate, burst float64
+	mu          sync.Mutex
+	b           bucket
+}
+
+func (g *globalLimiter) allow(now time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t := g.burst
+	if !g.b.last.IsZero() {
+		t = math.Min(g.burst, g.b.tokens+max(now.Sub(g.b.last).Seconds(), 0)*g.rate)
+	}
+	g.b.last = now
+	if t < 1 {
+		g.b.tokens = t
+		return false
+	}
+	g.b.tokens = t - 1
+	return true
 }
 
 func (l *limiter) refill(now time.Time, b *bucket) float64 {

@@ -73,6 +73,12 @@ func (o masterOptions) settings(ctx context.Context) (masterSettings, error) {
 	if o.HTTPNoLimit {
 		s.API.Rate = -1
 	}
+	if o.HTTPMaxRate != nil {
+		s.API.MaxRate = float64(*o.HTTPMaxRate)
+		if *o.HTTPMaxRate == 0 {
+			s.API.MaxRate = -1
+		}
+	}
 	verbose := defaultVerbose
 	if o.Verbose != 0 || o.verboseSet() {
 		verbose = o.Verbose

@@ -49,6 +49,7 @@ type masterOptions struct {
 	HTTPRate         int      `json:"http-rate"`            // --http-rate N: API requests per second per client (10)
 	HTTPBurst        int      `json:"http-burst"`           // --http-burst N: API requests at once per client (60)
 	HTTPNoLimit      bool     `json:"http-no-limit"`        // --http-no-limit: no per-client limit on the API (benchmarks)
+	HTTPMaxRate      *int     `json:"http-max-rate"`        // --http-max-rate N: API requests per second of all clients (2000); 0: none
 	MOTD             string   `json:"motd"`                 // --motd TEXT: ET's message of the day; opens the MOTD port
 	MOTDPort         int      `json:"motd-port"`            // --motd-port: default 27951
 	Peers            []string `json:"peer"`                 // --peer ADDR[:PORT]: masters whose register is accepted
@@ -202,6 +203,14 @@ var masterOptionSpecs = []optSpec{
 	{"http-rate", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.HTTPRate }, 1), "N: JSON API requests per second per client address (IPv6 /64) after the burst (10)"},
 	{"http-burst", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.HTTPBurst }, 1), "N: JSON API requests a client may make at once (60)"},
 	{"http-no-limit", 0, argNone, flagOpt(func(o *masterOptions) { o.HTTPNoLimit = true }), "no per-client limit on the JSON API (load tests on loopback)"},
+	{"http-max-rate", 0, argOne, func(o *masterOptions, v []string) error {
+		n, err := strconv.Atoi(v[0])
+		if err != nil || n < 0 {
+			return fmt.Errorf("want a number of requests per second, 0 for no bound, got %q", v[0])
+		}
+		o.HTTPMaxRate = &n
+		return nil
+	}, "N: JSON API requests per second of all clients together, beyond which it answers 503 (2000); 0: no bound"},
 	{"motd", 0, argOne, strOpt(func(o *masterOptions) *string { return &o.MOTD }), "TEXT: answer Enemy Territory's getmotd with TEXT on the MOTD port"},
 	{"motd-port", 0, argOne, zeroOpt(func(o *masterOptions) *int { return &o.MOTDPort }, zeroMOTDPort), "port of the MOTD listener (27951); 0 turns it off"},
 	{"peer", 0, argOne, listOpt(func(o *masterOptions) *[]string { return &o.Peers }), "ADDR[:PORT]: accept register from this master; several allowed"},

@@ -29,7 +29,7 @@ func TestWebload_MeasuresUDPAndAPI(t *testing.T) {
 		NoQueryLimit: true,
 		OutRate:      1_000_000_000,
 		HTTP:         "127.46.0.1:0",
-		API:          web.Config{Rate: -1, MinRefresh: -1},
+		API:          web.Config{Rate: -1, MaxRate: -1, MinRefresh: -1},
 	})
 	if err != nil {
 		cancel()
