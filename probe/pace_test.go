@@ -326,3 +326,28 @@ func TestRun_PacedOrderAndRetry(t *testing.T) {
 		}
 	})
 }
+
+// TestSession_PacedRetryTimeoutSparesA2S: once the pacer has its RTTs, a
+// Q3 send waits the quick retry timeout, an A2S send (no token in its
+// reply) the full one.
+func TestSession_PacedRetryTimeoutSparesA2S(t *testing.T) {
+	s := newSession((&Prober{Timeout: time.Second, Pace: &Pace{}}).settings())
+	for range 200 {
+		s.pacer.Answered(50 * time.Millisecond)
+	}
+	s.add(Target{srvA, Q3Info})
+	s.add(Target{srvB, A2S})
+	s.closeInput()
+	now := time.Unix(100, 0)
+	waits := map[netip.AddrPort]time.Duration{}
+	for range 10 {
+		for _, sd := range s.poll(now) {
+			s.wrote(sd, now, nil)
+			waits[sd.r.t.addr] = sd.r.deadline.Sub(now)
+		}
+		now = now.Add(10 * time.Millisecond)
+	}
+	if waits[srvA] != paceRetryMin || waits[srvB] != time.Second {
+		t.Errorf("waits %v; want %v for Q3, 1s for A2S", waits, paceRetryMin)
+	}
+}

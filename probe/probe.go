@@ -93,7 +93,11 @@ type Prober struct {
 	// one network, listed together, would answer in one burst), and a
 	// send that is not its request's last is retried after
 	// [Pacer.RetryTimeout] (1.5 times the 99th percentile of the RTTs
-	// seen) rather than Timeout.
+	// seen) rather than Timeout, except for A2S, whose replies carry no
+	// token (a late reply to the first send would be timed from the
+	// retry). A Q3 server older than 1.32, which echoes no challenge, is
+	// matched the same way: one slower than that retry timeout reports
+	// the RTT from its retry.
 	Pace *Pace
 	// Burst, when positive, makes the sends go in bursts of Burst
 	// datagrams, each burst after the first waiting Pause after the last

@@ -321,7 +321,10 @@ func (s *session) wrote(sd *send, at time.Time, err error) {
 	}
 	r.sent = b
 	wait := s.timeout
-	if s.pacer != nil && r.attempts < s.attempts {
+	if _, noEcho := r.t.d.(a2sDialect); s.pacer != nil && r.attempts < s.attempts && !noEcho {
+		// Not for A2S: its replies carry no token, so a reply to the
+		// first send that comes after a retry would be timed from the
+		// retry.
 		wait = s.pacer.RetryTimeout(s.timeout)
 	}
 	r.deadline = at.Add(wait)
