@@ -237,6 +237,15 @@ func TestBrowser_ServerList(t *testing.T) {
 		t.Errorf("OpenArena row's name %q, want the colourless %q", name, "OpenArena peer")
 	}
 
+	// The ranking: the API's most played servers over 24 hours.
+	var ranked listPage
+	if st := s.get(t, "/api/v1/ranking?period=24h&per_page=10", &ranked); st != http.StatusOK || len(ranked.Servers) == 0 {
+		t.Fatalf("GET /api/v1/ranking: status %d, %d servers", st, len(ranked.Servers))
+	}
+	do(t, ctx, "opening the ranking", chromedp.Click(`#ranking summary`), poll(fmt.Sprintf(
+		`JSON.stringify([...document.querySelectorAll("#ranking tbody tr")].map(r => r.dataset.address)) === %q`,
+		jsonString(ranked.addresses()))))
+
 	// The search box: typing filters by name (the API's q), and the URL keeps it.
 	found := s.list(t, "q=peer")
 	if found.Total != 1 {
@@ -379,6 +388,11 @@ func TestBrowser_ServerList(t *testing.T) {
 		t.Errorf("at %d px with the detail open the page is %d px wide", phoneWidth, w)
 	}
 	screenshot(t, ctx, "web-phone-detail.png", false)
+}
+
+func jsonString(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 func jsQuote(s string) string {

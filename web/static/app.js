@@ -10,6 +10,7 @@
 
 import { el, colourName, plainName, countryCell, countryName, flag, COUNTRIES, sparkline, gametypeName, gameTitle } from "./quake.js";
 import { openDetail, refreshDetail, closeDetail, detailAddress } from "./detail.js";
+import { refreshRanking } from "./ranking.js";
 
 // API parameters the page keeps in its URL; others are dropped.
 const PARAMS = ["game", "protocol", "gametype", "country", "map", "empty", "full", "q", "sort", "order", "page", "per_page", "from"];
@@ -77,6 +78,7 @@ async function load() {
     const data = await fetchList();
     showError("");
     render(data);
+    refreshRanking(params);
   } catch (e) {
     if (e.name !== "AbortError") showError("Could not load the list: " + e.message);
   }
@@ -95,6 +97,7 @@ async function refresh() {
       update(data);
     }
     if (detailAddress()) refreshDetail();
+    refreshRanking(params);
   } catch (e) {
     if (e.name !== "AbortError") showError("Could not refresh: " + e.message);
   }
