@@ -82,6 +82,11 @@ type API struct {
 	reprobe int // seconds: the shortest re-probe interval
 	log     *slog.Logger
 
+	// geoCache keeps geolocations across views (an address's answer does
+	// not change while the process runs); at most maxGeoCache entries,
+	// emptied when full. Only rebuilds touch it, under mu.
+	geoCache map[netip.Addr]geoEntry
+
 	view   atomic.Pointer[view]
 	viewAt atomic.Int64 // unix ns the current view was built
 	mu     sync.Mutex   // serialises rebuilds
@@ -145,6 +150,15 @@ func New(cfg Config) (*API, error) {
 	return a, nil
 }
 
+type geoEntry struct {
+	info geo.Info
+	ok   bool
+}
+
+// maxGeoCache bounds the geolocations kept across views: twice the
+// registry's default bound on servers.
+const maxGeoCache = 2 * master.DefaultMaxServers
+
 // ReprobeMaxAge is the default max-age of a registry's answers: its games'
 // shortest re-probe interval / MaxAgeDivisor, at least a second.
 func ReprobeMaxAge(c master.Config) time.Duration {
@@ -185,7 +199,21 @@ func (a *API) current(now time.Time) *view {
 	}
 	ver := a.reg.Version() // before the servers: a change in between makes the next view
 	rc := a.reg.Config()
-	v := buildView(now, ver, a.reg.Servers(nil), rc.Catalogue, rc.AddrMap, a.cfg.Geo, a.cfg.History,
+	if len(a.geoCache) > maxGeoCache {
+		a.geoCache = nil
+	}
+	if a.geoCache == nil {
+		a.geoCache = map[netip.Addr]geoEntry{}
+	}
+	lookup := func(ad netip.Addr) (geo.Info, bool) {
+		if e, ok := a.geoCache[ad]; ok {
+			return e.info, e.ok
+		}
+		info, ok := a.cfg.Geo.Lookup(ad)
+		a.geoCache[ad] = geoEntry{info, ok}
+		return info, ok
+	}
+	v := buildView(now, ver, a.reg.Servers(nil), rc.Catalogue, rc.AddrMap, lookup, a.cfg.History,
 		cacheLimits{a.cfg.MaxCachedBodies, a.cfg.MaxCachedBytes})
 	a.viewAt.Store(now.UnixNano())
 	a.view.Store(v)

@@ -188,15 +188,30 @@ func (h *History) Points(a netip.AddrPort, from, to int64) []Point {
 // Recent returns a's last up to n counts in the slots before slot to,
 // within the 24 h before it, oldest first.
 func (h *History) Recent(a netip.AddrPort, to int64, n int) []int {
-	var all []int
-	h.each(a, to-int64(SlotsPerDay), to, func(_ int64, c uint8) { all = append(all, int(c)) })
-	if len(all) > n {
-		all = all[len(all)-n:]
+	a = netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
+	out := make([]int, 0, n)
+	h.mu.Lock()
+	s := h.servers[a]
+	// Backwards from to-1, chunk by chunk, until n samples or a day.
+	for i := len(s.daysOrNil()) - 1; i >= 0 && len(out) < n; i-- {
+		d := s.days[i]
+		base := int64(d.day) * int64(SlotsPerDay)
+		for slot := min(to, base+int64(SlotsPerDay)) - 1; slot >= base && slot >= to-int64(SlotsPerDay) && len(out) < n; slot-- {
+			if c := d.counts[slot-base]; c != NoSample {
+				out = append(out, int(c))
+			}
+		}
 	}
-	if all == nil {
-		all = []int{}
+	h.mu.Unlock()
+	slices.Reverse(out)
+	return out
+}
+
+func (s *series) daysOrNil() []*chunk {
+	if s == nil {
+		return nil
 	}
-	return all
+	return s.days
 }
 
 // Stats returns the average and peak of a's samples in slots [from, to),

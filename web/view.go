@@ -67,11 +67,20 @@ type view struct {
 
 // buildView builds the view of servers (the registry's listed servers at
 // version) at now.
-func buildView(now time.Time, version uint64, servers []master.Server, cat *game.Catalogue, am *master.AddrMap, db *geo.DB, hist *History, cache cacheLimits) *view {
+func buildView(now time.Time, version uint64, servers []master.Server, cat *game.Catalogue, am *master.AddrMap, db geoLookup, hist *History, cache cacheLimits) *view {
 	v := &view{version: version, slot: SlotOf(now), built: now.Truncate(time.Second).UTC(),
 		rows: make([]row, 0, len(servers)), byAddr: make(map[netip.AddrPort]int, len(servers)), cache: newBodyCache(cache)}
-	for _, s := range servers {
-		pub, _ := am.Map(s.Addr)
+	// Rows are built in published-address order (sorting the indices,
+	// not the big rows).
+	pubs := make([]netip.AddrPort, len(servers))
+	order := make([]int, len(servers))
+	for i := range servers {
+		pubs[i], _ = am.Map(servers[i].Addr)
+		order[i] = i
+	}
+	slices.SortFunc(order, func(x, y int) int { return cmpAddr(pubs[x], pubs[y]) })
+	for _, k := range order {
+		s, pub := &servers[k], pubs[k]
 		r := row{reg: s.Addr, pub: pub, info: s.Info}
 		j := &r.ServerJSON
 		j.Address, j.Game, j.Family, j.Protocol = pub.String(), s.Game, s.Family.String(), s.Protocol
@@ -90,7 +99,7 @@ func buildView(now time.Time, version uint64, servers []master.Server, cat *game
 		}
 		j.Country = "--"
 		if db != nil {
-			if gi, ok := db.Lookup(pub.Addr()); ok {
+			if gi, ok := db(pub.Addr()); ok {
 				if gi.Country != "" {
 					j.Country = gi.Country
 				}
@@ -114,7 +123,6 @@ func buildView(now time.Time, version uint64, servers []master.Server, cat *game
 		r.gtKey = strings.ToLower(j.Gametype)
 		v.rows = append(v.rows, r)
 	}
-	slices.SortFunc(v.rows, func(a, b row) int { return cmpAddr(a.pub, b.pub) })
 	for i, r := range v.rows {
 		v.byAddr[r.pub] = i
 	}
@@ -122,6 +130,10 @@ func buildView(now time.Time, version uint64, servers []master.Server, cat *game
 }
 
 func cmpAddr(a, b netip.AddrPort) int { return a.Compare(b) }
+
+// geoLookup geolocates an address (geo.DB.Lookup, or the API's cache of
+// it).
+type geoLookup func(netip.Addr) (geo.Info, bool)
 
 // infoOf returns the value of the first of keys the info has (keys
 // matched without regard to ASCII case).
