@@ -5,7 +5,8 @@
 # scout master --http, plus Debian's OpenArena server with three bots when
 # it is installed, then has headless Chromium (Debian's chromium) take
 # docs/figures/web.png (1280 px wide, pings estimated from Australia),
-# web-detail.png (the detail panel of the best-filled server) and
+# web-detail.png (the detail panel of the OpenArena server, or of the
+# best-filled one) and
 # web-phone.png (390 px). Flags need a colour
 # emoji font (Debian's fonts-noto-color-emoji); without one they show as
 # letters. About 30 s. Everything it starts is stopped when it ends.
@@ -64,7 +65,10 @@ while [ "$n" -lt 140 ]; do
 	n=$(curl -s "$web/api/v1/servers?per_page=1" | sed -n 's/.*"total": *\([0-9]*\).*/\1/p')
 	n=${n:-0}
 done
-top=$(curl -s "$web/api/v1/servers?per_page=1" | sed -n 's/.*"address": *"\([^"]*\)".*/\1/p')
+# The panel shows the OpenArena server when there is one (coloured name,
+# three bots), else the best-filled server.
+top=$(curl -s "$web/api/v1/servers?q=loopback&per_page=1" | sed -n 's/.*"address": *"\([^"]*\)".*/\1/p')
+[ -n "$top" ] || top=$(curl -s "$web/api/v1/servers?per_page=1" | sed -n 's/.*"address": *"\([^"]*\)".*/\1/p')
 i=0
 until curl -s "$web/api/v1/servers/$top" | grep -q '"player_list": *\[{'; do
 	i=$((i + 1)); [ $i -lt 60 ] || { echo "no player list for $top" >&2; exit 1; }
@@ -76,6 +80,6 @@ shot() { # WIDTH HEIGHT FILE URL
 		--window-size="$1,$2" --virtual-time-budget=4000 --screenshot="$3" "$4" >/dev/null 2>&1
 }
 shot 1280 900 "$out/web.png" "$web/?from=AU"
-shot 1280 860 "$out/web-detail.png" "$web/?empty=false#server=$top"
+shot 1280 860 "$out/web-detail.png" "$web/?empty=false&from=AU#server=$top"
 shot 390 844 "$out/web-phone.png" "$web/?from=AU"
 ls -l "$out"/web*.png
