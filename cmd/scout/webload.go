@@ -42,9 +42,11 @@ phases of --duration each, in this order (reversed in even runs):
 and prints per run and phase the UDP answers/s and p99, the HTTP requests
 answered per second (200 and 304), full lists per second (pages / pages
 per list), p50 and p99 latency, statuses, and with a PID the master's CPU
-(% of one core, and per HTTP request in the HTTP-only phases); then the
-medians per phase and the UDP answers/s of each loaded phase over the
-"udp" phase of the same runs. The master must not limit the API per client (scout master
+(% of one core, per HTTP request in the HTTP-only phases, and UDP answers
+per second of master CPU: what the master answers when it has its core,
+which other processes on a shared machine do not change); then the
+medians per phase and, for each loaded phase, its UDP answers/s and
+answers per CPU-second over those of the "udp" phase of the same runs. The master must not limit the API per client (scout master
 --http-no-limit): all requests come from one address.
 
 Traffic goes to loopback only.`
@@ -141,10 +143,10 @@ func runWebload(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		{"udp", true, false, false, 0}, {"udp+list", true, true, false, *listRate}, {"udp+304", true, true, true, *condRate},
 		{"udp+list!", true, true, false, 0}, {"udp+304!", true, true, true, 0}, {"list!", false, true, false, 0}, {"304!", false, true, true, 0},
 	}
-	const format = "%3v %-9s %9v %7v %10v %8v %7v %7v %6v %6v %5v %6v %6v %7v\n"
+	const format = "%3v %-9s %9v %7v %10v %8v %7v %7v %6v %6v %5v %6v %6v %7v %8v\n"
 	if !*asJSON {
 		fmt.Fprintf(stdout, "%d servers listed; the full list is %d pages of %d\n", *servers, pages, *perPage)
-		fmt.Fprintf(stdout, format, "run", "phase", "udp ans/s", "udp p99", "http req/s", "lists/s", "p50 ms", "p99 ms", "200", "304", "late", "other", "mstr %", "us/req")
+		fmt.Fprintf(stdout, format, "run", "phase", "udp ans/s", "udp p99", "http req/s", "lists/s", "p50 ms", "p99 ms", "200", "304", "late", "other", "mstr %", "us/req", "ans/cpu-s")
 	}
 	byPhase := map[string][]row{}
 	enc := json.NewEncoder(stdout)
@@ -194,7 +196,7 @@ func runWebload(ctx context.Context, args []string, stdout, stderr io.Writer) in
 				_ = enc.Encode(r)
 				continue
 			}
-			udpS, udpP99, httpS, lists, p50, p99, pct, perReq := "-", "-", "-", "-", "-", "-", "-", "-"
+			udpS, udpP99, httpS, lists, p50, p99, pct, perReq, perCPU := "-", "-", "-", "-", "-", "-", "-", "-", "-"
 			var ok, nm, late, other any = "-", "-", "-", "-"
 			if r.UDP != nil {
 				udpS, udpP99 = fmt.Sprintf("%.0f", r.UDPPerS), fmt.Sprintf("%.2f", ms(r.UDP.LatencyP99))
@@ -209,24 +211,36 @@ func runWebload(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			}
 			if t.pid != 0 {
 				pct = fmt.Sprintf("%.0f", 100*r.MasterCPU.Seconds()/elapsed.Seconds())
+				if r.UDP != nil {
+					perCPU = fmt.Sprintf("%.0f", answersPerCPU(r.UDP))
+				}
 			}
-			fmt.Fprintf(stdout, format, run, ph.name, udpS, udpP99, httpS, lists, p50, p99, ok, nm, late, other, pct, perReq)
+			fmt.Fprintf(stdout, format, run, ph.name, udpS, udpP99, httpS, lists, p50, p99, ok, nm, late, other, pct, perReq, perCPU)
 		}
 	}
 	if *asJSON {
 		return 0
 	}
 	fmt.Fprintf(stdout, "\nmedians over %d runs:\n", *runs)
-	fmt.Fprintf(stdout, "%-9s %9s %8s %10s %8s %8s\n", "phase", "udp ans/s", "udp ×", "http req/s", "p50 ms", "p99 ms")
+	fmt.Fprintf(stdout, "%-9s %9s %8s %10s %8s %8s %9s %8s\n", "phase", "udp ans/s", "udp ×", "http req/s", "p50 ms", "p99 ms", "ans/cpu-s", "cpu ×")
+	perCPU := func(r row) float64 { return answersPerCPU(r.UDP) }
 	udpAlone := median(collect(byPhase["udp"], func(r row) float64 { return r.UDPPerS }))
+	cpuAlone := median(collect(byPhase["udp"], perCPU))
 	for _, ph := range phases {
 		rs := byPhase[ph.name]
-		udp, ratio, hs, p50, p99 := "-", "-", "-", "-", "-"
+		udp, ratio, hs, p50, p99, pc, pcRatio := "-", "-", "-", "-", "-", "-", "-"
 		if ph.udp {
 			m := median(collect(rs, func(r row) float64 { return r.UDPPerS }))
 			udp = fmt.Sprintf("%.0f", m)
 			if udpAlone > 0 {
 				ratio = fmt.Sprintf("%.2f", m/udpAlone)
+			}
+			if t.pid != 0 {
+				c := median(collect(rs, perCPU))
+				pc = fmt.Sprintf("%.0f", c)
+				if cpuAlone > 0 {
+					pcRatio = fmt.Sprintf("%.2f", c/cpuAlone)
+				}
 			}
 		}
 		if ph.http {
@@ -234,9 +248,18 @@ func runWebload(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			p50 = fmt.Sprintf("%.2f", median(collect(rs, func(r row) float64 { return ms(r.HTTP.LatencyP50) })))
 			p99 = fmt.Sprintf("%.2f", median(collect(rs, func(r row) float64 { return ms(r.HTTP.LatencyP99) })))
 		}
-		fmt.Fprintf(stdout, "%-9s %9s %8s %10s %8s %8s\n", ph.name, udp, ratio, hs, p50, p99)
+		fmt.Fprintf(stdout, "%-9s %9s %8s %10s %8s %8s %9s %8s\n", ph.name, udp, ratio, hs, p50, p99, pc, pcRatio)
 	}
 	return 0
+}
+
+// answersPerCPU is a UDP run's complete answers per second of the
+// master's CPU time (its whole process: the HTTP side's too).
+func answersPerCPU(r *loadgen.Result) float64 {
+	if r == nil || r.MasterCPU <= 0 {
+		return 0
+	}
+	return float64(r.Complete) / r.MasterCPU.Seconds()
 }
 
 func collect[T any](rs []T, f func(T) float64) []float64 {
