@@ -2,8 +2,6 @@ package fleet
 
 import (
 	"context"
-	"crypto/rand"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,58 +14,8 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/master"
-	"github.com/scout-discovery/scout/master/store"
 	"github.com/scout-discovery/scout/q3"
 )
-
-func TestVersion_SortsAsStrings(t *testing.T) {
-	a, b := time.Unix(0, 999), time.Unix(1_800_000_000, 1)
-	if va, vb := version(a), version(b); len(va) != 20 || len(vb) != 20 || va >= vb {
-		t.Fatalf("versions %q %q", va, vb)
-	}
-	if version(time.Time{}) != "00000000000000000000" || fmtVersion(1<<63-1) != "09223372036854775807" {
-		t.Fatal("version bounds")
-	}
-}
-
-func TestCmpID(t *testing.T) {
-	for _, c := range []struct {
-		a, b string
-		want int
-	}{{"1-0", "1-0", 0}, {"1-1", "1-0", 1}, {"2-0", "10-0", -1}, {"", "0-1", -1}, {"0-0", "", 0}} {
-		if got := cmpID(c.a, c.b); got != c.want {
-			t.Errorf("cmpID(%q, %q) = %d", c.a, c.b, got)
-		}
-	}
-}
-
-func TestDecode_BadRecords(t *testing.T) {
-	s := master.Server{Game: "Quake3Arena", Protocol: 68, MaxClients: 8, LastVerified: time.Unix(5, 0)}
-	v := encode(s)
-	if got, err := decode("1.2.3.4:27960", v); err != nil || got.Addr != netip.MustParseAddrPort("1.2.3.4:27960") || got.Protocol != 68 {
-		t.Fatalf("decode = %+v, %v", got, err)
-	}
-	if _, err := decode("1.2.3.4", v); err == nil {
-		t.Error("decode took an address without a port")
-	}
-	for _, bad := range []string{"123", v[:25], v + "x"} {
-		if _, err := decode("1.2.3.4:1", bad); !errors.Is(err, store.ErrCorrupt) {
-			t.Errorf("decode(%q) = %v, want ErrCorrupt", bad, err)
-		}
-	}
-}
-
-// FuzzDecode: a record read from Redis never panics the instance.
-func FuzzDecode(f *testing.F) {
-	f.Add("1.2.3.4:27960", encode(master.Server{Game: "Quake3Arena", Protocol: 68, MaxClients: 8, Info: []master.Pair{{Key: "k", Value: "v"}}}))
-	f.Add("[::1]:1", "00000000000000000001")
-	f.Fuzz(func(t *testing.T, addr, v string) {
-		s, err := decode(addr, v)
-		if err == nil && !s.Addr.IsValid() {
-			t.Fatal("a record without an address")
-		}
-	})
-}
 
 var apiHead = regexp.MustCompile(`"version":[0-9]+,"generated":"[^"]*",`)
 
@@ -196,156 +144,6 @@ func TestFleet_SameServerAtOnceLeavesOneRecord(t *testing.T) {
 	// found a newer record.
 	if w := a.node.stats.written.Load() + a.node.stats.superseded.Load() + b.node.stats.written.Load() + b.node.stats.superseded.Load(); w < 10 {
 		t.Errorf("%d writes: the instances did not both verify each server", w)
-	}
-}
-
-// Redis killed and restarted with its append-only file: no server lost;
-// meanwhile every instance answers from memory, queues its writes, says
-// so in its log and metrics, reconnects and catches up.
-func TestFleet_RedisDownAndRestarted(t *testing.T) {
-	r := startRedis(t)
-	a := startInstance(t, fastConfig(r.URL(), "a"), 0)
-	b := startInstance(t, fastConfig(r.URL(), "b"), 0)
-	servers := startGameServers(t, 40)
-	for _, g := range servers[:20] {
-		g.heartbeat(t, a.addr)
-	}
-	if !waitFor(5*time.Second, func() bool { return b.listed() == 20 && a.node.Queued() == 0 }) {
-		t.Fatalf("b lists %d of 20", b.listed())
-	}
-	r.kill()
-	// Redis is gone: both go on answering from memory.
-	for _, g := range servers[20:] {
-		g.heartbeat(t, a.addr)
-	}
-	if !waitFor(5*time.Second, func() bool { return a.listed() == 40 && !a.node.Up() }) {
-		t.Fatalf("without Redis, a lists %d of 40 (up %v)", a.listed(), a.node.Up())
-	}
-	if got := list(t, b.addr); len(got) != 20 {
-		t.Errorf("without Redis, b answers %d of its 20", len(got))
-	}
-	if got := list(t, a.addr); len(got) != 40 {
-		t.Errorf("without Redis, a answers %d of 40", len(got))
-	}
-	if !waitFor(5*time.Second, func() bool { return a.node.Queued() == 20 }) {
-		t.Errorf("a queued %d writes, want the 20 verified without Redis", a.node.Queued())
-	}
-	if !strings.Contains(a.log.String(), "redis unreachable") {
-		t.Error("a's log does not say Redis is unreachable")
-	}
-	resp, err := http.Get("http://" + a.m.HTTPAddr().String() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	for _, want := range []string{`scout_fleet_redis_up{instance_id="a"} 0`, `scout_fleet_queued_writes{instance_id="a"} 20`} {
-		if !strings.Contains(string(body), want) {
-			t.Errorf("a's /metrics lacks %s while Redis is down", want)
-		}
-	}
-	r.start()
-	if !waitFor(10*time.Second, func() bool { return b.listed() == 40 && a.node.Queued() == 0 }) {
-		t.Fatalf("after Redis came back b lists %d of 40, a still queues %d", b.listed(), a.node.Queued())
-	}
-	if !strings.Contains(a.log.String(), "redis reachable again") {
-		t.Error("a's log does not say Redis is back")
-	}
-	if n := r.client(t).HLen(context.Background(), DefaultPrefix+"servers").Val(); n != 40 {
-		t.Errorf("Redis holds %d of 40 after its restart", n)
-	}
-	// A third instance started now reads them all.
-	c := startInstance(t, fastConfig(r.URL(), "c"), 0)
-	if c.listed() != 40 {
-		t.Errorf("a new instance starts with %d of 40", c.listed())
-	}
-}
-
-// An instance started while Redis is down starts empty, and reads the
-// shared registry when Redis comes up.
-func TestFleet_StartsWithoutRedisAndCatchesUp(t *testing.T) {
-	r := startRedis(t)
-	a := startInstance(t, fastConfig(r.URL(), "a"), 0)
-	servers := startGameServers(t, 10)
-	for _, g := range servers {
-		g.heartbeat(t, a.addr)
-	}
-	if !waitFor(5*time.Second, func() bool { return a.listed() == 10 && a.node.Queued() == 0 }) {
-		t.Fatal("a did not list and write its 10")
-	}
-	r.kill()
-	b := startInstance(t, fastConfig(r.URL(), "b"), 0)
-	if b.listed() != 0 || b.node.Up() {
-		t.Fatalf("b lists %d, up %v, with Redis down", b.listed(), b.node.Up())
-	}
-	r.start()
-	if !waitFor(10*time.Second, func() bool { return b.listed() == 10 }) {
-		t.Fatalf("b lists %d of 10 after Redis came up", b.listed())
-	}
-}
-
-// A stream trimmed past an instance's position makes it read the whole
-// hash: it learns what it missed, removals included.
-func TestFleet_TrimmedStreamResyncs(t *testing.T) {
-	r := startRedis(t)
-	// Every write trims the stream (MAXLEN ~ trims whole nodes: one
-	// entry each here).
-	if err := r.client(t).ConfigSet(context.Background(), "stream-node-max-entries", "1").Err(); err != nil {
-		t.Fatal(err)
-	}
-	fa := fastConfig(r.URL(), "a")
-	fa.StreamLen = 1
-	a := startInstance(t, fa, 0)
-	servers := startGameServers(t, 20)
-	for _, g := range servers[:10] {
-		g.heartbeat(t, a.addr)
-	}
-	if !waitFor(5*time.Second, func() bool { return a.listed() == 10 && a.node.Queued() == 0 }) {
-		t.Fatalf("a lists %d of 10", a.listed())
-	}
-	// b joins, then stops following (cut off) while a writes 10 more
-	// and removes one.
-	chal, err := master.NewChallenger(master.DefaultRotationPeriod, rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := master.NewRegistry(master.Config{AllowLoopback: true, MaxServersPerAddress: -1}, chal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := New(fastConfig(r.URL(), "b"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.rdb.Close()
-	ctx := context.Background()
-	b.Join(ctx, reg, nil)
-	if n, _ := reg.Counts(); n != 10 {
-		t.Fatalf("b joined with %d of 10", n)
-	}
-	for _, g := range servers[10:] {
-		g.heartbeat(t, a.addr)
-	}
-	gone, _ := a.m.Registry.Lookup(servers[0].addr)
-	a.node.Remove(master.Removal{Addr: gone.Addr, Listed: true, LastVerified: gone.LastVerified})
-	if !waitFor(5*time.Second, func() bool { return a.listed() == 20 && a.node.Queued() == 0 }) {
-		t.Fatalf("a lists %d of 20", a.listed())
-	}
-	lost, err := b.streamLost(ctx)
-	if err != nil || !lost {
-		t.Fatalf("streamLost = %v, %v; the stream was trimmed past b", lost, err)
-	}
-	if err := b.resync(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if n, _ := reg.Counts(); n != 19 {
-		t.Errorf("after the resync b lists %d, want 19", n)
-	}
-	if _, ok := reg.Lookup(servers[0].addr); ok {
-		t.Error("the server removed while b was cut off is still listed")
-	}
-	if lost, _ := b.streamLost(ctx); lost {
-		t.Error("the stream is still lost after the resync")
 	}
 }
 
