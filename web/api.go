@@ -64,6 +64,9 @@ type Config struct {
 	// MaxCachedBodies and MaxCachedBytes bound the body cache of each
 	// view; 0 means the defaults.
 	MaxCachedBodies, MaxCachedBytes int
+	// Landmark, if set, publishes this master's RTTs to the servers and
+	// describes it at /api/v1/landmarks (landmarks.go).
+	Landmark *Landmark
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Logger receives panics recovered (never expected) at Error; nil
@@ -213,8 +216,10 @@ func (a *API) current(now time.Time) *view {
 		a.geoCache[ad] = geoEntry{info, ok}
 		return info, ok
 	}
-	v := buildView(now, ver, a.reg.Servers(nil), rc.Catalogue, rc.AddrMap, lookup, a.cfg.History,
+	servers := a.reg.Servers(nil)
+	v := buildView(now, ver, servers, rc.Catalogue, rc.AddrMap, lookup, a.cfg.History,
 		cacheLimits{a.cfg.MaxCachedBodies, a.cfg.MaxCachedBytes})
+	a.addLandmarks(v, servers)
 	a.viewAt.Store(now.UnixNano())
 	a.view.Store(v)
 	a.Builds.Add(1)
@@ -267,9 +272,11 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 		route = a.ranking
 	case path == "/api/v1/meta":
 		route = a.meta
+	case path == "/api/v1/landmarks":
+		route = a.landmarks
 	default:
 		writeError(w, &Error{Status: http.StatusNotFound, Code: "not_found",
-			Message: fmt.Sprintf("%q: no such path; see /api/v1/servers, /api/v1/servers/{address}, /api/v1/ranking, /api/v1/meta", clip(path))})
+			Message: fmt.Sprintf("%q: no such path; see /api/v1/servers, /api/v1/servers/{address}, /api/v1/ranking, /api/v1/meta, /api/v1/landmarks", clip(path))})
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {

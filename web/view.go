@@ -38,6 +38,9 @@ type ServerJSON struct {
 	LastVerified   *time.Time `json:"last_verified,omitempty"` // absent: restored, not verified again yet
 	PingEstimateMs *int       `json:"ping_estimate_ms,omitempty"`
 	RecentPlayers  []int      `json:"recent_players"`
+	// Landmarks are the landmarks' RTTs to it (landmarks.go); absent
+	// unless the master is configured as a landmark and has measured it.
+	Landmarks []LandmarkRTTJSON `json:"landmarks,omitempty"`
 }
 
 // row is one server of a view, with its sort and filter keys.

@@ -79,6 +79,25 @@ func (o masterOptions) settings(ctx context.Context) (masterSettings, error) {
 			s.API.MaxRate = -1
 		}
 	}
+	if o.LandmarkPlace != "" || o.LandmarkID != "" {
+		var lm web.Landmark
+		if o.LandmarkPlace != "" {
+			var err error
+			if lm, err = parseLandmarkPlace(o.LandmarkPlace); err != nil {
+				return s, fmt.Errorf("%w: --landmark-place: %v", errMasterUsage, err)
+			}
+		}
+		if len(o.Listen) > 0 {
+			lm.Address = o.Listen[0]
+		}
+		lm.ID = o.LandmarkID
+		for _, id := range []string{o.FleetID, lm.Address, "master"} {
+			if lm.ID == "" {
+				lm.ID = id
+			}
+		}
+		s.API.Landmark = &lm
+	}
 	verbose := defaultVerbose
 	if o.Verbose != 0 || o.verboseSet() {
 		verbose = o.Verbose

@@ -47,6 +47,8 @@ type masterOptions struct {
 	FleetID          string   `json:"fleet-id"`             // --fleet-id ID: this instance's name in the fleet
 	HTTP             string   `json:"http"`                 // --http ADDR: the page, /api/v1/, /metrics, /healthz, /servers
 	HTTPRate         int      `json:"http-rate"`            // --http-rate N: API requests per second per client (10)
+	LandmarkPlace    string   `json:"landmark-place"`       // --landmark-place CITY|LAT,LON: publish RTTs as a landmark placed there
+	LandmarkID       string   `json:"landmark-id"`          // --landmark-id ID: the landmark's name (the fleet id or the first -l address)
 	HTTPBurst        int      `json:"http-burst"`           // --http-burst N: API requests at once per client (60)
 	HTTPNoLimit      bool     `json:"http-no-limit"`        // --http-no-limit: no per-client limit on the API (benchmarks)
 	HTTPMaxRate      *int     `json:"http-max-rate"`        // --http-max-rate N: API requests per second of all clients (2000); 0: none
@@ -200,6 +202,14 @@ var masterOptionSpecs = []optSpec{
 	{"fleet-id", 0, argOne, strOpt(func(o *masterOptions) *string { return &o.FleetID }), "ID: this instance's name in the fleet (random if not given)"},
 	{"refuse-damaged-state", 0, argNone, flagOpt(func(o *masterOptions) { o.RefuseDamaged = true }), "exit (status 1) when the --state file is damaged, empty or not scout's, leaving it in place"},
 	{"http", 0, argOne, strOpt(func(o *masterOptions) *string { return &o.HTTP }), "ADDR: serve the server browser (/), the JSON API (/api/v1/), /metrics, /healthz and the legacy /servers on ADDR (off by default)"},
+	{"landmark-place", 0, argOne, func(o *masterOptions, v []string) error {
+		if _, err := parseLandmarkPlace(v[0]); err != nil {
+			return err
+		}
+		o.LandmarkPlace = v[0]
+		return nil
+	}, "CITY|[NAME:]LAT,LON: act as a landmark placed there: the JSON API gives this master's RTT to each server and /api/v1/landmarks describes it (issue 13)"},
+	{"landmark-id", 0, argOne, strOpt(func(o *masterOptions) *string { return &o.LandmarkID }), "ID: the landmark's name in the JSON API (the --fleet-id, else the first -l address)"},
 	{"http-rate", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.HTTPRate }, 1), "N: JSON API requests per second per client address (IPv6 /64) after the burst (10)"},
 	{"http-burst", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.HTTPBurst }, 1), "N: JSON API requests a client may make at once (60)"},
 	{"http-no-limit", 0, argNone, flagOpt(func(o *masterOptions) { o.HTTPNoLimit = true }), "no per-client limit on the JSON API (load tests on loopback)"},

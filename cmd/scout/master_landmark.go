@@ -1,0 +1,50 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/scout-discovery/scout/population"
+	"github.com/scout-discovery/scout/web"
+)
+
+// maxLandmarkPlace bounds --landmark-place's text.
+const maxLandmarkPlace = 64
+
+// parseLandmarkPlace reads --landmark-place: a city the latency model
+// knows (population.Cities, case-insensitive, spaces ignored: "Frankfurt",
+// "new york") or LAT,LON in degrees, optionally after a name and a colon
+// ("lab:47.37,8.54").
+func parseLandmarkPlace(v string) (web.Landmark, error) {
+	var lm web.Landmark
+	if v == "" || len(v) > maxLandmarkPlace {
+		return lm, fmt.Errorf("want a city or LAT,LON of at most %d bytes, got %q", maxLandmarkPlace, v)
+	}
+	name, coords := "", v
+	if i := strings.LastIndexByte(v, ':'); i >= 0 {
+		name, coords = v[:i], v[i+1:]
+	}
+	if la, lo, ok := strings.Cut(coords, ","); ok {
+		lat, err1 := strconv.ParseFloat(strings.TrimSpace(la), 64)
+		lon, err2 := strconv.ParseFloat(strings.TrimSpace(lo), 64)
+		if err1 != nil || err2 != nil || math.IsNaN(lat) || math.IsNaN(lon) || lat < -90 || lat > 90 || lon < -180 || lon > 180 {
+			return lm, fmt.Errorf("want LAT,LON in degrees (-90..90, -180..180), got %q", coords)
+		}
+		lm.Place, lm.Lat, lm.Lon = name, &lat, &lon
+		return lm, nil
+	}
+	if name != "" {
+		return lm, fmt.Errorf("want NAME:LAT,LON, got %q", v)
+	}
+	key := func(s string) string { return strings.ToLower(strings.ReplaceAll(s, " ", "")) }
+	for _, c := range population.Cities() {
+		if key(c.Name) == key(v) {
+			lat, lon := c.Lat, c.Lon
+			lm.Place, lm.Lat, lm.Lon = c.Name, &lat, &lon
+			return lm, nil
+		}
+	}
+	return lm, fmt.Errorf("%q: not a city the latency model knows (a WonderProxy node: Frankfurt, NewYork, Tokyo, ...); give LAT,LON", v)
+}

@@ -1,0 +1,57 @@
+package main
+
+import "testing"
+
+func TestParseLandmarkPlace(t *testing.T) {
+	for _, c := range []struct {
+		in        string
+		place     string
+		lat, lon  float64
+		wantError bool
+	}{
+		{in: "Frankfurt", place: "Frankfurt", lat: 50.1, lon: 8.7},
+		{in: "frankfurt", place: "Frankfurt", lat: 50.1, lon: 8.7},
+		{in: "47.37,8.54", lat: 47.37, lon: 8.54},
+		{in: "lab:47.37, 8.54", place: "lab", lat: 47.37, lon: 8.54},
+		{in: "Atlantis", wantError: true},
+		{in: "91,0", wantError: true},
+		{in: "0,181", wantError: true},
+		{in: "NaN,0", wantError: true},
+		{in: "lab:", wantError: true},
+		{in: "", wantError: true},
+	} {
+		lm, err := parseLandmarkPlace(c.in)
+		if (err != nil) != c.wantError {
+			t.Errorf("%q: err %v", c.in, err)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		if lm.Place != c.place || lm.Lat == nil || lm.Lon == nil || abs(*lm.Lat-c.lat) > 0.1 || abs(*lm.Lon-c.lon) > 0.1 {
+			t.Errorf("%q: %q %v,%v", c.in, lm.Place, *lm.Lat, *lm.Lon)
+		}
+	}
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func FuzzParseLandmarkPlace(f *testing.F) {
+	for _, s := range []string{"Frankfurt", "47.37,8.54", "lab:1,2", ":,", "a:b:c,d", "1e400,0", "-0,-0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		lm, err := parseLandmarkPlace(s)
+		if err != nil {
+			return
+		}
+		if lm.Lat == nil || lm.Lon == nil || *lm.Lat < -90 || *lm.Lat > 90 || *lm.Lon < -180 || *lm.Lon > 180 {
+			t.Fatalf("%q accepted as %+v", s, lm)
+		}
+	})
+}

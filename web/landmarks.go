@@ -1,0 +1,84 @@
+package web
+
+import (
+	"math"
+	"net/http"
+	"net/netip"
+	"time"
+
+	"github.com/scout-discovery/scout/master"
+)
+
+// Landmarks (issue 13). A master measures its round trip to every server
+// it verifies (master.Server.RTT, the median of the last few); with
+// Config.Landmark set it publishes them: each server of the list and the
+// detail carries "landmarks", this master's RTT to it with when it was
+// last measured, and /api/v1/landmarks describes the landmark (its
+// identity and the place its operator gave). A client that also measures
+// its own RTT to each landmark bounds every server's RTT before probing it
+// (package landmark). The RTTs are those of the view: a view is rebuilt
+// when the listing changes or the history slot turns, so a published RTT
+// is at most one slot (Resolution) older than the registry's.
+
+// Landmark describes the master as a landmark.
+type Landmark struct {
+	// ID names it among landmarks: the fleet instance id, or the
+	// master's address.
+	ID string `json:"id"`
+	// Address is where clients query it for the list ("" if not known).
+	Address string `json:"address,omitempty"`
+	// Place is the operator's name of where it runs ("Frankfurt", or
+	// "" for coordinates alone).
+	Place string `json:"place,omitempty"`
+	// Lat and Lon are its coordinates in degrees, if given.
+	Lat *float64 `json:"lat,omitempty"`
+	Lon *float64 `json:"lon,omitempty"`
+}
+
+// LandmarkRTTJSON is one landmark's round trip to a server.
+type LandmarkRTTJSON struct {
+	ID       string    `json:"id"`
+	RTTMs    float64   `json:"rtt_ms"`   // median of the landmark's last master.RTTSamples, 0.1 ms resolution
+	Measured time.Time `json:"measured"` // when the last sample was taken
+}
+
+// LandmarksJSON is the answer of /api/v1/landmarks.
+type LandmarksJSON struct {
+	Landmarks []Landmark `json:"landmarks"`
+}
+
+// addLandmarks sets the landmark RTTs of v's rows from servers (the
+// registry's, as v was built from them).
+func (a *API) addLandmarks(v *view, servers []master.Server) {
+	lm := a.cfg.Landmark
+	if lm == nil {
+		return
+	}
+	rtt := make(map[netip.AddrPort]int, len(servers))
+	for i := range servers {
+		if servers[i].RTT > 0 {
+			rtt[servers[i].Addr] = i
+		}
+	}
+	for i := range v.rows {
+		j, ok := rtt[v.rows[i].reg]
+		if !ok {
+			continue
+		}
+		s := &servers[j]
+		ms := math.Round(float64(s.RTT)/float64(100*time.Microsecond)) / 10
+		v.rows[i].Landmarks = []LandmarkRTTJSON{{ID: lm.ID, RTTMs: ms, Measured: s.RTTMeasured.UTC()}}
+	}
+}
+
+func (a *API) landmarks(w http.ResponseWriter, r *http.Request, now time.Time, _ netip.Addr) {
+	out := LandmarksJSON{Landmarks: []Landmark{}}
+	if a.cfg.Landmark != nil {
+		out.Landmarks = append(out.Landmarks, *a.cfg.Landmark)
+	}
+	v := a.current(now)
+	key := "landmarks"
+	b, hit := v.cache.get(key, func() ([]byte, any) { return marshal(out), nil })
+	a.count(hit)
+	a.answer(w, r, `W/"landmarks"`, v.built, false, v.cache, key, b)
+}
