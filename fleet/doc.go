@@ -78,7 +78,11 @@
 // and drops the servers it lists that the hash no longer holds. Startup
 // reads the hash in the same pages, then the stream from where it stood
 // before the read. A restart of Redis with its append-only file loses
-// nothing; without it, the instances write again what they verify.
+// nothing. A Redis that comes back without the registry (started again
+// without its data, or flushed: its stream is older than the last change
+// applied, or gone) is not taken as the fleet emptied: every instance
+// keeps its list, says so ("redis lost the shared registry",
+// scout_fleet_registry_lost_total) and writes its list to Redis again.
 //
 // Keys of one fleet share one Redis (not a cluster: the scripts touch
 // two keys).

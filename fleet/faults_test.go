@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -145,10 +146,10 @@ func TestFleet_TrimmedStreamResyncs(t *testing.T) {
 		t.Fatalf("a lists %d of 20", a.listed())
 	}
 	lost, err := b.streamLost(ctx)
-	if err != nil || !lost {
+	if err != nil || lost != lossTrimmed {
 		t.Fatalf("streamLost = %v, %v; the stream was trimmed past b", lost, err)
 	}
-	if err := b.resync(ctx); err != nil {
+	if err := b.catchUp(ctx, false); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := reg.Counts(); n != 19 {
@@ -157,7 +158,46 @@ func TestFleet_TrimmedStreamResyncs(t *testing.T) {
 	if _, ok := reg.Lookup(servers[0].addr); ok {
 		t.Error("the server removed while b was cut off is still listed")
 	}
-	if lost, _ := b.streamLost(ctx); lost {
+	if lost, _ := b.streamLost(ctx); lost != lossNone {
 		t.Error("the stream is still lost after the resync")
+	}
+}
+
+// Redis started again without its data (no append-only file): the
+// instances keep their lists and write them to Redis again, and go on
+// sharing new servers.
+func TestFleet_RedisBackWithoutItsData(t *testing.T) {
+	r := startRedis(t)
+	a := startInstance(t, fastConfig(r.URL(), "a"), 0)
+	b := startInstance(t, fastConfig(r.URL(), "b"), 0)
+	servers := startGameServers(t, 21)
+	for _, g := range servers[:20] {
+		g.heartbeat(t, a.addr)
+	}
+	if !waitFor(5*time.Second, func() bool { return b.listed() == 20 && a.node.Queued() == 0 }) {
+		t.Fatalf("b lists %d of 20", b.listed())
+	}
+	r.kill()
+	if err := os.RemoveAll(r.dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(r.dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r.start()
+	rc := r.client(t)
+	ctx := context.Background()
+	if !waitFor(10*time.Second, func() bool { return rc.HLen(ctx, DefaultPrefix+"servers").Val() == 20 }) {
+		t.Fatalf("Redis holds %d of the 20 the instances list", rc.HLen(ctx, DefaultPrefix+"servers").Val())
+	}
+	if a.listed() != 20 || b.listed() != 20 {
+		t.Fatalf("after Redis lost its data a lists %d, b %d, of 20", a.listed(), b.listed())
+	}
+	if a.node.stats.resets.Load() == 0 || !strings.Contains(a.log.String(), "redis lost the shared registry") {
+		t.Error("a does not say Redis lost the registry")
+	}
+	servers[20].heartbeat(t, b.addr)
+	if !waitFor(5*time.Second, func() bool { return a.listed() == 21 }) {
+		t.Fatal("a server verified by b after the loss does not reach a")
 	}
 }

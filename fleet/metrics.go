@@ -20,6 +20,7 @@ type stats struct {
 	refused, corrupt    atomic.Uint64
 	errors, outages     atomic.Uint64
 	resyncs, behind     atomic.Uint64
+	resets              atomic.Uint64 // Redis came back without the registry
 	latency             prometheus.Histogram
 }
 
@@ -73,5 +74,6 @@ func (n *Node) Collect(ch chan<- prometheus.Metric) {
 	counter(d("redis_errors_total", "Failed Redis round trips."), n.stats.errors.Load())
 	counter(d("redis_outages_total", "Times Redis became unreachable."), n.stats.outages.Load())
 	counter(d("resyncs_total", "Full reads of the shared registry (startup, and catching up after the stream lost changes)."), n.stats.resyncs.Load())
+	counter(d("registry_lost_total", "Times Redis came back without the shared registry (started again without its data); this instance's list was written to it again."), n.stats.resets.Load())
 	ch <- n.stats.latency
 }

@@ -298,7 +298,7 @@ func (n *Node) Join(ctx context.Context, reg *master.Registry, obs master.Observ
 		n.failed(err)
 		return nil
 	}
-	if err := n.resync(ctx); err != nil {
+	if err := n.resync(ctx, false); err != nil {
 		n.failed(err)
 		return nil
 	}

@@ -144,14 +144,8 @@ func (n *Node) follow(ctx context.Context) {
 // whole hash if the stream lost changes since), then reads the stream
 // until an error.
 func (n *Node) followOnce(ctx context.Context) error {
-	lost, err := n.streamLost(ctx)
-	if err != nil {
+	if err := n.catchUp(ctx, !n.synced); err != nil {
 		return err
-	}
-	if lost || !n.synced {
-		if err := n.resync(ctx); err != nil {
-			return err
-		}
 	}
 	for {
 		start := time.Now()
@@ -179,38 +173,85 @@ func (n *Node) followOnce(ctx context.Context) error {
 		if got >= n.cfg.ReadCount {
 			// Behind by a full read: make sure the stream still holds
 			// what comes next.
-			if lost, err := n.streamLost(ctx); err != nil {
+			if err := n.catchUp(ctx, false); err != nil {
 				return err
-			} else if lost {
-				n.stats.behind.Add(1)
-				if err := n.resync(ctx); err != nil {
-					return err
-				}
 			}
 		}
 	}
 }
 
+// catchUp reads the whole hash when the stream no longer holds every
+// change after lastID (or when full is set). When Redis lost the
+// registry (started again without its data), the servers this instance
+// lists are kept and written to Redis again, not dropped.
+func (n *Node) catchUp(ctx context.Context, full bool) error {
+	l, err := n.streamLost(ctx)
+	if err != nil {
+		return err
+	}
+	switch {
+	case l == lossReset:
+		n.stats.resets.Add(1)
+		n.log.Warn("redis lost the shared registry (started again without its data): keeping this instance's list and writing it again", "listed", func() int { c, _ := n.reg.Counts(); return c }())
+		if err := n.resync(ctx, false); err != nil {
+			return err
+		}
+		n.republish()
+	case l == lossTrimmed:
+		n.stats.behind.Add(1)
+		return n.resync(ctx, true)
+	case full:
+		return n.resync(ctx, true)
+	}
+	return nil
+}
+
+// republish queues every server this instance lists for writing (each
+// write keeps a newer record that another instance wrote meanwhile).
+func (n *Node) republish() {
+	for _, s := range n.reg.Servers(nil) {
+		n.Put(s)
+	}
+}
+
+// What streamLost found.
+type loss uint8
+
+const (
+	lossNone    loss = iota
+	lossTrimmed      // changes after lastID were trimmed or deleted
+	lossReset        // the stream is older than lastID or gone: Redis lost its data
+)
+
 // streamLost reports whether the stream may no longer hold every change
-// after lastID: trimmed past it (XADD MAXLEN), entries deleted after it
-// (XDEL), or started again (a Redis without its append-only file).
-func (n *Node) streamLost(ctx context.Context) (bool, error) {
+// after lastID: trimmed past it (XADD MAXLEN) or entries deleted after it
+// (XDEL), lossTrimmed; started again or gone (a Redis without its
+// append-only file, or flushed), lossReset.
+func (n *Node) streamLost(ctx context.Context) (loss, error) {
 	if n.lastID == "" {
-		return true, nil
+		return lossTrimmed, nil
 	}
 	info, err := n.rdb.XInfoStream(ctx, n.stream).Result()
 	if err != nil {
 		if redis.HasErrorPrefix(err, "no such key") {
-			return n.lastID != "0-0", nil
+			if n.lastID != "0-0" {
+				return lossReset, nil
+			}
+			return lossNone, nil
 		}
-		return false, err
+		return lossNone, err
+	}
+	if cmpID(info.LastGeneratedID, n.lastID) < 0 {
+		return lossReset, nil
 	}
 	// Trimming removes the oldest entries: while the last change applied
 	// is still the stream's (not older than its first entry), the
 	// ones after it are all there. Its own removal is taken as a loss,
 	// which may read the hash once more than needed.
-	return cmpID(info.LastGeneratedID, n.lastID) < 0 || cmpID(info.MaxDeletedEntryID, n.lastID) > 0 ||
-		(info.Length > 0 && cmpID(info.FirstEntry.ID, n.lastID) > 0), nil
+	if cmpID(info.MaxDeletedEntryID, n.lastID) > 0 || (info.Length > 0 && cmpID(info.FirstEntry.ID, n.lastID) > 0) {
+		return lossTrimmed, nil
+	}
+	return lossNone, nil
 }
 
 // applyMessage applies one change of another instance.
@@ -248,11 +289,12 @@ func (n *Node) applyMessage(now time.Time, m redis.XMessage) {
 	}
 }
 
-// resync reads the whole hash into the registry, in pages, then removes
-// the listed servers the hash no longer holds (unless verified here since
-// the read began, or waiting in the queue), and sets lastID to where the
-// stream stood before the read, so that no change is missed.
-func (n *Node) resync(ctx context.Context) error {
+// resync reads the whole hash into the registry, in pages, then (with
+// drop, after a first read) removes the listed servers the hash no longer
+// holds (unless verified here since the read began, or waiting in the
+// queue), and sets lastID to where the stream stood before the read, so
+// that no change is missed.
+func (n *Node) resync(ctx context.Context, drop bool) error {
 	start := time.Now()
 	lastID := "0-0"
 	info, err := n.rdb.XInfoStream(ctx, n.stream).Result()
@@ -287,8 +329,9 @@ func (n *Node) resync(ctx context.Context) error {
 			}
 		}
 	}()
+	drop = drop && n.synced
 	var seen map[netip.AddrPort]struct{} // a catch-up's, to find what went
-	if n.synced {
+	if drop {
 		seen = make(map[netip.AddrPort]struct{})
 	}
 	read := 0
@@ -320,7 +363,7 @@ func (n *Node) resync(ctx context.Context) error {
 		return err // the read stopped short
 	}
 	removed := 0
-	if n.synced {
+	if drop {
 		n.mu.Lock()
 		for _, s := range n.reg.Servers(nil) {
 			if _, ok := seen[s.Addr]; ok || !s.LastVerified.Before(start) {
