@@ -600,6 +600,7 @@ func (r *Registry) Verify(now time.Time, src netip.AddrPort, rep Reply) (Server,
 	// the info alone, if only its echoed challenge, leaves them be.
 	listing := !e.Listed || s.Game != e.Game || s.Protocol != int(e.Protocol) || s.Gametype != e.Gametype ||
 		s.Empty() != e.Empty() || s.Full() != e.Full()
+	wasListed, gameChanged := e.Listed, s.Game != e.Game
 	switch {
 	case !e.Listed:
 		change = ChangeListed
@@ -623,11 +624,18 @@ func (r *Registry) Verify(now time.Time, src netip.AddrPort, rep Reply) (Server,
 		r.afterRetry.Add(1)
 	}
 	e.chk = nil
-	e.NextProbe = 0
-	if g, ok := r.cfg.Catalogue.ByName(e.Game); ok && g.Reprobe.Interval > 0 {
-		e.NextProbe = stampOf(now.Add(g.Reprobe.Interval))
-	} else if e.hbGame == nil {
-		e.NextProbe = stampOf(now.Add(game.DefaultReprobeInterval))
+	// The periodic re-probe (getstatus: the players) keeps its own
+	// schedule: a heartbeat's check of a listed server leaves it be, so
+	// a server that heartbeats as often as it is re-probed (Quake III: both
+	// every 5 minutes) is still re-probed, and its player list kept fresh.
+	// A new listing, a re-probe, a restored server or a game change set it.
+	if keep := c.cause == CauseHeartbeat || c.cause == CauseFlatline; !keep || !wasListed || e.NextProbe == 0 || gameChanged {
+		e.NextProbe = 0
+		if g, ok := r.cfg.Catalogue.ByName(e.Game); ok && g.Reprobe.Interval > 0 {
+			e.NextProbe = stampOf(now.Add(g.Reprobe.Interval))
+		} else if e.hbGame == nil {
+			e.NextProbe = stampOf(now.Add(game.DefaultReprobeInterval))
+		}
 	}
 	if listing {
 		r.dirty.Store(true)
