@@ -46,7 +46,9 @@ per list), p50 and p99 latency, statuses, and with a PID the master's CPU
 per second of master CPU: what the master answers when it has its core,
 which other processes on a shared machine do not change); then the
 medians per phase and, for each loaded phase, its UDP answers/s and
-answers per CPU-second over those of the "udp" phase of the same runs. The master must not limit the API per client (scout master
+answers per CPU-second over those of the "udp" phase of the same run: the
+median of the runs' ratios (paired, so that the machine's drift between
+runs cancels), with their range. The master must not limit the API per client (scout master
 --http-no-limit): all requests come from one address.
 
 Traffic goes to loopback only.`
@@ -222,25 +224,33 @@ func runWebload(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 0
 	}
 	fmt.Fprintf(stdout, "\nmedians over %d runs:\n", *runs)
-	fmt.Fprintf(stdout, "%-9s %9s %8s %10s %8s %8s %9s %8s\n", "phase", "udp ans/s", "udp ×", "http req/s", "p50 ms", "p99 ms", "ans/cpu-s", "cpu ×")
+	fmt.Fprintf(stdout, "%-9s %9s %16s %10s %8s %8s %9s %16s\n", "phase", "udp ans/s", "udp × (min-max)", "http req/s", "p50 ms", "p99 ms", "ans/cpu-s", "cpu × (min-max)")
 	perCPU := func(r row) float64 { return answersPerCPU(r.UDP) }
-	udpAlone := median(collect(byPhase["udp"], func(r row) float64 { return r.UDPPerS }))
-	cpuAlone := median(collect(byPhase["udp"], perCPU))
+	perS := func(r row) float64 { return r.UDPPerS }
+	// paired is the median, min and max over runs of f(phase) / f(udp).
+	paired := func(rs []row, f func(row) float64) string {
+		var q []float64
+		for i, r := range rs {
+			if i < len(byPhase["udp"]) {
+				if base := f(byPhase["udp"][i]); base > 0 {
+					q = append(q, f(r)/base)
+				}
+			}
+		}
+		if len(q) == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f (%.2f-%.2f)", median(q), slices.Min(q), slices.Max(q))
+	}
 	for _, ph := range phases {
 		rs := byPhase[ph.name]
 		udp, ratio, hs, p50, p99, pc, pcRatio := "-", "-", "-", "-", "-", "-", "-"
 		if ph.udp {
-			m := median(collect(rs, func(r row) float64 { return r.UDPPerS }))
-			udp = fmt.Sprintf("%.0f", m)
-			if udpAlone > 0 {
-				ratio = fmt.Sprintf("%.2f", m/udpAlone)
-			}
+			udp = fmt.Sprintf("%.0f", median(collect(rs, perS)))
+			ratio = paired(rs, perS)
 			if t.pid != 0 {
-				c := median(collect(rs, perCPU))
-				pc = fmt.Sprintf("%.0f", c)
-				if cpuAlone > 0 {
-					pcRatio = fmt.Sprintf("%.2f", c/cpuAlone)
-				}
+				pc = fmt.Sprintf("%.0f", median(collect(rs, perCPU)))
+				pcRatio = paired(rs, perCPU)
 			}
 		}
 		if ph.http {
@@ -248,7 +258,7 @@ func runWebload(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			p50 = fmt.Sprintf("%.2f", median(collect(rs, func(r row) float64 { return ms(r.HTTP.LatencyP50) })))
 			p99 = fmt.Sprintf("%.2f", median(collect(rs, func(r row) float64 { return ms(r.HTTP.LatencyP99) })))
 		}
-		fmt.Fprintf(stdout, "%-9s %9s %8s %10s %8s %8s %9s %8s\n", ph.name, udp, ratio, hs, p50, p99, pc, pcRatio)
+		fmt.Fprintf(stdout, "%-9s %9s %16s %10s %8s %8s %9s %16s\n", ph.name, udp, ratio, hs, p50, p99, pc, pcRatio)
 	}
 	return 0
 }
