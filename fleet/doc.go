@@ -65,7 +65,8 @@
 //
 // Writes are queued and coalesced per address (the latest state of each
 // address, as the state file's writer does), so the queue holds at most
-// one write per server; it is bounded by Config.MaxQueued, beyond which a
+// one write per server; it is bounded by Config.MaxQueued (by default
+// QueuedPerServer × the registry's MaxServers), beyond which a
 // new address's write is dropped and counted (the server's next
 // verification writes it again). When Redis is unreachable every instance
 // goes on answering from memory, verifying heartbeats and re-probing its

@@ -40,9 +40,11 @@ const (
 	DefaultReadCount = 1000
 	// DefaultBlock is how long an XREAD waits for a change.
 	DefaultBlock = 500 * time.Millisecond
-	// DefaultMaxQueued bounds the writes queued (one per address) while
-	// Redis is slow or unreachable.
-	DefaultMaxQueued = 2 * master.DefaultMaxServers
+	// QueuedPerServer bounds the writes queued while Redis is slow or
+	// unreachable, by default, at this many per server the registry may
+	// hold (Config.MaxServers): one write per address, and room for as
+	// many addresses again that left meanwhile (their removals).
+	QueuedPerServer = 2
 	// DefaultTimeout bounds each Redis round trip (dial, read, write).
 	DefaultTimeout = time.Second
 	// MinBackoff and MaxBackoff bound the wait before trying Redis again
@@ -69,6 +71,8 @@ type Config struct {
 	PageSize  int
 	ReadCount int
 	Block     time.Duration
+	// MaxQueued bounds the writes queued; 0: QueuedPerServer × the
+	// registry's MaxServers (set at Join).
 	MaxQueued int
 	Timeout   time.Duration
 	Logger    *slog.Logger
@@ -143,7 +147,6 @@ func New(cfg Config) (*Node, error) {
 	orDur(&cfg.Timeout, DefaultTimeout)
 	orInt(&cfg.PageSize, DefaultPageSize)
 	orInt(&cfg.ReadCount, DefaultReadCount)
-	orInt(&cfg.MaxQueued, DefaultMaxQueued)
 	if cfg.Dead <= cfg.Beat {
 		return nil, fmt.Errorf("fleet: an instance is dead %v after its last beat, not more than one beat (%v)", cfg.Dead, cfg.Beat)
 	}
@@ -294,6 +297,9 @@ func (n *Node) Up() bool {
 // when Redis answers (Run). Join must be called once, before Run.
 func (n *Node) Join(ctx context.Context, reg *master.Registry, obs master.Observer) error {
 	n.reg, n.obs = reg, obs
+	if n.cfg.MaxQueued <= 0 {
+		n.cfg.MaxQueued = QueuedPerServer * reg.Config().MaxServers
+	}
 	if err := n.loadScripts(ctx); err != nil {
 		n.failed(err)
 		return nil

@@ -58,3 +58,24 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// The queue holds the latest write of each address, at most MaxQueued
+// addresses; a write of a new address beyond that is dropped and counted.
+func TestQueue_CoalescedAndBounded(t *testing.T) {
+	n, err := New(Config{Redis: "redis://127.0.0.1:1/0", MaxQueued: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.rdb.Close()
+	for i := range 5 {
+		n.Put(master.Server{Addr: netip.AddrPortFrom(netip.AddrFrom4([4]byte{1, 2, 3, byte(i)}), 27960), LastVerified: time.Unix(int64(i), 0)})
+	}
+	a := netip.MustParseAddrPort("1.2.3.0:27960")
+	n.Remove(master.Removal{Addr: a, LastVerified: time.Unix(9, 0)})
+	if q, d := n.Queued(), n.stats.queueDropped.Load(); q != 3 || d != 2 {
+		t.Fatalf("queued %d, dropped %d; want 3 and 2", q, d)
+	}
+	if o := n.queue[a]; o.srv != nil || o.ver != time.Unix(9, 0).UnixNano() {
+		t.Fatalf("the queue holds %+v for %v, want its latest state, the removal", o, a)
+	}
+}
