@@ -2,10 +2,13 @@ package web_test
 
 import (
 	"net/netip"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/scout-discovery/scout/web"
+	"github.com/scout-discovery/scout/world"
 )
 
 // TestAPI_PlayersDetailHistoryRanking: games re-probed every second; once
@@ -109,4 +112,68 @@ func TestAPI_PlayersDetailHistoryRanking(t *testing.T) {
 	if len(rq4.Servers) != 1 || rq4.Servers[0].NamePlain != "Delta" || rq4.Servers[0].AvgPlayers != 2 {
 		t.Errorf("quake 4 ranking %+v", rq4)
 	}
+}
+
+// TestAPI_StableOrderAcrossRefresh: the world's servers change players
+// (re-probed every second); across a refresh in which counts changed, the
+// list is in its order (players desc, name asc, address asc) and the
+// servers whose count did not change keep their relative order.
+func TestAPI_StableOrderAcrossRefresh(t *testing.T) {
+	rec := &recorder{n: map[netip.AddrPort]int{}, ch: make(chan struct{}, 1)}
+	w := testWorld()
+	// Two more servers named alike, tying with Echo on players.
+	w.Servers = append(w.Servers,
+		server(6, world.Q3A, "5.9.1.1:27960", "Echo", "q3dm6", 8, world.Player{Name: "p1"}, world.Player{Name: "p2"}, world.Player{Name: "p3"}),
+		server(7, world.Q3A, "202.12.27.33:27960", "Echo", "q3dm6", 8, world.Player{Name: "q1"}, world.Player{Name: "q2"}, world.Player{Name: "q3"}))
+	f := startDyn(t, w, time.Second, 300*time.Millisecond, web.Config{MinRefresh: -1}, rec)
+	var l1 web.ListJSON
+	f.getJSON(t, "/api/v1/servers", &l1)
+	players := func(l web.ListJSON) map[string]int {
+		m := map[string]int{}
+		for _, s := range l.Servers {
+			m[s.Address] = s.Players
+		}
+		return m
+	}
+	p1 := players(l1)
+	var l2 web.ListJSON
+	deadline := time.After(30 * time.Second)
+	for changed := false; !changed; {
+		select {
+		case <-rec.ch:
+		case <-deadline:
+			t.Fatal("no player count changed within 30 s")
+		}
+		if f.m.Registry.Version() == l1.Version {
+			continue
+		}
+		f.getJSON(t, "/api/v1/servers", &l2)
+		for a, n := range players(l2) {
+			changed = changed || p1[a] != n
+		}
+	}
+	for i := 1; i < len(l2.Servers); i++ {
+		a, b := l2.Servers[i-1], l2.Servers[i]
+		ka, kb := strings.ToLower(a.NamePlain), strings.ToLower(b.NamePlain)
+		ok := a.Players > b.Players || (a.Players == b.Players && (ka < kb || (ka == kb && netip.MustParseAddrPort(a.Address).Compare(netip.MustParseAddrPort(b.Address)) < 0)))
+		if !ok {
+			t.Errorf("%d: %s (%d) before %s (%d)", i, a.Address, a.Players, b.Address, b.Players)
+		}
+	}
+	var same1, same2 []string
+	p2 := players(l2)
+	for _, s := range l1.Servers {
+		if p2[s.Address] == p1[s.Address] {
+			same1 = append(same1, s.Address)
+		}
+	}
+	for _, s := range l2.Servers {
+		if p2[s.Address] == p1[s.Address] {
+			same2 = append(same2, s.Address)
+		}
+	}
+	if !slices.Equal(same1, same2) {
+		t.Errorf("unchanged servers reordered: %v -> %v", same1, same2)
+	}
+	t.Logf("%d of %d servers changed players between versions %d and %d", len(l2.Servers)-len(same2), len(l2.Servers), l1.Version, l2.Version)
 }

@@ -72,6 +72,13 @@ func server(n int, g world.Game, public, hostname, mapname string, max int, play
 // host is mapped (-m) to its public address, port kept, so the API
 // publishes and geolocates the public addresses.
 func start(t *testing.T, w world.World, reprobe time.Duration, api web.Config, obs master.Observer) *fixture {
+	return startDyn(t, w, reprobe, 0, api, obs)
+}
+
+// startDyn is start with the world's servers changing every dynamics on
+// average (world.Config.Dynamics: a map change, a player leaving or
+// joining).
+func startDyn(t *testing.T, w world.World, reprobe, dynamics time.Duration, api web.Config, obs master.Observer) *fixture {
 	t.Helper()
 	games := game.Builtin()
 	for _, g := range games {
@@ -109,7 +116,7 @@ func start(t *testing.T, w world.World, reprobe time.Duration, api web.Config, o
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
 	go func() { ran <- m.Run(ctx) }()
-	em, err := world.Listen(w, world.Config{Masters: m.Addrs()})
+	em, err := world.Listen(w, world.Config{Masters: m.Addrs(), Dynamics: dynamics})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
