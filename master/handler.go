@@ -1,6 +1,7 @@
 package master
 
 import (
+	"slices"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -101,6 +102,11 @@ type HandlerConfig struct {
 	// quakestat against a two-packet reply: 4 of 5 servers listed without
 	// it, 5 of 5 with it).
 	EndOnLastOnly bool
+	// Landmark, if not empty, is this master's id as a landmark: a
+	// getserversExt with the word q3.LandmarksKeyword is answered with
+	// the list and then this master's RTTs to the servers listed
+	// (landmarks.go). Empty: the word is ignored like any unknown one.
+	Landmark string
 	// MOTD is the message of the day for ET's getmotd.
 	MOTD string
 	// Peers are the masters whose register messages are accepted; a
@@ -146,6 +152,11 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	}
 	if cfg.MaxProbesPerTick == 0 {
 		cfg.MaxProbesPerTick = DefaultMaxProbesPerTick
+	}
+	if cfg.Landmark != "" {
+		if _, err := q3.EncodeLandmarksResponses(cfg.Landmark, nil, 0); err != nil {
+			return nil, errors.New("master: landmark id: " + err.Error())
+		}
 	}
 	if len(cfg.MOTD) > MaxMOTDLen || strings.ContainsAny(cfg.MOTD, "\"\\\x00\n") {
 		return nil, errors.New(`master: the message of the day must be at most 1024 bytes without '"', '\', NUL or newline`)
@@ -497,7 +508,12 @@ func (h *Handler) getServers(now time.Time, from netip.AddrPort, m q3.GetServers
 	if m.Ext {
 		outK = KindServersExtResponse
 	}
-	return h.sendList(now, from, outK, a, dst)
+	n := len(dst)
+	dst = h.sendList(now, from, outK, a, dst)
+	if len(dst) > n && m.Ext && h.cfg.Landmark != "" && slices.Contains(m.Other, q3.LandmarksKeyword) {
+		dst = h.sendLandmarks(now, from, f, dst)
+	}
+	return dst
 }
 
 // sendList sends a cached server-list reply, all or nothing: its bytes

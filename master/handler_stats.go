@@ -40,6 +40,8 @@ const (
 	KindQ4GetInfo
 	KindQ4Servers
 	KindQ4AuthKey
+	// Scout's landmark extension, out (landmarks.go).
+	KindLandmarksResponse
 
 	numKinds
 )
@@ -70,6 +72,7 @@ var kindNames = [numKinds]string{
 	KindQ4GetInfo:          "q4_getInfo",
 	KindQ4Servers:          "q4_servers",
 	KindQ4AuthKey:          "q4_authKey",
+	KindLandmarksResponse:  "getserversLandmarksResponse",
 }
 
 // String returns the kind's metrics label.

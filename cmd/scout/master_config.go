@@ -14,6 +14,7 @@ import (
 	"github.com/scout-discovery/scout/loopnat"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/masterd"
+	"github.com/scout-discovery/scout/q3"
 	"github.com/scout-discovery/scout/web"
 )
 
@@ -186,6 +187,12 @@ func (o masterOptions) settings(ctx context.Context) (masterSettings, error) {
 		MaxEntries:     o.EntriesPerPacket,
 		EndOnLastOnly:  o.EndOnLastOnly,
 		MOTD:           o.MOTD,
+	}
+	if s.API.Landmark != nil {
+		if _, err := q3.EncodeLandmarksResponses(s.API.Landmark.ID, nil, 0); err != nil {
+			return s, fmt.Errorf("%w: --landmark-id %q: 1 to %d letters, digits or ._:-[]", errMasterUsage, s.API.Landmark.ID, q3.MaxLandmarkIDLen)
+		}
+		s.Handler.Landmark = s.API.Landmark.ID
 	}
 
 	port := orDefault(o.Port, masterd.DefaultPort)

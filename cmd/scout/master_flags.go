@@ -208,7 +208,7 @@ var masterOptionSpecs = []optSpec{
 		}
 		o.LandmarkPlace = v[0]
 		return nil
-	}, "CITY|[NAME:]LAT,LON: act as a landmark placed there: the JSON API gives this master's RTT to each server and /api/v1/landmarks describes it (issue 13)"},
+	}, "CITY|[NAME:]LAT,LON: act as a landmark placed there: the JSON API gives this master's RTT to each server, /api/v1/landmarks describes it, and a getserversExt with the word landmarks gets the RTTs after the list (issue 13)"},
 	{"landmark-id", 0, argOne, strOpt(func(o *masterOptions) *string { return &o.LandmarkID }), "ID: the landmark's name in the JSON API (the --fleet-id, else the first -l address)"},
 	{"http-rate", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.HTTPRate }, 1), "N: JSON API requests per second per client address (IPv6 /64) after the burst (10)"},
 	{"http-burst", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.HTTPBurst }, 1), "N: JSON API requests a client may make at once (60)"},
