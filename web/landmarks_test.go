@@ -35,8 +35,10 @@ func TestAPI_Landmarks(t *testing.T) {
 			t.Fatalf("%s: landmarks %+v", s.Name, s.Landmarks)
 		}
 		got := time.Duration(s.Landmarks[0].RTTMs * float64(time.Millisecond))
-		// The emulator never delivers early; a loaded machine adds.
-		if got < want || got > want+50*time.Millisecond {
+		// The emulator never delivers early; a loaded machine adds (on
+		// the shared 2-core machine under a parallel test run, once 100
+		// ms to two servers' first check).
+		if got < want || got > want+250*time.Millisecond {
 			t.Errorf("%s: rtt_ms %v, emulated %v", s.Name, s.Landmarks[0].RTTMs, want)
 		}
 	}
