@@ -99,6 +99,13 @@ type Config struct {
 	// Access is the clients' access link (world.Config.Access); the zero
 	// value is none.
 	Access world.AccessLink
+	// HeartbeatInterval is the servers' heartbeat period
+	// (world.Config.HeartbeatInterval); 0 means the games' 5 minutes. A
+	// test that must see every server listed on a loaded machine shortens
+	// it: the world's first heartbeats leave together, and a master that
+	// is slow to read loses some to its full socket buffer, as a real
+	// master would; the next heartbeat registers them.
+	HeartbeatInterval time.Duration
 }
 
 // Env is a running master and identity world.
@@ -165,7 +172,7 @@ func Start(ctx context.Context, cfg Config) (*Env, error) {
 	mdone := make(chan error, 1)
 	go func() { mdone <- m.Run(runCtx) }()
 
-	em, err := world.Listen(w, world.Config{Masters: []netip.AddrPort{e.Master}, RealTime: cfg.RealTime, Access: cfg.Access})
+	em, err := world.Listen(w, world.Config{Masters: []netip.AddrPort{e.Master}, RealTime: cfg.RealTime, Access: cfg.Access, HeartbeatInterval: cfg.HeartbeatInterval})
 	if err != nil {
 		cancel()
 		<-mdone

@@ -52,6 +52,8 @@ func TestServers_MasterWithOpenArenaAndWorldAgreesWithQstat(t *testing.T) {
 		Servers: worldServers, Full: 0.3, Empty: 0.3,
 		RTTMin: time.Millisecond, RTTMax: 5 * time.Millisecond, Seed: 4,
 		FloodProtection: true, ListTimeout: 30 * time.Second,
+		// Heartbeats lost at a loaded master's socket are sent again.
+		HeartbeatInterval: 10 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
