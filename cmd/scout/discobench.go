@@ -27,6 +27,8 @@ discovers the world through the master with:
   scout           scout servers (the default: paced by the link)
   scout-et        scout servers --strategy et (Enemy Territory: 16 in flight)
   scout-1000      scout servers --rate 1000 (paced, 1,000 probes/s)
+  scout-800k      scout servers --bandwidth 800k (the default, capped at
+                  800 kbit/s of requests: 1,960 probes/s)
   qstat-default   quakestat -q3m,71 with its defaults
   qstat-fast      quakestat -q3m,71 -maxsim 900 -sendinterval 0 (fastest)
 
@@ -59,6 +61,7 @@ var discobenchClients = []discobenchClient{
 	{name: "scout", scout: []string{"--game", "q3", "--protocol", "71"}},
 	{name: "scout-et", scout: []string{"--game", "q3", "--protocol", "71", "--strategy", "et"}},
 	{name: "scout-1000", scout: []string{"--game", "q3", "--protocol", "71", "--rate", "1000"}},
+	{name: "scout-800k", scout: []string{"--game", "q3", "--protocol", "71", "--bandwidth", "800k"}},
 	{name: "qstat-default", qstat: []string{}},
 	{name: "qstat-fast", qstat: []string{"-maxsim", "900", "-sendinterval", "0"}},
 }

@@ -145,7 +145,7 @@ func parseServersFlags(args []string, stderr io.Writer) (serversOptions, int, bo
 	strategy := fs.String("strategy", "auto", "send pattern: auto, et, q4 or qstat")
 	window := fs.Int("window", 0, "probes in flight at most (default: the strategy's, or what --rate needs)")
 	rate := fs.Float64("rate", 0, "probes per second, retries included (0: as fast as the window allows)")
-	bandwidth := fs.String("bandwidth", "", "upstream to use for probes, bits/s with k or M (e.g. 512k): the cap of --strategy auto, or sets --rate")
+	bandwidth := fs.String("bandwidth", "", "upstream to use for probes, bits/s with k or M (e.g. 512k): the cap of --strategy auto (which cannot see the upstream; its own cap, 5,000/s, is 2 Mbit/s of Quake III requests: give a slower upstream here), or sets --rate")
 	timeout := fs.Duration("timeout", probe.DefaultTimeout, "how long each probe waits for its reply")
 	retries := fs.Int("retries", probe.DefaultAttempts-1, "how many times an unanswered probe is sent again")
 	fs.BoolVar(&opt.status, "status", false, "also fetch each server's full status: rules and players (Quake III family: getstatus)")
