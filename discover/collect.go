@@ -88,6 +88,15 @@ type MasterReport struct {
 	// Took to the end of the list (quiet windows included).
 	FirstPacket time.Duration `json:"-"`
 	Took        time.Duration `json:"-"`
+	// RTT is the client's round trip to the master: from the last query
+	// sent before its first packet to that packet.
+	RTT time.Duration `json:"-"`
+	// Landmark, LandmarkPackets and LandmarkRTTs are the master's landmark
+	// id, the landmark packets it sent and its RTT to each server, by
+	// address, with Config.Landmarks (landmarks.go).
+	Landmark        string                           `json:"landmark,omitempty"`
+	LandmarkPackets int                              `json:"landmark_packets,omitempty"`
+	LandmarkRTTs    map[netip.AddrPort]time.Duration `json:"-"`
 }
 
 // Answered reports whether the master sent a usable list.
@@ -165,7 +174,11 @@ func (s *session) ask(now time.Time, m *collecting) []outgoing {
 	if !seed.IsValid() {
 		seed = m.Steam.Seed
 	}
-	bs, err := m.queries(seed)
+	req := m.Request
+	if s.cfg.Landmarks {
+		req = req.withLandmarks()
+	}
+	bs, err := req.queries(seed)
 	if err != nil {
 		s.finish(now, m, EndNoReply, fmt.Errorf("encoding the query: %w", err))
 		return nil
@@ -236,8 +249,11 @@ func (s *session) receive(now time.Time, from netip.AddrPort, b []byte) []outgoi
 	if !m.done && s.overTime(now, m) {
 		return nil
 	}
-	if max := s.cfg.maxPackets(); m.rep.Packets+m.rep.Garbled >= max {
+	if max := s.cfg.maxPackets(); m.rep.Packets+m.rep.Garbled+m.rep.LandmarkPackets >= max {
 		s.finish(now, m, EndLimit, fmt.Errorf("sent more than %d packets (the bound per master, discover.Config.MaxPackets): the rest of its list is ignored", max))
+		return nil
+	}
+	if s.receiveLandmarks(now, m, b) {
 		return nil
 	}
 	p := m.parse(b)
@@ -248,6 +264,7 @@ func (s *session) receive(now time.Time, from netip.AddrPort, b []byte) []outgoi
 	}
 	if m.rep.Packets == 0 {
 		m.rep.FirstPacket = now.Sub(m.start)
+		m.rep.RTT = now.Sub(m.sentAt)
 	}
 	m.rep.Packets++
 	m.last = now

@@ -38,6 +38,9 @@ type Config struct {
 	// sets the pace).
 	AdmitBurst int
 	AdmitRate  float64
+	// Landmarks asks every getserversExt master for its RTTs to the
+	// servers it lists and keeps them in MasterReport (landmarks.go).
+	Landmarks bool
 	// Extra are servers to probe besides those the masters list.
 	Extra []probe.Target
 	// Prober probes the servers; its MaxTargets bounds the servers of the

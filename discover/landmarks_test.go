@@ -1,0 +1,96 @@
+package discover
+
+import (
+	"bytes"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/scout-discovery/scout/game"
+	"github.com/scout-discovery/scout/q3"
+)
+
+func extRequest(t testing.TB) Request {
+	t.Helper()
+	r, err := RequestFor(game.Builtin()[0], ProtocolQ3A132, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func landmarkPacket(t testing.TB, id string, es ...q3.LandmarkEntry) []byte {
+	t.Helper()
+	pkts, err := q3.EncodeLandmarksResponses(id, es, 0)
+	if err != nil || len(pkts) != 1 {
+		t.Fatal(pkts, err)
+	}
+	return pkts[0]
+}
+
+// With Config.Landmarks the getserversExt query carries the word, the
+// landmark packet after the list is kept in the master's report with the
+// client's own RTT to the master; without it the word is absent and such
+// a packet is garbage.
+func TestSession_Landmarks(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		cfg := Config{Landmarks: on, Masters: []Master{{Name: "A", Addr: masterA, Request: extRequest(t)}}}
+		s := newSession(cfg, t0)
+		out := s.poll(t0)
+		if len(out) != 1 {
+			t.Fatalf("%d queries", len(out))
+		}
+		if asked := bytes.HasSuffix(bytes.TrimRight(out[0].b, "\n"), []byte(" landmarks")); asked != on {
+			t.Fatalf("Landmarks %v: query %q", on, out[0].b)
+		}
+		s.wrote(t0, out[0], nil)
+		list, _ := q3.ServersResponse{Ext: true, Servers: []netip.AddrPort{srv(1), srv(2)}, End: q3.EndEOT}.AppendBinary(nil)
+		s.receive(at(30*time.Millisecond), masterA, list)
+		s.receive(at(31*time.Millisecond), masterA, landmarkPacket(t, "fra-1",
+			q3.LandmarkEntry{Addr: srv(1), RTT: 12 * time.Millisecond}, q3.LandmarkEntry{Addr: srv(2), RTT: 40 * time.Millisecond}))
+		s.receive(at(32*time.Millisecond), masterA, landmarkPacket(t, "other", q3.LandmarkEntry{Addr: srv(3), RTT: time.Millisecond}))
+		r := s.masters[0].rep
+		if r.RTT != 30*time.Millisecond || r.Packets != 1 {
+			t.Errorf("RTT %v, packets %d", r.RTT, r.Packets)
+		}
+		if on {
+			if r.Landmark != "fra-1" || r.LandmarkPackets != 1 || r.Garbled != 1 || len(r.LandmarkRTTs) != 2 ||
+				r.LandmarkRTTs[srv(1)] != 12*time.Millisecond || r.LandmarkRTTs[srv(2)] != 40*time.Millisecond {
+				t.Errorf("report %+v", r)
+			}
+		} else if r.Landmark != "" || r.LandmarkRTTs != nil || r.Garbled != 2 {
+			t.Errorf("not asked, yet %+v", r)
+		}
+	}
+}
+
+// FuzzSessionLandmarks feeds a landmark-asking session list and landmark
+// packets of any content: no panic, the bounds hold.
+func FuzzSessionLandmarks(f *testing.F) {
+	ok, _ := q3.EncodeLandmarksResponses("fra-1", []q3.LandmarkEntry{{Addr: srv(1), RTT: time.Millisecond}}, 0)
+	f.Add(ok[0][len(q3.Prefix+q3.LandmarksResponseCommand):], 3)
+	f.Add([]byte("\nx\n/"), 1)
+	f.Add([]byte("\nfra-1\n\\\x01\x02\x03\x04\x00\x05\x00\x01\x00\x00"), 40)
+	f.Fuzz(func(t *testing.T, body []byte, n int) {
+		const maxServers, maxPackets = 8, 6
+		cfg := Config{Landmarks: true, MaxServers: maxServers, MaxPackets: maxPackets,
+			Masters: []Master{{Name: "A", Addr: masterA, Request: extRequest(t)}}}
+		s := newSession(cfg, t0)
+		for _, o := range s.poll(t0) {
+			s.wrote(t0, o, nil)
+		}
+		pkt := append([]byte(q3.Prefix+q3.LandmarksResponseCommand), body...)
+		for i := range n % 16 {
+			s.receive(at(time.Duration(i)*time.Millisecond), masterA, pkt)
+		}
+		r := s.masters[0].rep
+		if len(r.LandmarkRTTs) > maxServers || r.Packets+r.Garbled+r.LandmarkPackets > maxPackets {
+			t.Fatalf("report past its bounds: %d RTTs, %d packets", len(r.LandmarkRTTs), r.Packets+r.Garbled+r.LandmarkPackets)
+		}
+		for a, d := range r.LandmarkRTTs {
+			if d <= 0 || !a.IsValid() {
+				t.Fatalf("kept %v %v", a, d)
+			}
+		}
+	})
+}
