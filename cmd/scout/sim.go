@@ -573,4 +573,3 @@ func simSeeds(ctx context.Context, stdout, stderr io.Writer, model func(populati
 	}
 	return 0
 }
-
