@@ -15,6 +15,13 @@ import (
 // answers encoded afresh, uncached, once the cache is full.
 const MaxCachedAnswers = 64
 
+// MaxCachedAnswerBytes bounds the bytes of the encoded replies kept per
+// listing snapshot. A full answer of 1,000,000 servers is 7 MB (IPv4) to
+// 19 MB (IPv6) of UDP payload: without it, 64 shapes of a large listing
+// could hold more than a gigabyte. A reply that does not fit is encoded
+// afresh for each query.
+const MaxCachedAnswerBytes = 64 << 20
+
 // replyForm is how a reply's packets are encoded.
 type replyForm struct {
 	q4    bool            // Doom 3 / Quake 4 servers packets
@@ -88,15 +95,28 @@ func (r *Registry) answer(now time.Time, f filter, form replyForm, every bool) (
 	if err != nil {
 		return nil, err
 	}
-	if snap.nAnswers.Add(1) <= MaxCachedAnswers {
-		if prev, loaded := snap.answers.LoadOrStore(key, a); loaded {
-			snap.nAnswers.Add(-1)
-			return prev.(*answer), nil
-		}
-	} else {
+	return snap.cache(key, a), nil
+}
+
+// cache stores a as key's answer if the bounds leave room, and returns
+// the answer to use: a, or one stored meanwhile by another query.
+func (snap *snapshot) cache(key answerKey, a *answer) *answer {
+	size := int64(a.bytes + len(a.pkts)*a.endLen)
+	if snap.nAnswers.Add(1) > MaxCachedAnswers {
 		snap.nAnswers.Add(-1)
+		return a
 	}
-	return a, nil
+	if snap.answerBytes.Add(size) > MaxCachedAnswerBytes {
+		snap.nAnswers.Add(-1)
+		snap.answerBytes.Add(-size)
+		return a
+	}
+	if prev, loaded := snap.answers.LoadOrStore(key, a); loaded {
+		snap.nAnswers.Add(-1)
+		snap.answerBytes.Add(-size)
+		return prev.(*answer)
+	}
+	return a
 }
 
 // appendTo appends the reply's packets to dst, addressed to to, rotated

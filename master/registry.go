@@ -93,6 +93,11 @@ type Config struct {
 	Catalogue        *game.Catalogue
 	Policy           game.Policy
 	AddrMap          *AddrMap // dpmaster -m; nil maps nothing
+	// InlineSnapshot is the largest listing whose answer snapshot a
+	// query rebuilds itself when the listing changed; a larger one is
+	// answered from the last snapshot until Refresh rebuilds it (see
+	// Refresh). Default DefaultInlineSnapshot; negative: always inline.
+	InlineSnapshot int
 }
 
 func (c *Config) setDefaults() {
@@ -105,6 +110,7 @@ func (c *Config) setDefaults() {
 	def(&c.MaxServersPerAddress, DefaultMaxServersPerAddress)
 	def(&c.MaxPending, DefaultMaxPending)
 	def(&c.MaxMissedProbes, DefaultMaxMissedProbes)
+	def(&c.InlineSnapshot, DefaultInlineSnapshot)
 	def(&c.VerifyRetries, DefaultVerifyRetries)
 	if c.VerifyRetries < 0 {
 		c.VerifyRetries = 0
@@ -395,6 +401,7 @@ type Registry struct {
 	snap        atomic.Pointer[snapshot] // immutable; rebuilt after changes
 	dirty       atomic.Bool              // snap is stale
 	version     atomic.Uint64            // listing version (see Version)
+	build       sync.Mutex               // one snapshot build at a time (select.go)
 
 	mu      sync.Mutex
 	servers map[serverKey]*entry

@@ -229,6 +229,7 @@ func (m *Master) Run(ctx context.Context) error {
 		serve(c, true)
 	}
 	wg.Go(func() { m.Server.Tick(ctx, TickInterval) })
+	wg.Go(func() { refreshSnapshots(ctx, m.Handler.Registry(), SnapshotRefreshInterval) })
 	if m.httpLn != nil {
 		hs := &http.Server{Handler: m.HTTPHandler(), ReadHeaderTimeout: DefaultHTTPReadHeaderTimeout}
 		go hs.Serve(m.httpLn)

@@ -1,0 +1,352 @@
+package masterd
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/scout-discovery/scout/infostring"
+	"github.com/scout-discovery/scout/master"
+	"github.com/scout-discovery/scout/master/store"
+	"github.com/scout-discovery/scout/q3"
+)
+
+// millionServers is issue 11 item 4's listing size.
+const millionServers = 1_000_000
+
+// millionGame is the game, protocol and heartbeat tag of the i-th
+// synthetic server: 70 % Quake III Arena 68 (the full answer asked for),
+// 15 % OpenArena 71, 15 % Xonotic 3.
+func millionGame(i int) (name, proto, tag string) {
+	switch i % 20 {
+	case 14, 15, 16:
+		return "OpenArena", "71", "DarkPlaces"
+	case 17, 18, 19:
+		return "Xonotic", "3", "DarkPlaces"
+	}
+	return "Quake3Arena", "68", "QuakeArena-1"
+}
+
+// millionAddr is the i-th synthetic server's address: one in four IPv6
+// (a /64 per 2 servers), the others IPv4, all public and none real
+// hosts' (nothing is sent to them: registration is in-process).
+func millionAddr(i int) netip.AddrPort {
+	port := uint16(27960 + i%8)
+	n := i / 8
+	if i%4 == 3 {
+		var b [16]byte
+		b[0], b[1], b[2], b[3] = 0x2a, 0x0f, 0x5c, 0x0a
+		b[5], b[6], b[7], b[15] = byte(n>>16), byte(n>>8), byte(n), 1
+		return netip.AddrPortFrom(netip.AddrFrom16(b), port)
+	}
+	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{23, byte(n >> 16), byte(n >> 8), byte(n)}), port)
+}
+
+// BenchmarkMaster_Million builds a real master (masterd.Master on
+// 127.0.0.1) listing 1,000,000 verified servers and reports (BENCHMARKS.md,
+// "A million servers"):
+//
+//   - registrations/s: heartbeat, getinfo and infoResponse through
+//     Handler.HandlePacket in this goroutine (in-process: loopback has too
+//     few IPv6 addresses, see millionAddr), with the master's sockets,
+//     ticker and web history running;
+//   - heap-B/server (live heap after a GC) and rss-B/server (VmRSS), both
+//     after registration and the full answer, less before;
+//   - the full getserversExt answer for Quake3Arena 68 (700,000 servers)
+//     over the real socket: first after a change (snapshot and encoding),
+//     and cached; packets and bytes; and the socket loop's worst pause
+//     during each, as the longest round trip of a small probe request
+//     (getserversExt for a game with no servers) sent every millisecond;
+//   - restart from a bbolt state file: Open, Load and Restore of the 1M.
+//
+// Run it alone: go test -run '^$' -bench Million -benchtime 1x ./masterd
+func BenchmarkMaster_Million(b *testing.B) {
+	for b.Loop() {
+		benchMillion(b)
+	}
+}
+
+func benchMillion(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	regCfg := master.Config{
+		MaxServers: millionServers + 1024, MaxServersPerAddress: -1,
+		MaxPending: 1 << 16, AllowLoopback: true,
+	}
+	m, err := NewMaster(time.Now(), Config{
+		Listen:       []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
+		Registry:     regCfg,
+		NoQueryLimit: true, OutRate: 4_000_000_000, OutBurst: 100_000_000,
+		// The heartbeat flood protection tracks the sources of the last
+		// few seconds: at tens of thousands of new servers a second that
+		// is far more than its default 16,384 (dpmaster's --max-clients).
+		MaxSources: 1 << 18,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := m.Listen(); err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	ran := make(chan error, 1)
+	go func() { ran <- m.Run(ctx) }()
+	defer func() { cancel(); <-ran }()
+	addr := m.Addrs()[0]
+
+	heap0, rss0 := liveHeap(), vmRSS(b)
+	start, cpu0 := time.Now(), cpuTime()
+	registerMillion(b, m.Handler, 0, millionServers)
+	reg, regCPU := time.Since(start), cpuTime()-cpu0
+	if l, _ := m.Handler.Registry().Counts(); l != millionServers {
+		b.Fatalf("%d listed", l)
+	}
+	b.ReportMetric(millionServers/reg.Seconds(), "registrations/s")
+	b.ReportMetric(millionServers/regCPU.Seconds(), "registrations/cpu-s")
+
+	full, _ := q3.GetServers{Ext: true, GameName: "Quake3Arena", Protocol: 68, Empty: true, Full: true, IPv4: true, IPv6: true}.AppendBinary(nil)
+	probe, _ := q3.GetServers{Ext: true, GameName: "Nexuiz", Protocol: 3, Empty: true, Full: true}.AppendBinary(nil)
+	next := millionServers
+	for _, phase := range []string{"changed", "cached"} {
+		change := func() {}
+		if phase == "changed" {
+			// One more server listed: the answer needs a new snapshot.
+			change = func() { registerMillion(b, m.Handler, next, next+1); next++ }
+		}
+		r := fullAnswer(b, addr, full, probe, change)
+		b.Logf("%s answer: %d packets, %d bytes, last packet after %v; probe before: worst %v; during: worst %v (%d probes, %d unanswered)",
+			phase, r.packets, r.bytes, r.took, r.before, r.during, r.probes, r.lost)
+		b.ReportMetric(r.took.Seconds()*1e3, phase+"-answer-ms")
+		b.ReportMetric(r.during.Seconds()*1e3, phase+"-worst-pause-ms")
+		b.ReportMetric(float64(r.packets), phase+"-packets")
+	}
+	if l, _ := m.Handler.Registry().Counts(); l != next {
+		b.Fatalf("%d listed, want %d", l, next)
+	}
+	runtime.GC()
+	b.ReportMetric(float64(liveHeap()-heap0)/millionServers, "heap-B/server")
+	b.ReportMetric(float64(vmRSS(b)-rss0)/millionServers, "rss-B/server")
+
+	servers := m.Handler.Registry().Servers(nil)
+	b.ReportMetric(restartBolt(b, regCfg, servers).Seconds(), "bolt-restart-s")
+}
+
+// registerMillion lists the servers [from, to) through h, one heartbeat
+// and one infoResponse each.
+func registerMillion(b *testing.B, h *master.Handler, from, to int) {
+	var out []master.Outgoing
+	hbs := map[string][]byte{}
+	for _, tag := range []string{"QuakeArena-1", "DarkPlaces"} {
+		hbs[tag], _ = q3.Heartbeat{Tag: tag}.AppendBinary(nil)
+	}
+	var pkt []byte
+	for i := from; i < to; i++ {
+		a := millionAddr(i)
+		name, proto, tag := millionGame(i)
+		now := time.Now()
+		out = h.HandlePacket(now, a, hbs[tag], out[:0])
+		challenge := ""
+		for _, o := range out {
+			if m, err := q3.Parse(o.Payload); err == nil {
+				if gi, ok := m.(q3.GetInfo); ok && o.To == a {
+					challenge = gi.Challenge
+				}
+			}
+		}
+		if challenge == "" {
+			b.Fatalf("server %d %v: no getinfo in %d datagrams", i, a, len(out))
+		}
+		var err error
+		pkt, err = q3.InfoResponse{Info: infostring.Info{
+			{Key: "challenge", Value: challenge}, {Key: "protocol", Value: proto}, {Key: "gamename", Value: name},
+			{Key: "hostname", Value: "million " + strconv.Itoa(i)}, {Key: "mapname", Value: "q3dm17"},
+			{Key: "clients", Value: strconv.Itoa(i % 17)}, {Key: "sv_maxclients", Value: "16"}, {Key: "gametype", Value: "0"},
+		}}.AppendBinary(pkt[:0])
+		if err != nil {
+			b.Fatal(err)
+		}
+		out = h.HandlePacket(now, a, pkt, out[:0])
+	}
+}
+
+type answerRun struct {
+	packets, bytes int
+	took           time.Duration // request to the last packet received
+	before, during time.Duration // worst probe round trip
+	probes, lost   int
+}
+
+// fullAnswer asks addr for req from one socket while another sends
+// probe every millisecond, and returns the answer's size and time and the
+// probes' worst round trip for 300 ms before, and during the answer;
+// change runs between the two.
+func fullAnswer(b *testing.B, addr netip.AddrPort, req, probe []byte, change func()) answerRun {
+	b.Helper()
+	var r answerRun
+	pc := dial(b)
+	defer pc.Close()
+	fc := dial(b)
+	defer fc.Close()
+	fc.SetReadBuffer(64 << 20)
+
+	prober := func(d time.Duration) (worst time.Duration) {
+		buf := make([]byte, 2048)
+		for end := time.Now().Add(d); time.Now().Before(end); {
+			t := time.Now()
+			if _, err := pc.WriteToUDPAddrPort(probe, addr); err != nil {
+				b.Fatal(err)
+			}
+			pc.SetReadDeadline(t.Add(5 * time.Second))
+			if _, _, err := pc.ReadFromUDPAddrPort(buf); err != nil {
+				r.lost++
+				continue
+			}
+			r.probes++
+			worst = max(worst, time.Since(t))
+			time.Sleep(time.Millisecond) // the probe's pace, not a wait for an event
+		}
+		return worst
+	}
+	r.before = prober(300 * time.Millisecond)
+	r.probes, r.lost = 0, 0
+	change()
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 2048)
+		t := time.Now()
+		if _, err := fc.WriteToUDPAddrPort(req, addr); err != nil {
+			b.Error(err)
+			return
+		}
+		wait := time.Minute // the first packet: snapshot and encoding
+		for {
+			fc.SetReadDeadline(time.Now().Add(wait))
+			wait = time.Second
+			n, _, err := fc.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				var ne net.Error
+				if !errors.As(err, &ne) || !ne.Timeout() {
+					b.Error(err)
+				}
+				return
+			}
+			r.packets++
+			r.bytes += n
+			r.took = time.Since(t)
+		}
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r.during = max(r.during, prober(50*time.Millisecond))
+		select {
+		case <-done:
+			return r
+		default:
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("no end to the full answer")
+		}
+	}
+}
+
+func dial(b *testing.B) *net.UDPConn {
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// restartBolt writes servers to a state file and returns how long a
+// restart takes from it: Open (with its consistency check), Load and
+// Registry.Restore.
+func restartBolt(b *testing.B, cfg master.Config, servers []master.Server) time.Duration {
+	path := filepath.Join(b.TempDir(), "state.db")
+	st, err := store.Open(path, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for len(servers) > 0 {
+		n := min(len(servers), 65536)
+		if err := st.Apply(servers[:n], nil); err != nil {
+			b.Fatal(err)
+		}
+		servers = servers[n:]
+	}
+	if err := st.Close(); err != nil {
+		b.Fatal(err)
+	}
+	runtime.GC()
+	start, cpu0 := time.Now(), cpuTime()
+	st, err = store.Open(path, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	opened := time.Since(start)
+	loaded, corrupt, err := st.Load()
+	if err != nil || corrupt != 0 {
+		b.Fatalf("load: %d corrupt, %v", corrupt, err)
+	}
+	read := time.Since(start)
+	chal, err := master.NewChallenger(master.DefaultRotationPeriod, rand.Reader)
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg, err := master.NewRegistry(cfg, chal)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n, skipped := reg.Restore(time.Now(), loaded)
+	took, cpu := time.Since(start), cpuTime()-cpu0
+	st.Close()
+	if n != len(loaded) {
+		b.Fatalf("restored %d of %d, skipped %d", n, len(loaded), len(skipped))
+	}
+	b.Logf("bolt restart: %d servers in %v (Open %v, Load %v, Restore %v), %v of CPU",
+		n, took, opened, read-opened, took-read, cpu)
+	b.ReportMetric(cpu.Seconds(), "bolt-restart-cpu-s")
+	return took
+}
+
+// cpuTime returns the CPU time this process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func liveHeap() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
+
+// vmRSS returns this process's resident set in bytes (Linux), 0 elsewhere.
+func vmRSS(b *testing.B) int64 {
+	s, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(s), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
