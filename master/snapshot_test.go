@@ -9,7 +9,9 @@ import (
 // until Refresh rebuilds it; a smaller one is rebuilt by the query.
 func TestRegistry_RefreshRebuildsLargeListingsOffTheQueryPath(t *testing.T) {
 	r := newTestRegistry(t, Config{InlineSnapshot: 2, AllowLoopback: true})
-	addr := func(i int) netip.AddrPort { return netip.AddrPortFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(i)}), 27960) }
+	addr := func(i int) netip.AddrPort {
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(i)}), 27960)
+	}
 	for i := 1; i <= 2; i++ {
 		register(t, r, t0, addr(i))
 		if got := len(selectAll(r, t0, q71)); got != i {
