@@ -1058,6 +1058,11 @@ func (r *Registry) removeLocked(a netip.AddrPort, e *entry) {
 func (r *Registry) Restore(now time.Time, servers []Server) (restored int, skipped []Removal) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if len(r.servers) == 0 {
+		// A start from the state: the map sized once, not grown in
+		// steps (a million servers at a restart, issue 11).
+		r.servers = make(map[serverKey]*entry, min(len(servers), r.cfg.MaxServers))
+	}
 	for _, s := range servers {
 		a, why := classify(s.Addr, r.cfg.AllowLoopback, r.cfg.RefusePrivate, r.cfg.AddrMap)
 		k := addrKeyOf(a.Addr())
