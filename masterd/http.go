@@ -39,6 +39,7 @@ type ServerJSON struct {
 func (m *Master) HTTPHandler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewCollector(m), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(apiMetrics(m)...)
 	mux := http.NewServeMux()
 	mux.Handle("/api/", m.API)
 	if m.Config.Fleet != nil {
@@ -100,4 +101,25 @@ func (m *Master) listServers(ctx context.Context) ([]master.Server, string) {
 		m.Log.Warn("reading the shared registry for /servers: serving this instance's list", "err", err)
 	}
 	return m.Registry.Servers(nil), "memory"
+}
+
+// apiMetrics are the JSON API's counters and the history's size, read at
+// scrape time from their atomics.
+func apiMetrics(m *Master) []prometheus.Collector {
+	counter := func(name, help string, v func() uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "scout_master_api_" + name, Help: help},
+			func() float64 { return float64(v()) })
+	}
+	a := m.API
+	return []prometheus.Collector{
+		counter("views_built_total", "Views of the list built (after a listing change, at most every MinRefresh).", a.Builds.Load),
+		counter("encoded_total", "Answers encoded (a query's first in a view).", a.Misses.Load),
+		counter("cache_hits_total", "Answers served from a view's cache.", a.Hits.Load),
+		counter("not_modified_total", "Conditional requests answered 304.", a.NotModified.Load),
+		counter("rate_limited_total", "Requests refused 429 (per-client limit).", a.Limited.Load),
+		counter("overloaded_total", "Requests refused 503 (limit over all clients).", a.Overloaded.Load),
+		counter("panics_total", "Panics recovered in the API (never expected).", a.Panics.Load),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "scout_master_history_servers", Help: "Servers with a player-count history."},
+			func() float64 { n, _, _ := m.History.Len(); return float64(n) }),
+	}
 }

@@ -3,6 +3,7 @@ package masterd
 import (
 	"encoding/json"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"strings"
@@ -39,6 +40,19 @@ func TestMaster_HTTP(t *testing.T) {
 	if get("/healthz") != "ok\n" {
 		t.Error("healthz")
 	}
+	// The API, once plain and once conditional: a view, an encoding, a 304.
+	r, err := ts.Client().Get(ts.URL + "/api/v1/servers")
+	if err != nil || r.StatusCode != 200 {
+		t.Fatalf("/api/v1/servers: %v %v", r, err)
+	}
+	r.Body.Close()
+	req, _ := http.NewRequest("GET", ts.URL+"/api/v1/servers", nil)
+	req.Header.Set("If-None-Match", r.Header.Get("ETag"))
+	if r2, err := ts.Client().Do(req); err != nil || r2.StatusCode != 304 {
+		t.Fatalf("conditional: %v %v", r2, err)
+	} else {
+		r2.Body.Close()
+	}
 	metrics := get("/metrics")
 	for _, want := range []string{
 		`scout_master_servers_listed_by_game{game="Quake3Arena"} 1`,
@@ -46,6 +60,10 @@ func TestMaster_HTTP(t *testing.T) {
 		`scout_master_packets_received_total{kind="getservers"} 1`,
 		`scout_master_packets_sent_total{kind="getserversResponse"} 1`,
 		`scout_master_answers_total 1`,
+		`scout_master_history_servers 1`,
+		`scout_master_api_not_modified_total 1`,
+		`scout_master_api_views_built_total 1`,
+		`scout_master_api_encoded_total 1`,
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %s", want)
