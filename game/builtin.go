@@ -12,7 +12,11 @@ func Builtin() []*Game {
 			Name: name, Title: title, Family: FamilyQ3,
 			Gamenames:  []string{name},
 			Protocols:  protocols,
-			Reprobe:    Reprobe{Requests: GetInfo, Interval: DefaultReprobeInterval},
+			// getstatus, as for Quake III: ioquake3 (OpenArena...) and
+			// DarkPlaces answer it with the serverinfo, the challenge
+			// echoed and the player list, which the web list's detail
+			// view shows; getinfo carries no players.
+			Reprobe:    Reprobe{Requests: GetStatus, Interval: DefaultReprobeInterval},
 			GamePort:   26000,
 			MasterPort: PortQ3Master,
 			Masters:    masters,

@@ -107,6 +107,9 @@ func TestBuiltin_ETSendsEmptyAndFullAndReprobesEvery4Minutes(t *testing.T) {
 		t.Errorf("reprobe = %v every %v", et.Reprobe.Requests, et.Reprobe.Interval)
 	}
 	q3, _ := Default().ByName("Quake3Arena")
+	if oa, _ := Default().ByName("OpenArena"); oa == nil || oa.Reprobe.Requests != GetStatus {
+		t.Errorf("OpenArena re-probes with %v, want getstatus (the players)", oa)
+	}
 	if q3.Reprobe.Requests != GetStatus || q3.Reprobe.Interval != Q3AReprobeInterval || q3.Options != 0 {
 		t.Errorf("Q3A reprobe = %v every %v, options %v", q3.Reprobe.Requests, q3.Reprobe.Interval, q3.Options)
 	}
