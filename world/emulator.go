@@ -53,6 +53,13 @@ type Config struct {
 	// Access is every client's access link (see AccessLink); the zero
 	// value is none.
 	Access AccessLink
+	// Requesters gives some requesters (by loopback IP, compared
+	// unmapped, any port) a network of their own: Requesters[ip][i]
+	// replaces server i's (world order) Link for the replies to ip. So
+	// a client and each master instance, on loopback IPs of their own,
+	// see the RTTs their places imply (issue 13: masters as landmarks).
+	// Each slice has one Link per server; heartbeats keep Server.Link.
+	Requesters map[netip.Addr][]Link
 }
 
 // Stats counts what the emulator did. Lateness is how long after its due
@@ -149,6 +156,16 @@ func Listen(w World, cfg Config) (*Emulator, error) {
 	}
 	if err := cfg.Access.Validate(); err != nil {
 		return nil, err
+	}
+	for ip, ls := range cfg.Requesters {
+		if !ip.Unmap().IsLoopback() || ip.Unmap() != ip || len(ls) != len(w.Servers) {
+			return nil, fmt.Errorf("world: requester %v: want an unmapped loopback IP and one link per server (%d), got %d", ip, len(w.Servers), len(ls))
+		}
+		for i, l := range ls {
+			if l.RTT < 0 || l.Jitter < 0 || !(l.Loss >= 0 && l.Loss <= 1) {
+				return nil, fmt.Errorf("world: requester %v, server %d: bad link %+v", ip, i, l)
+			}
+		}
 	}
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = HeartbeatInterval
@@ -290,9 +307,13 @@ func (e *Emulator) handle(sock int, from netip.AddrPort, b []byte, at time.Time)
 	var o Outcome
 	e.replyBuf, o = e.resp.respond(at, sock, s, &st.lim, from, b, e.replyBuf[:0])
 	e.outcomes[o].Add(1)
+	link := s.Link
+	if ls, ok := e.cfg.Requesters[from.Addr().Unmap()]; ok {
+		link = ls[sock]
+	}
 	for i, r := range e.replyBuf {
 		e.replyBuf[i] = nil
-		due, lost := shape(s.Link, e.rng, at, false)
+		due, lost := shape(link, e.rng, at, false)
 		if lost {
 			e.lost.Add(1)
 			continue

@@ -305,7 +305,9 @@ func loadWorld(opt serversOptions) (*loopnat.Table, error) {
 }
 
 func serversDiscover(ctx context.Context, opt serversOptions, out *serversOutput, stderr io.Writer) error {
-	req, err := discover.RequestFor(opt.game, opt.protocol, opt.ext)
+	// --order landmarks asks with getserversExt: the landmark extension
+	// rides on it (q3.LandmarksKeyword).
+	req, err := discover.RequestFor(opt.game, opt.protocol, opt.ext || opt.ordering.order == "landmarks")
 	if err != nil {
 		return err
 	}
@@ -349,6 +351,9 @@ func serversDiscover(ctx context.Context, opt serversOptions, out *serversOutput
 	out.start()
 	if opt.ordering.order == "adaptive" {
 		return serversOrdered(ctx, opt, out, mconn, pconn, cfg, unresolved)
+	}
+	if opt.ordering.order == "landmarks" {
+		return serversLandmarks(ctx, opt, out, mconn, pconn, cfg, unresolved)
 	}
 	log := &probeLog{start: out.began}
 	gn := &gameNames{}

@@ -45,11 +45,18 @@ whose first sample is under --auto-stop + 50 ms, and a stop once the last
 20 re-ordered probes were at or over --auto-stop and no cluster with
 servers left has answered under it + 5 ms.
 
+landmarks asks the masters (scout master --landmark-place) for their RTTs
+to the servers with the list, takes each list query's round trip as the
+client's RTT to that master, probes in ascending estimate (the triangle
+upper bound) and stops once every unprobed server's lower bound, less a
+54 ms margin, is past --auto-stop; servers no landmark measured get
+Armitage's calibration (--variant scout's constants).
+
 --plot FILE writes the run's RTT against probe time (.svg or .png) with
 the phases, the running 2nd percentile and the auto-stop line.`
 
 func addOrderFlags(fs *flag.FlagSet, o *orderOptions) (check func() error) {
-	fs.StringVar(&o.order, "order", "master", "probe order: master (conventional) or adaptive")
+	fs.StringVar(&o.order, "order", "master", "probe order: master (conventional), adaptive, or landmarks (the masters' published RTTs: scout master --landmark-place)")
 	fs.DurationVar(&o.autoStop, "auto-stop", adaptive.Paper().StopRTT, "adaptive: RTTstop, the largest playable RTT; paper: stop when the 2nd-percentile RTT of the last 100 probes reaches it (0: never stop)")
 	fs.StringVar(&o.variant, "variant", "paper", "adaptive: paper (Algorithms 1 and 2 as published) or scout (country+AS clusters, two-round calibration, bound stop rule)")
 	by := fs.String("cluster-by", "", "adaptive: cluster servers by country, as (origin AS) or country+as (default: the variant's, country for paper, country+as for scout)")
@@ -57,9 +64,9 @@ func addOrderFlags(fs *flag.FlagSet, o *orderOptions) (check func() error) {
 	fs.Uint64Var(&o.seed, "order-seed", 1, "adaptive: seed of the calibration samples' random choice")
 	return func() error {
 		switch o.order {
-		case "master", "adaptive":
+		case "master", "adaptive", "landmarks":
 		default:
-			return fmt.Errorf("unknown --order %q (master or adaptive; oracle needs true RTTs: scout demo, scout sim)", o.order)
+			return fmt.Errorf("unknown --order %q (master, adaptive or landmarks; oracle needs true RTTs: scout demo, scout sim)", o.order)
 		}
 		switch o.variant {
 		case "paper", "scout":
@@ -188,6 +195,8 @@ type orderReport struct {
 	Playable       int     `json:"playable"`
 	LastPlayableMs float64 `json:"last_playable_ms"`
 	Refused        int     `json:"refused,omitempty"`
+	// Landmarks are the landmark ids of --order landmarks.
+	Landmarks []string `json:"landmarks,omitempty"`
 }
 
 func newOrderReport(order, variant string, p adaptive.Params, sum discover.Summary, ord discover.Ordering) orderReport {

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/scout-discovery/scout/adaptive"
+	"github.com/scout-discovery/scout/discover"
+	"github.com/scout-discovery/scout/geo"
+	"github.com/scout-discovery/scout/landmark"
+	"github.com/scout-discovery/scout/probe"
+)
+
+// landmarkMargin is --order landmarks' safety margin (ms) for the
+// triangle inequality's violations: the real-mesh evaluation's for three
+// hub landmarks at the 0.999 quantile (EVALUATION.md, "Landmarks": 54 ms
+// for Frankfurt, New York, Tokyo).
+const landmarkMargin = 54
+
+// landmarkInput builds the landmark planner's input from the masters'
+// reports: each master that answered as a landmark is one; the client's
+// RTT to it is its list query's round trip (MasterReport.RTT); a server's
+// vector holds each landmark's published RTT to it, NaN where that
+// landmark has not measured it. The landmarks' RTTs to each other are not
+// measured: Repair is off.
+func landmarkInput(ts []adaptive.Target, reps []discover.MasterReport) (landmark.PlanInput, []string) {
+	in := landmark.PlanInput{Targets: ts}
+	var lms []discover.MasterReport
+	var names []string
+	for _, r := range reps {
+		if r.Landmark != "" && r.RTT > 0 {
+			lms = append(lms, r)
+			names = append(names, r.Landmark)
+			in.Client = append(in.Client, ms(r.RTT))
+		}
+	}
+	in.Vectors = make([]landmark.Vector, len(ts))
+	for i, t := range ts {
+		v := make(landmark.Vector, len(lms))
+		for k, r := range lms {
+			v[k] = math.NaN()
+			if d, ok := r.LandmarkRTTs[t.Addr]; ok {
+				v[k] = ms(d)
+			}
+		}
+		in.Vectors[i] = v
+	}
+	return in, names
+}
+
+
+// serversLandmarks runs scout servers --order landmarks: the masters are
+// asked for their landmark RTTs with the list (discover.Config.Landmarks),
+// and landmark.Planner probes in ascending estimate and stops when every
+// unprobed server's lower bound, less the margin, is past --auto-stop;
+// servers no landmark measured go to Armitage's calibration
+// (adaptive.Scout's constants).
+func serversLandmarks(ctx context.Context, opt serversOptions, out *serversOutput, mconn, pconn probe.Conn, cfg discover.Config, unresolved []discover.MasterReport) error {
+	o := opt.ordering
+	cfg.Landmarks = true
+	var reps []discover.MasterReport
+	each := func(e discover.Event) {
+		if d, ok := e.(discover.MasterDone); ok {
+			reps = append(reps, d.MasterReport)
+		}
+		out.event(e)
+	}
+	var names []string
+	p := landmark.DefaultPlanParams()
+	p.Repair, p.Margin = false, landmarkMargin
+	p.Threshold = ms(o.autoStop)
+	if o.autoStop == 0 {
+		p.Threshold = math.Inf(1)
+	}
+	plan := func(ts []adaptive.Target) (adaptive.Strategy, error) {
+		in, n := landmarkInput(ts, reps)
+		names = n
+		return landmark.NewPlanner(in, p, rand.New(rand.NewPCG(o.seed, 0x1a4d)))
+	}
+	sum, ord, err := discover.Ordered(ctx, mconn, pconn, cfg, geoLocator(geo.Default()), plan, each)
+	sum.Masters = append(unresolved, sum.Masters...)
+	ap := adaptive.Scout()
+	ap.StopRTT = o.autoStop
+	rep := newOrderReport("landmarks", "", ap, sum, ord)
+	rep.Landmarks = names
+	out.ordering = &rep
+	out.finish(sum)
+	if out.enc == nil {
+		fmt.Fprintf(out.w, "landmarks: %d (%v); margin %d ms\n", len(names), names, landmarkMargin)
+		rep.print(out.w)
+	}
+	return err
+}
