@@ -50,7 +50,6 @@ func landmarkInput(ts []adaptive.Target, reps []discover.MasterReport) (landmark
 	return in, names
 }
 
-
 // serversLandmarks runs scout servers --order landmarks: the masters are
 // asked for their landmark RTTs with the list (discover.Config.Landmarks),
 // and landmark.Planner probes in ascending estimate and stops when every
