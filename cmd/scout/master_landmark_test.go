@@ -55,3 +55,45 @@ func FuzzParseLandmarkPlace(f *testing.F) {
 		}
 	})
 }
+
+// --landmark-place and --landmark-id reach the JSON API and the handler;
+// the id defaults to the fleet id, then the first -l address.
+func TestMasterSettings_Landmark(t *testing.T) {
+	for _, c := range []struct {
+		args   []string
+		id     string
+		place  string
+		hasErr bool
+	}{
+		{args: []string{"--landmark-place", "Tokyo", "--fleet-id", "tyo-1"}, id: "tyo-1", place: "Tokyo"},
+		{args: []string{"--landmark-place", "47.37,8.54", "-l", "127.0.0.1:27950"}, id: "127.0.0.1:27950"},
+		{args: []string{"--landmark-id", "lab"}, id: "lab"},
+		{args: []string{"--landmark-id", "bad id"}, hasErr: true},
+		{args: []string{"--fleet-id", "x"}},
+	} {
+		o, err := parseMasterArgs(c.args)
+		if err != nil {
+			if !c.hasErr {
+				t.Errorf("%q: %v", c.args, err)
+			}
+			continue
+		}
+		s, err := o.settings(t.Context())
+		if (err != nil) != c.hasErr {
+			t.Errorf("%q: %v", c.args, err)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		if c.id == "" {
+			if s.API.Landmark != nil || s.Handler.Landmark != "" {
+				t.Errorf("%q: a landmark %+v", c.args, s.API.Landmark)
+			}
+			continue
+		}
+		if s.API.Landmark == nil || s.API.Landmark.ID != c.id || s.Handler.Landmark != c.id || s.API.Landmark.Place != c.place {
+			t.Errorf("%q: API %+v, handler %q", c.args, s.API.Landmark, s.Handler.Landmark)
+		}
+	}
+}
