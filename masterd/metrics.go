@@ -45,7 +45,7 @@ func NewCollector(m *Master) *Collector {
 		listed:       d("servers_listed", "Servers listed."),
 		pending:      d("servers_pending", "Servers challenged and not yet verified."),
 		listedByGame: d("servers_listed_by_game", "Servers listed, by game.", "game"),
-		sendErrors:   d("send_errors_total", "Datagrams the kernel refused, or with no socket of their family.", "error"),
+		sendErrors:   d("send_errors_total", "Datagrams the kernel refused or with no socket of their family, and long replies dropped with their socket's send queue full (queue_full).", "error"),
 		stateErrors:  d("state_write_errors_total", "Failed commits to the state file (their changes are tried again at the next)."),
 		stateCommits: d("state_commits_total", "Commits to the state file (one transaction each)."),
 		stateWritten: d("state_changes_written_total", "Listing changes (servers written or deleted) committed to the state file."),
@@ -112,6 +112,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	refused, noSocket := c.m.Server.SendErrors()
 	counter(c.sendErrors, refused, "refused")
 	counter(c.sendErrors, noSocket, "no_socket")
+	counter(c.sendErrors, c.m.Server.QueueDrops(), "queue_full")
 	if w := c.m.writer; w != nil {
 		seconds := func(d *prometheus.Desc, t prometheus.ValueType, ns int64) {
 			ch <- prometheus.MustNewConstMetric(d, t, float64(ns)/1e9)

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +44,7 @@ type PacketServer struct {
 
 	sendErrors atomic.Uint64
 	noSocket   atomic.Uint64
+	queueFull  atomic.Uint64
 
 	mu    sync.Mutex
 	conns []PacketConn // master sockets, for probes and forwards
@@ -65,6 +67,26 @@ func (s *PacketServer) SendErrors() (refused, noSocket uint64) {
 	return s.sendErrors.Load(), s.noSocket.Load()
 }
 
+// QueueDrops returns the long replies dropped because their socket's
+// sender already had MaxQueuedReplies queued.
+func (s *PacketServer) QueueDrops() uint64 { return s.queueFull.Load() }
+
+// Long replies (a server list of a large listing: 3,762 datagrams, 5 MB
+// for 700,000 servers) are sent by a sender goroutine per socket, so that
+// the socket loop goes on reading while they leave; shorter ones are
+// sent by the loop itself.
+const (
+	// AsyncReplyDatagrams is the length from which a reply is queued to
+	// the socket's sender goroutine.
+	AsyncReplyDatagrams = 64
+	// MaxQueuedReplies bounds the replies queued per socket; a long
+	// reply that finds the queue full is dropped and counted
+	// (QueueDrops, send_errors_total{error="queue_full"}): its bytes were
+	// reserved from the limits already, so a flood of list queries costs
+	// no more than without the queue.
+	MaxQueuedReplies = 8
+)
+
 // Serve reads conn until ctx ends (then it returns nil) or the socket
 // fails. motd selects the message-of-the-day handler. The caller owns
 // conn and closes it after Serve returns.
@@ -80,6 +102,16 @@ func (s *PacketServer) Serve(ctx context.Context, conn PacketConn, motd bool) er
 	buf := make([]byte, maxDatagram)
 	var out []master.Outgoing
 	snd := newSender(conn)
+	queue := make(chan []master.Outgoing, MaxQueuedReplies)
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		long := newSender(conn)
+		for r := range queue {
+			s.writeBatched(long, r)
+		}
+	}()
+	defer func() { close(queue); <-sent }()
 	for {
 		n, from, err := conn.ReadFromUDPAddrPort(buf)
 		now := time.Now()
@@ -98,7 +130,16 @@ func (s *PacketServer) Serve(ctx context.Context, conn PacketConn, motd bool) er
 		} else {
 			out = s.h.HandlePacket(now, from, buf[:n], out[:0])
 		}
-		s.writeBatched(snd, out)
+		if len(out) >= AsyncReplyDatagrams {
+			select {
+			case queue <- slices.Clone(out):
+			default:
+				s.queueFull.Add(1)
+				s.log.Debug("long reply dropped: sender queue full", "to", out[0].To, "datagrams", len(out))
+			}
+		} else {
+			s.writeBatched(snd, out)
+		}
 		clear(out) // drop references to payloads
 	}
 }
