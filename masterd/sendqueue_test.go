@@ -65,7 +65,9 @@ func (c *queueConn) SetReadDeadline(t time.Time) error {
 	return nil
 }
 
-func (c *queueConn) LocalAddr() net.Addr { return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 27950} }
+func (c *queueConn) LocalAddr() net.Addr {
+	return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 27950}
+}
 
 // A long reply stuck in its send does not stop the socket loop: later
 // requests are read and answered meanwhile, long replies beyond
