@@ -10,8 +10,8 @@ func Builtin() []*Game {
 	dp := func(name, title string, protocols []int, masters ...string) *Game {
 		return &Game{
 			Name: name, Title: title, Family: FamilyQ3,
-			Gamenames:  []string{name},
-			Protocols:  protocols,
+			Gamenames: []string{name},
+			Protocols: protocols,
 			// getstatus, as for Quake III: ioquake3 (OpenArena...) and
 			// DarkPlaces answer it with the serverinfo, the challenge
 			// echoed and the player list, which the web list's detail
