@@ -328,21 +328,30 @@ func (s *PacketServer) Tick(ctx context.Context, interval time.Duration) {
 
 // SnapshotRefreshInterval is how often a listing larger than
 // master.Config.InlineSnapshot has its answer snapshot rebuilt (if it
-// changed), off the socket loops: such a listing's changes reach the
-// answers within this interval plus one rebuild (about a second of CPU
-// at 1,000,000 servers), and no query waits for a rebuild.
+// changed), off the socket loops; after a rebuild that took d, the next
+// waits at least 2d, so rebuilds take at most a third of a core (about
+// a second of CPU each at 1,000,000 servers on the 2-core machine of
+// BENCHMARKS.md). Such a listing's changes reach the answers within
+// max(SnapshotRefreshInterval, 2d) plus one rebuild, and no query waits
+// for a rebuild.
 const SnapshotRefreshInterval = 500 * time.Millisecond
 
-// refreshSnapshots calls reg.Refresh every interval until ctx ends.
+// refreshSnapshots calls reg.Refresh until ctx ends, every interval or
+// twice the last rebuild's duration, whichever is longer.
 func refreshSnapshots(ctx context.Context, reg *master.Registry, interval time.Duration) {
-	t := time.NewTicker(interval)
+	t := time.NewTimer(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			reg.Refresh(time.Now())
+			start := time.Now()
+			wait := interval
+			if reg.Refresh(start) {
+				wait = max(interval, 2*time.Since(start))
+			}
+			t.Reset(wait)
 		}
 	}
 }
