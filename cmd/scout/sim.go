@@ -523,41 +523,30 @@ func simSeeds(ctx context.Context, stdout, stderr io.Writer, model func(populati
 		}
 		return fmt.Sprintf("%.1f", lo)
 	}
-	fmt.Fprintf(stdout, "Seeds %d to %d: auto-stop %% of the full probe (min mean max) | lowest %% of playable servers found\n", first, first+uint64(n)-1)
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "client\t")
-	for _, nm := range names {
-		fmt.Fprintf(tw, "%s\t", nm)
-	}
-	fmt.Fprintln(tw)
-	for _, c := range clients {
-		fmt.Fprintf(tw, "%s\t", c)
+	// table prints one cell per client and strategy.
+	table := func(cell func(a *acc) string) {
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprint(tw, "client\t")
 		for _, nm := range names {
-			a := accs[c][nm]
-			fmt.Fprintf(tw, "%s | %s\t", spread(a.stop), lowest(a.found))
+			fmt.Fprintf(tw, "%s\t", nm)
 		}
 		fmt.Fprintln(tw)
+		for _, c := range clients {
+			fmt.Fprintf(tw, "%s\t", c)
+			for _, nm := range names {
+				fmt.Fprintf(tw, "%s\t", cell(accs[c][nm]))
+			}
+			fmt.Fprintln(tw)
+		}
+		tw.Flush()
 	}
-	tw.Flush()
+	fmt.Fprintf(stdout, "Seeds %d to %d: auto-stop %% of the full probe (min mean max) | lowest %% of playable servers found\n", first, first+uint64(n)-1)
+	table(func(a *acc) string { return spread(a.stop) + " | " + lowest(a.found) })
 	if ms == nil {
 		return 0
 	}
 	fmt.Fprintf(stdout, "\nSeeds %d to %d: probes %% of the full probe's (min mean max) | lowest %% of playable servers found\n", first, first+uint64(n)-1)
-	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "client\t")
-	for _, nm := range names {
-		fmt.Fprintf(tw, "%s\t", nm)
-	}
-	fmt.Fprintln(tw)
-	for _, c := range clients {
-		fmt.Fprintf(tw, "%s\t", c)
-		for _, nm := range names {
-			a := accs[c][nm]
-			fmt.Fprintf(tw, "%s | %s\t", spreadDecimal(a.probes), lowest(a.found))
-		}
-		fmt.Fprintln(tw)
-	}
-	tw.Flush()
+	table(func(a *acc) string { return spreadDecimal(a.probes) + " | " + lowest(a.found) })
 	printTargets(stdout, results, first)
 	fmt.Fprintf(stdout, "\nSeeds %d to %d, landmark strategies: playable servers missed / unplayable servers probed, summed over the seeds, by the server's region\n", first, first+uint64(n)-1)
 	for _, nm := range names {
