@@ -21,18 +21,33 @@ import (
 // until the test ends and returns its address.
 func startInProcessMaster(t *testing.T, listen string) netip.AddrPort {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	m, err := masterd.NewMaster(time.Now(), masterd.Config{
+	m := inProcessMaster(t, masterd.Config{
 		Listen:       []netip.AddrPort{netip.AddrPortFrom(netip.MustParseAddr(listen), 0)},
 		Registry:     master.Config{AllowLoopback: true},
 		NoQueryLimit: true,
 		OutRate:      1_000_000_000,
 	})
+	for _, a := range m.Addrs() {
+		if a.Addr().Is4() {
+			return a
+		}
+	}
+	t.Fatalf("master listens on %v, no IPv4 address", m.Addrs())
+	return netip.AddrPort{}
+}
+
+// inProcessMaster starts a master of cfg, listening and running until the test
+// ends.
+func inProcessMaster(t *testing.T, cfg masterd.Config) *masterd.Master {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	m, err := masterd.NewMaster(time.Now(), cfg)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
 	if err := m.Listen(); err != nil {
+		cancel()
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
@@ -42,13 +57,7 @@ func startInProcessMaster(t *testing.T, listen string) netip.AddrPort {
 		<-done
 		m.Close()
 	})
-	for _, a := range m.Addrs() {
-		if a.Addr().Is4() {
-			return a
-		}
-	}
-	t.Fatalf("master listens on %v, no IPv4 address", m.Addrs())
-	return netip.AddrPort{}
+	return m
 }
 
 func TestLoad_RegistersAndMeasuresScoutMaster(t *testing.T) {
@@ -164,26 +173,11 @@ func TestLoad_ExecThatExitsFails(t *testing.T) {
 // one port of the same address, is answered every time.
 func TestLoad_FloodAgainstResponseLimit(t *testing.T) {
 	lim := master.ResponseLimits{VictimBurst: 4096, VictimRate: 1024, ReturnBurst: 4096, ReturnRate: 4096, ReturnInterval: 100 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	m, err := masterd.NewMaster(time.Now(), masterd.Config{
+	m := inProcessMaster(t, masterd.Config{
 		Listen:    []netip.AddrPort{netip.MustParseAddrPort("127.96.0.1:0")},
 		Registry:  master.Config{AllowLoopback: true},
 		Responses: lim,
 		OutRate:   1_000_000_000,
-	})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	if err := m.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		m.Close()
 	})
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"load", "--target", "scout=" + m.Addrs()[0].String(),

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"net/netip"
 	"testing"
-	"time"
 
 	"github.com/scout-discovery/scout/loadgen"
 	"github.com/scout-discovery/scout/master"
@@ -22,8 +21,7 @@ import (
 // is measured, the list phases get 200s, the conditional ones 304s only,
 // and UDP answers come in every UDP phase.
 func TestWebload_MeasuresUDPAndAPI(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	m, err := masterd.NewMaster(time.Now(), masterd.Config{
+	m := inProcessMaster(t, masterd.Config{
 		Listen:       []netip.AddrPort{netip.MustParseAddrPort("127.46.0.1:0")},
 		Registry:     master.Config{AllowLoopback: true},
 		NoQueryLimit: true,
@@ -31,16 +29,6 @@ func TestWebload_MeasuresUDPAndAPI(t *testing.T) {
 		HTTP:         "127.46.0.1:0",
 		API:          web.Config{Rate: -1, MaxRate: -1, MinRefresh: -1},
 	})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	if err := m.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	defer func() { cancel(); <-done }()
 
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"webload", "--master", m.Addrs()[0].String(), "--http", m.HTTPAddr().String(),
