@@ -97,6 +97,25 @@ func challengeOf(t testing.TB, outs []Outgoing, k Kind) string {
 	return ""
 }
 
+// answerReprobe moves f to the listed srv's Q3A re-probe and answers its
+// getstatus with OpenArena's statusResponse (3 bots), returning what was
+// sent.
+func answerReprobe(t testing.TB, f *hfix, srv netip.AddrPort) q3.StatusResponse {
+	t.Helper()
+	f.now = f.now.Add(game.Q3AReprobeInterval)
+	out := f.h.Tick(f.now, nil)
+	c := challengeOf(t, out, KindGetStatus)
+	m, err := q3.Parse(xxdFile(t, "../q3/testdata/openarena_statusResponse_3bots.hex"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr := m.(q3.StatusResponse)
+	sr.Info.Set("challenge", c)
+	pkt, _ := sr.AppendBinary(nil)
+	f.in(srv, pkt)
+	return sr
+}
+
 // oaInfo is the OpenArena 0.8.8 infoResponse with a challenge and changes.
 func oaInfo(challenge string, kv ...string) []byte {
 	in := infostring.Info{}
@@ -461,17 +480,7 @@ func TestMaster_StatusResponseOfIoquake3(t *testing.T) {
 	f := newHandlerFix(t, Config{}, nil)
 	srv := ap("203.0.113.5:27960")
 	f.list(t, srv)
-	f.now = f.now.Add(game.Q3AReprobeInterval)
-	out := f.h.Tick(f.now, nil)
-	c := challengeOf(t, out, KindGetStatus)
-	m, err := q3.Parse(xxdFile(t, "../q3/testdata/openarena_statusResponse_3bots.hex"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sr := m.(q3.StatusResponse)
-	sr.Info.Set("challenge", c)
-	pkt, _ := sr.AppendBinary(nil)
-	f.in(srv, pkt)
+	answerReprobe(t, f, srv)
 	s, _ := f.h.Registry().Lookup(srv)
 	if !s.LastVerified.Equal(f.now) || s.Clients != 3 || s.Game != "Quake3Arena" {
 		t.Fatalf("after statusResponse: %+v, drops %v", s, f.dropSummary())

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/game"
-	"github.com/scout-discovery/scout/q3"
 )
 
 // TestMaster_PlayersFromStatusResponse: the re-probe's statusResponse (the
@@ -19,17 +18,7 @@ func TestMaster_PlayersFromStatusResponse(t *testing.T) {
 	if _, _, ok := f.h.Registry().Players(srv); ok {
 		t.Fatal("players before any statusResponse")
 	}
-	f.now = f.now.Add(game.Q3AReprobeInterval)
-	out := f.h.Tick(f.now, nil)
-	c := challengeOf(t, out, KindGetStatus)
-	m, err := q3.Parse(xxdFile(t, "../q3/testdata/openarena_statusResponse_3bots.hex"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sr := m.(q3.StatusResponse)
-	sr.Info.Set("challenge", c)
-	pkt, _ := sr.AppendBinary(nil)
-	f.in(srv, pkt)
+	sr := answerReprobe(t, f, srv)
 	ps, at, ok := f.h.Registry().Players(srv)
 	if !ok || !at.Equal(f.now) || len(ps) != len(sr.Players) {
 		t.Fatalf("players %+v at %v, %v; want %d", ps, at, ok, len(sr.Players))
