@@ -138,7 +138,7 @@ type ByteBudget struct {
 	burst     int
 
 	mu  sync.Mutex
-	tat time.Time
+	tat int64 // Unix nanoseconds
 }
 
 // NewByteBudget returns a budget of rate bytes per second with a bucket
@@ -166,14 +166,9 @@ func (b *ByteBudget) Reserve(now time.Time, n int) Reason {
 	c := b.cost(n)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	t := b.tat
-	if t.Before(now) {
-		t = now
-	}
-	if t.Add(c).Sub(now) > b.tolerance {
+	if !take(&b.tat, now.UnixNano(), int64(c), int64(b.tolerance)) {
 		return ReasonBudgetExhausted
 	}
-	b.tat = t.Add(c)
 	return OK
 }
 
