@@ -38,13 +38,8 @@ func (w *World) MeshRTTs(m MeshLatency, p Place) (rtts []time.Duration, fallback
 		who = p.Name
 	}
 	for i, s := range w.Servers {
-		c := w.cities[s.Country+"/"+s.City]
-		base, ok := m.Mesh(p.City, c)
-		var d time.Duration
-		if ok && !math.IsNaN(base) && base >= 0 {
-			d = time.Duration(base * float64(time.Millisecond))
-		} else {
-			d = CityRTT(p.City, c)
+		d, measured := m.CityRTT(p.City, w.cities[s.Country+"/"+s.City])
+		if !measured {
 			fallback++
 		}
 		d += expDur(hashRand(w.Config.Seed, "mesh-as", who, s.Country, itoa(uint64(s.ASN))), w.latency.ASOffset)
@@ -53,6 +48,16 @@ func (w *World) MeshRTTs(m MeshLatency, p Place) (rtts []time.Duration, fallback
 		rtts[i] = p.Access + d
 	}
 	return rtts, fallback
+}
+
+// CityRTT is m's city-to-city RTT from a to b: the mesh's where it measured
+// the pair, else the fitted model's CityRTT (no residual), with measured
+// false.
+func (m MeshLatency) CityRTT(a, b City) (d time.Duration, measured bool) {
+	if ms, ok := m.Mesh(a, b); ok && !math.IsNaN(ms) && ms >= 0 {
+		return time.Duration(ms * float64(time.Millisecond)), true
+	}
+	return CityRTT(a, b), false
 }
 
 // City returns the city server i sits in.

@@ -63,10 +63,8 @@ func landmarkVectors(w *population.World, ml population.MeshLatency, place popul
 		return float64(xs[MeasureSamples/2]) / float64(time.Millisecond)
 	}
 	cityRTT := func(a, b population.City) time.Duration {
-		if ms, ok := ml.Mesh(a, b); ok && ms >= 0 {
-			return time.Duration(ms * float64(time.Millisecond))
-		}
-		return population.CityRTT(a, b)
+		d, _ := ml.CityRTT(a, b)
+		return d
 	}
 	client = make(landmark.Vector, k)
 	lm = make([][]float64, k)
