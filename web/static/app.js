@@ -17,7 +17,7 @@ const PARAMS = ["game", "protocol", "gametype", "country", "map", "empty", "full
 // Sorts whose default order is descending (the API's defaults).
 const DESC_DEFAULT = new Set(["players"]);
 // REFRESH_MS is the period of refreshes while the page is visible.
-export const REFRESH_MS = 30000;
+const REFRESH_MS = 30000;
 // SEARCH_DELAY_MS is how long typing must pause before a search runs.
 const SEARCH_DELAY_MS = 250;
 
