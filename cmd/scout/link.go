@@ -76,19 +76,24 @@ func parseQueue(s string) (time.Duration, int, error) {
 		}
 		return d, 0, nil
 	}
-	t := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSpace(s), "B"), "b")
-	mult := 1.0
-	switch {
-	case strings.HasSuffix(t, "k"), strings.HasSuffix(t, "K"):
-		mult, t = 1e3, t[:len(t)-1]
-	case strings.HasSuffix(t, "M"):
-		mult, t = 1e6, t[:len(t)-1]
-	}
+	t, mult := cutKM(strings.TrimSuffix(strings.TrimSuffix(strings.TrimSpace(s), "B"), "b"))
 	v, err := strconv.ParseFloat(t, 64)
 	if err != nil || !(v >= 1) || v*mult > 1<<40 {
 		return 0, 0, fmt.Errorf("bad queue %q (a duration such as 250ms, or bytes such as 64kB)", s)
 	}
 	return 0, int(v * mult), nil
+}
+
+// cutKM cuts a trailing k or K (1,000) or M (1,000,000) off s and
+// returns the rest and the multiplier (1 without one).
+func cutKM(s string) (string, float64) {
+	switch {
+	case strings.HasSuffix(s, "k"), strings.HasSuffix(s, "K"):
+		return s[:len(s)-1], 1e3
+	case strings.HasSuffix(s, "M"):
+		return s[:len(s)-1], 1e6
+	}
+	return s, 1
 }
 
 // linkString describes an access link for a summary line.

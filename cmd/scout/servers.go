@@ -247,14 +247,8 @@ func parseServersFlags(args []string, stderr io.Writer) (serversOptions, int, bo
 
 // parseBandwidth reads bits per second: 512000, 512k, 1.5M.
 func parseBandwidth(s string) (float64, error) {
-	mult := 1.0
-	switch {
-	case strings.HasSuffix(s, "k"), strings.HasSuffix(s, "K"):
-		mult, s = 1e3, s[:len(s)-1]
-	case strings.HasSuffix(s, "M"):
-		mult, s = 1e6, s[:len(s)-1]
-	}
-	v, err := strconv.ParseFloat(s, 64)
+	t, mult := cutKM(s)
+	v, err := strconv.ParseFloat(t, 64)
 	if err != nil || !(v > 0) {
 		return 0, fmt.Errorf("bad --bandwidth %q (bits per second, e.g. 512k)", s)
 	}
