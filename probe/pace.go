@@ -68,17 +68,20 @@ const (
 	// the rate can only grow as fast as replies show it is carried.
 	paceDeliveryWindow = 100 * time.Millisecond
 	paceGain           = 2
-	paceMaxWindowed    = 1 << 16
+	// paceMaxWindowed bounds the send and reply times kept for the
+	// delivery window (memory); sends past it count as settled at once.
+	paceMaxWindowed = 1 << 16
 	// paceStartGrowth doubles the rate every 100 ms (slow start, until
 	// the first sign of queueing or the capacity ceiling);
-	// paceProbeGrowth then probes upward by 5% every 100 ms, about one
+	// paceProbeGrowth then probes upward by 10% every 100 ms, about one
 	// feedback delay (a reply's RTT) per cut recovered.
 	paceStartGrowth = math.Ln2 / 0.1
 	paceProbeGrowth = 0.9531 // ln(1.1) / 0.1
 	// paceBackoff multiplies the rate at each sign of queueing; the
 	// first sign (the end of slow start) also brings the rate down to
 	// paceDrain times the capacity, in probes, so that what slow start
-	// queued drains. After a cut, signs are ignored for paceHoldRTTs
+	// queued drains; cuts never take the share below paceMinUtil of the
+	// capacity. After a cut, signs are ignored for paceHoldRTTs
 	// times the mean RTT (within paceHoldMin..paceHoldMax): the replies
 	// of probes sent before the cut keep coming for about an RTT.
 	paceBackoff  = 0.85
