@@ -39,7 +39,7 @@ func BenchmarkMaster_FullList5000(b *testing.B) {
 func benchSocket(b *testing.B, req []byte) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	m, err := NewMaster(time.Now(), Config{
+	m, stop := startMaster(b, Config{
 		Listen:       []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
 		Registry:     master.Config{AllowLoopback: true},
 		NoQueryLimit: true, OutRate: 4_000_000_000, OutBurst: 100_000_000,
@@ -47,16 +47,7 @@ func benchSocket(b *testing.B, req []byte) {
 		// end marker.
 		Handler: master.HandlerConfig{EndOnLastOnly: true},
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := m.Listen(); err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
-	ran := make(chan error, 1)
-	go func() { ran <- m.Run(ctx) }()
-	defer func() { cancel(); <-ran }()
+	defer stop()
 	var addr netip.AddrPort
 	for _, a := range m.Addrs() {
 		if a.Addr().Is4() {

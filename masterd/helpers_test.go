@@ -1,6 +1,7 @@
 package masterd
 
 import (
+	"context"
 	"net/netip"
 	"testing"
 	"time"
@@ -43,4 +44,21 @@ func listQ3(t testing.TB, h *master.Handler, now time.Time, a netip.AddrPort) {
 	if s, ok := h.Registry().Lookup(a); !ok || !s.Listed {
 		t.Fatalf("%v not listed", a)
 	}
+}
+
+// startMaster makes a master of cfg, opens its sockets and runs it until
+// stop, which also closes it.
+func startMaster(tb testing.TB, cfg Config) (m *Master, stop func()) {
+	tb.Helper()
+	m, err := NewMaster(time.Now(), cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := m.Listen(); err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- m.Run(ctx) }()
+	return m, func() { cancel(); <-ran; m.Close() }
 }

@@ -1,7 +1,6 @@
 package masterd
 
 import (
-	"context"
 	"crypto/rand"
 	"errors"
 	"net"
@@ -77,13 +76,11 @@ func BenchmarkMaster_Million(b *testing.B) {
 }
 
 func benchMillion(b *testing.B) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	regCfg := master.Config{
 		MaxServers: millionServers + 1024, MaxServersPerAddress: -1,
 		MaxPending: 1 << 16, AllowLoopback: true,
 	}
-	m, err := NewMaster(time.Now(), Config{
+	m, stop := startMaster(b, Config{
 		Listen:       []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
 		Registry:     regCfg,
 		NoQueryLimit: true, OutRate: 4_000_000_000, OutBurst: 100_000_000,
@@ -92,16 +89,7 @@ func benchMillion(b *testing.B) {
 		// is far more than its default 16,384 (dpmaster's --max-clients).
 		MaxSources: 1 << 18,
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := m.Listen(); err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
-	ran := make(chan error, 1)
-	go func() { ran <- m.Run(ctx) }()
-	defer func() { cancel(); <-ran }()
+	defer stop()
 	addr := m.Addrs()[0]
 
 	heap0, rss0 := liveHeap(), vmRSS(b)
