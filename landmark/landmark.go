@@ -255,16 +255,15 @@ func (sp *Space) PlaceVivaldi(v Vector) (Coord, error) {
 	}
 	x := sp.start(v, idx)
 	c := Coord{X: x[:sp.Dim], H: 0}
-	const cc = 0.25 // Vivaldi's c_c
+	const cc = 0.25              // Vivaldi's c_c
+	u := make([]float64, sp.Dim) // unit vector from a landmark to the host
 	for r := range VivaldiRounds {
 		delta := cc * (1 - float64(r)/VivaldiRounds)
 		for _, k := range idx {
 			l := sp.Landmarks[k]
 			dist := c.Dist(l)
 			e := v[k] - dist // > 0: spring pushes the host away
-			// unit vector from the landmark to the host
 			var norm float64
-			u := make([]float64, sp.Dim)
 			for i := range u {
 				u[i] = c.X[i] - l.X[i]
 				norm += u[i] * u[i]
