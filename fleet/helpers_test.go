@@ -37,21 +37,11 @@ type redisProc struct {
 	done chan struct{}
 }
 
-func freeTCPPort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // startRedis starts redis-server and returns once it says it accepts
 // connections.
 func startRedis(t testing.TB) *redisProc {
 	t.Helper()
-	r := &redisProc{t: t, bin: peer.Need(t, "redis-server", "apt-get install redis-server"), dir: t.TempDir(), port: freeTCPPort(t)}
+	r := &redisProc{t: t, bin: peer.Need(t, "redis-server", "apt-get install redis-server"), dir: t.TempDir(), port: peer.FreeTCPPort(t)}
 	r.start()
 	t.Cleanup(r.kill)
 	return r

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"io"
-	"net"
 	"net/http"
 	"os/exec"
 	"strconv"
@@ -23,7 +22,7 @@ func TestFleet_StartsThreeInstances(t *testing.T) {
 	}
 	peer.Need(t, "redis-server", "apt-get install redis-server")
 	bin := buildScout(t)
-	port, httpPort := int(peer.FreeUDPPort(t)), freeTCP(t)
+	port, httpPort := int(peer.FreeUDPPort(t)), peer.FreeTCPPort(t)
 	cmd := exec.Command(bin, "fleet", "--port", strconv.Itoa(port), "--http-port", strconv.Itoa(httpPort), "--", "--allow-loopback")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -78,14 +77,4 @@ func TestFleet_StartsThreeInstances(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("scout fleet after an interrupt: %v", err)
 	}
-}
-
-func freeTCP(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }

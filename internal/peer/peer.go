@@ -97,6 +97,18 @@ func FreeUDPPort(t testing.TB) uint16 {
 	return c.LocalAddr().(*net.UDPAddr).AddrPort().Port()
 }
 
+// FreeTCPPort returns a TCP port on 127.0.0.1 that was free a moment ago,
+// as [FreeUDPPort] does for UDP.
+func FreeTCPPort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
 // Run runs a program with a bounded lifetime (RunTimeout) and returns its
 // standard output; a failed run fails the test with the program's stderr.
 func Run(t testing.TB, path string, args ...string) []byte {
