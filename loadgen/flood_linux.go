@@ -152,11 +152,14 @@ func Flood(ctx context.Context, cfg FloodConfig) (FloodResult, error) {
 	victim := &net.UDPAddr{IP: cfg.Victim.AsSlice()}
 	var cnt floodCount
 	var wg sync.WaitGroup
-	// read counts what one flood socket receives until it is closed.
-	read := func(c *net.UDPConn) {
+	// read counts what one flood socket receives until it is closed. A
+	// socket of one request (perRequest) also counts as answered on its
+	// first reply; replies to a fixed port are counted per datagram only,
+	// "answered" per request is not known for them.
+	read := func(c *net.UDPConn, perRequest bool) {
 		defer wg.Done()
 		buf := make([]byte, 65536)
-		got := false
+		got := !perRequest
 		for {
 			n, err := c.Read(buf)
 			if err != nil {
@@ -183,20 +186,7 @@ func Flood(ctx context.Context, cfg FloodConfig) (FloodResult, error) {
 		}
 		fixed = append(fixed, c)
 		wg.Add(1)
-		go func() {
-			// Replies to a fixed port are counted per datagram; "answered"
-			// per request is not known for them.
-			defer wg.Done()
-			buf := make([]byte, 65536)
-			for {
-				n, err := c.Read(buf)
-				if err != nil {
-					return
-				}
-				cnt.packets.Add(1)
-				cnt.bytes.Add(int64(n))
-			}
-		}()
+		go read(c, false)
 	}
 	client, err := net.ListenUDP("udp4", victim)
 	if err != nil {
@@ -238,7 +228,7 @@ func Flood(ctx context.Context, cfg FloodConfig) (FloodResult, error) {
 			wg.Add(1)
 			go func() {
 				defer c.Close()
-				read(c)
+				read(c, true)
 			}()
 		}
 		if _, err := c.WriteToUDP(cfg.Query, master); err != nil {
