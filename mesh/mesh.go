@@ -86,12 +86,7 @@ type Mesh struct {
 
 // Index returns the index of the city named name, or -1.
 func (m *Mesh) Index(name string) int {
-	for i, c := range m.Cities {
-		if strings.EqualFold(c.Name, name) {
-			return i
-		}
-	}
-	return -1
+	return slices.IndexFunc(m.Cities, func(c City) bool { return strings.EqualFold(c.Name, name) })
 }
 
 // LoadWonderProxy reads the WonderProxy cities and pings from dir. The RTT
@@ -177,14 +172,7 @@ type Countries struct {
 }
 
 // Index returns the index of country code cc, or -1.
-func (c *Countries) Index(cc string) int {
-	for i, x := range c.Codes {
-		if x == cc {
-			return i
-		}
-	}
-	return -1
-}
+func (c *Countries) Index(cc string) int { return slices.Index(c.Codes, cc) }
 
 // LoadRIPE reads RIPE Atlas's country matrix from dir (rtt_avg per pair;
 // the pseudo-countries "None" and "Unknown" and intra-country rows are
