@@ -1,6 +1,7 @@
 package master
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"net/netip"
@@ -101,29 +102,18 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&c.MaxServers, DefaultMaxServers)
-	def(&c.MaxServersPerAddress, DefaultMaxServersPerAddress)
-	def(&c.MaxPending, DefaultMaxPending)
-	def(&c.MaxMissedProbes, DefaultMaxMissedProbes)
-	def(&c.InlineSnapshot, DefaultInlineSnapshot)
-	def(&c.VerifyRetries, DefaultVerifyRetries)
+	c.MaxServers = cmp.Or(c.MaxServers, DefaultMaxServers)
+	c.MaxServersPerAddress = cmp.Or(c.MaxServersPerAddress, DefaultMaxServersPerAddress)
+	c.MaxPending = cmp.Or(c.MaxPending, DefaultMaxPending)
+	c.MaxMissedProbes = cmp.Or(c.MaxMissedProbes, DefaultMaxMissedProbes)
+	c.InlineSnapshot = cmp.Or(c.InlineSnapshot, DefaultInlineSnapshot)
+	c.VerifyRetries = cmp.Or(c.VerifyRetries, DefaultVerifyRetries)
 	if c.VerifyRetries < 0 {
 		c.VerifyRetries = 0
 	}
-	if c.VerifyRetryDelay == 0 {
-		c.VerifyRetryDelay = DefaultVerifyRetryDelay
-	}
-	if c.ChallengeLifetime == 0 {
-		c.ChallengeLifetime = DefaultChallengeLifetime
-	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
+	c.VerifyRetryDelay = cmp.Or(c.VerifyRetryDelay, DefaultVerifyRetryDelay)
+	c.ChallengeLifetime = cmp.Or(c.ChallengeLifetime, DefaultChallengeLifetime)
+	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
 	if c.Catalogue == nil {
 		c.Catalogue = game.Default()
 	}

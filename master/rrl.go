@@ -1,6 +1,7 @@
 package master
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -86,30 +87,17 @@ type ResponseLimits struct {
 }
 
 func (c ResponseLimits) withDefaults() ResponseLimits {
-	d := func(v *int, def int) {
-		if *v == 0 {
-			*v = def
-		}
-	}
-	d(&c.VictimBurst, DefaultVictimBurst)
-	d(&c.VictimRate, DefaultVictimRate)
-	d(&c.ReturnBurst, DefaultReturnBurst)
-	d(&c.ReturnRate, DefaultReturnRate)
-	d(&c.ReturnPorts, DefaultReturnPorts)
-	d(&c.ReturnAsks, DefaultReturnAsks)
-	d(&c.MaxVictims, DefaultMaxVictims)
-	if c.ReturnInterval == 0 {
-		c.ReturnInterval = DefaultReturnInterval
-	}
-	if c.ReturnTTL == 0 {
-		c.ReturnTTL = DefaultReturnTTL
-	}
-	if c.ReturnTrial == 0 {
-		c.ReturnTrial = DefaultReturnTrial
-	}
-	if c.ReturnHold == 0 {
-		c.ReturnHold = DefaultReturnHold
-	}
+	c.VictimBurst = cmp.Or(c.VictimBurst, DefaultVictimBurst)
+	c.VictimRate = cmp.Or(c.VictimRate, DefaultVictimRate)
+	c.ReturnBurst = cmp.Or(c.ReturnBurst, DefaultReturnBurst)
+	c.ReturnRate = cmp.Or(c.ReturnRate, DefaultReturnRate)
+	c.ReturnPorts = cmp.Or(c.ReturnPorts, DefaultReturnPorts)
+	c.ReturnAsks = cmp.Or(c.ReturnAsks, DefaultReturnAsks)
+	c.MaxVictims = cmp.Or(c.MaxVictims, DefaultMaxVictims)
+	c.ReturnInterval = cmp.Or(c.ReturnInterval, DefaultReturnInterval)
+	c.ReturnTTL = cmp.Or(c.ReturnTTL, DefaultReturnTTL)
+	c.ReturnTrial = cmp.Or(c.ReturnTrial, DefaultReturnTrial)
+	c.ReturnHold = cmp.Or(c.ReturnHold, DefaultReturnHold)
 	return c
 }
 

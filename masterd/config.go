@@ -1,6 +1,7 @@
 package masterd
 
 import (
+	"cmp"
 	"log/slog"
 	"net/netip"
 	"time"
@@ -126,25 +127,15 @@ func (c Config) withDefaults() Config {
 		}
 		c.OptionalIPv6 = true
 	}
-	orInt := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	orDur := func(v *time.Duration, d time.Duration) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	orDur(&c.ChallengeRotation, master.DefaultRotationPeriod)
-	orDur(&c.CommitInterval, DefaultCommitInterval)
-	orInt(&c.Queries.Throttle, master.DefaultThrottle)
-	orDur(&c.Queries.Decay, master.DefaultDecayTime)
-	orInt(&c.Heartbeats.Throttle, DefaultHBThrottle)
-	orDur(&c.Heartbeats.Decay, DefaultHBDecayTime)
-	orInt(&c.MaxSources, master.DefaultMaxSources)
-	orInt(&c.OutRate, master.DefaultOutboundBytesPerSecond)
-	orInt(&c.OutBurst, master.DefaultOutboundBurst)
+	c.ChallengeRotation = cmp.Or(c.ChallengeRotation, master.DefaultRotationPeriod)
+	c.CommitInterval = cmp.Or(c.CommitInterval, DefaultCommitInterval)
+	c.Queries.Throttle = cmp.Or(c.Queries.Throttle, master.DefaultThrottle)
+	c.Queries.Decay = cmp.Or(c.Queries.Decay, master.DefaultDecayTime)
+	c.Heartbeats.Throttle = cmp.Or(c.Heartbeats.Throttle, DefaultHBThrottle)
+	c.Heartbeats.Decay = cmp.Or(c.Heartbeats.Decay, DefaultHBDecayTime)
+	c.MaxSources = cmp.Or(c.MaxSources, master.DefaultMaxSources)
+	c.OutRate = cmp.Or(c.OutRate, master.DefaultOutboundBytesPerSecond)
+	c.OutBurst = cmp.Or(c.OutBurst, master.DefaultOutboundBurst)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
