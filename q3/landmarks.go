@@ -85,7 +85,9 @@ func appendLandmarkEntry(b []byte, e LandmarkEntry) []byte {
 		v := ip.As16()
 		b = append(append(b, '/'), v[:]...)
 	}
-	rtt := (e.RTT + LandmarkRTTUnit/2) / LandmarkRTTUnit
+	// Rounded to the nearest unit, but never to 0, which the parser
+	// refuses: an RTT under half a unit (loopback) goes as one unit.
+	rtt := max(1, (e.RTT+LandmarkRTTUnit/2)/LandmarkRTTUnit)
 	age := e.Age / time.Second
 	b = binary.BigEndian.AppendUint16(b, e.Addr.Port())
 	b = binary.BigEndian.AppendUint16(b, uint16(rtt))

@@ -96,3 +96,17 @@ func FuzzParseLandmarksResponse(f *testing.F) {
 		}
 	})
 }
+
+// An RTT under half a LandmarkRTTUnit (a landmark on loopback) is sent
+// as one unit: rounded to 0 it would make the parser refuse the packet.
+func TestLandmarksResponse_SubUnitRTT(t *testing.T) {
+	in := []LandmarkEntry{{Addr: netip.MustParseAddrPort("1.2.3.4:5"), RTT: 10 * time.Microsecond}}
+	pkts, err := EncodeLandmarksResponses("x", in, 0)
+	if err != nil || len(pkts) != 1 {
+		t.Fatalf("%d packets, %v", len(pkts), err)
+	}
+	r, err := ParseLandmarksResponse(pkts[0])
+	if err != nil || len(r.Entries) != 1 || r.Entries[0].RTT != LandmarkRTTUnit {
+		t.Fatalf("parsed %+v, %v; want one entry of RTT %v", r, err, LandmarkRTTUnit)
+	}
+}
