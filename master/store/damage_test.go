@@ -91,6 +91,20 @@ type damageCase struct {
 	make func(t *testing.T, path string, good []byte)
 }
 
+// file makes c's damaged state file from good in a new directory and
+// returns the directory, the file's path and its bytes.
+func (c damageCase) file(t *testing.T, good []byte) (dir, path string, damaged []byte) {
+	t.Helper()
+	dir = t.TempDir()
+	path = filepath.Join(dir, "master.db")
+	c.make(t, path, good)
+	damaged, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, path, damaged
+}
+
 func write(t *testing.T, path string, b []byte) {
 	t.Helper()
 	if err := os.WriteFile(path, b, 0o600); err != nil {
@@ -197,10 +211,7 @@ func TestOpen_DamagedFileMovedAside(t *testing.T) {
 	good := goodFile(t)
 	for _, c := range damages {
 		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			path := filepath.Join(dir, "master.db")
-			c.make(t, path, good)
-			damaged, _ := os.ReadFile(path)
+			_, path, damaged := c.file(t, good)
 
 			st, err := Open(path, Options{Timeout: time.Second, Now: func() time.Time { return tNow }})
 			if err != nil {
@@ -252,10 +263,7 @@ func TestOpen_RefuseDamagedLeavesFileInPlace(t *testing.T) {
 	good := goodFile(t)
 	for _, c := range damages {
 		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			path := filepath.Join(dir, "master.db")
-			c.make(t, path, good)
-			damaged, _ := os.ReadFile(path)
+			dir, path, damaged := c.file(t, good)
 			st, err := Open(path, Options{Timeout: time.Second, RefuseDamaged: true})
 			if err == nil {
 				st.Close()
