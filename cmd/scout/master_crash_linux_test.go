@@ -83,6 +83,39 @@ func watchCommits(c *child) *commitLog {
 	return l
 }
 
+// stateMaster is a real scout master keeping its state in a file, with
+// its UDP and HTTP ports on loopback, whose commits are watched.
+type stateMaster struct {
+	*child
+	args     []string // the arguments it was started with
+	addr     netip.AddrPort
+	httpAddr string
+	commits  *commitLog
+}
+
+func startStateMaster(t *testing.T, bin, state string) *stateMaster {
+	t.Helper()
+	args := []string{"-l", "127.0.0.1", "-p", "0", "--allow-loopback", "--state", state, "--http", "127.0.0.1:0"}
+	m := &stateMaster{child: startMaster(t, bin, args...), args: args}
+	m.addr = netip.MustParseAddrPort(m.waitLog(t, "listening", "port", "master")["addr"].(string))
+	m.httpAddr = m.waitLog(t, "listening", "port", "http")["addr"].(string)
+	m.commits = watchCommits(m.child)
+	return m
+}
+
+// kill9 kills the master with SIGKILL, returns when it has exited and its
+// log is read, and says when the signal was sent.
+func (m *stateMaster) kill9(t *testing.T) time.Time {
+	t.Helper()
+	if err := m.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	m.cmd.Wait()
+	<-m.commits.done
+	return killed
+}
+
 func countIn(set map[netip.AddrPort]bool, addrs []netip.AddrPort) int {
 	n := 0
 	for _, a := range addrs {
@@ -107,11 +140,8 @@ func TestMaster_Kill9KeepsVerifiedServers(t *testing.T) {
 	}
 	bin := buildScout(t)
 	state := filepath.Join(t.TempDir(), "state.db")
-	args := []string{"-l", "127.0.0.1", "-p", "0", "--allow-loopback", "--state", state, "--http", "127.0.0.1:0"}
-	m1 := startMaster(t, bin, args...)
-	addr := netip.MustParseAddrPort(m1.waitLog(t, "listening", "port", "master")["addr"].(string))
-	httpAddr := m1.waitLog(t, "listening", "port", "http")["addr"].(string)
-	commits := watchCommits(m1)
+	m1 := startStateMaster(t, bin, state)
+	addr, httpAddr, commits := m1.addr, m1.httpAddr, m1.commits
 
 	wave1 := crashFleet(t, 2000, "127.93.0.1")
 	wave2 := crashFleet(t, 2000, "127.94.0.1")
@@ -149,12 +179,7 @@ func TestMaster_Kill9KeepsVerifiedServers(t *testing.T) {
 			t.Fatalf("no commit completed after the first 2,000 were listed, or the second wave not listed, within %v", waitBound)
 		}
 	}
-	if err := m1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	killed := time.Now()
-	m1.cmd.Wait()
-	<-commits.done
+	killed := m1.kill9(t)
 	stopHB()
 	for len(commits.starts) > 0 {
 		lastStart = <-commits.starts
@@ -170,7 +195,7 @@ func TestMaster_Kill9KeepsVerifiedServers(t *testing.T) {
 	}
 	listedAtKill := snaps[len(snaps)-1].set
 
-	m2 := startMaster(t, bin, "-l", "127.0.0.1", "-p", "0", "--allow-loopback", "--state", state, "--http", "127.0.0.1:0", "-v", "3")
+	m2 := startMaster(t, bin, append(m1.args, "-v", "3")...)
 	restored := m2.waitLog(t, "restored")
 	if restored["corrupt"] != float64(0) {
 		t.Errorf("restored: %v", restored)

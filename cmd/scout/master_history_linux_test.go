@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/netip"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -48,11 +47,8 @@ func TestMaster_Kill9KeepsHistory(t *testing.T) {
 	}
 	bin := buildScout(t)
 	state := filepath.Join(t.TempDir(), "state.db")
-	args := []string{"-l", "127.0.0.1", "-p", "0", "--allow-loopback", "--state", state, "--http", "127.0.0.1:0"}
-	m1 := startMaster(t, bin, args...)
-	addr := netip.MustParseAddrPort(m1.waitLog(t, "listening", "port", "master")["addr"].(string))
-	httpAddr := m1.waitLog(t, "listening", "port", "http")["addr"].(string)
-	commits := watchCommits(m1)
+	m1 := startStateMaster(t, bin, state)
+	addr, httpAddr, commits := m1.addr, m1.httpAddr, m1.commits
 
 	fleet, err := loadgen.NewFleet(loadgen.FleetConfig{Servers: 60, Base: netip.MustParseAddr("127.71.0.1"), Port: 29200})
 	if err != nil {
@@ -93,14 +89,10 @@ func TestMaster_Kill9KeepsHistory(t *testing.T) {
 			t.Fatal("no commit began after the samples")
 		}
 	}
-	if err := m1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	m1.cmd.Wait()
-	<-commits.done
+	m1.kill9(t)
 	stop()
 
-	m2 := startMaster(t, bin, args...)
+	m2 := startMaster(t, bin, m1.args...)
 	restored := m2.waitLog(t, "history restored")
 	http2 := m2.waitLog(t, "listening", "port", "http")["addr"].(string)
 	go func() {
