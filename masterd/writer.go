@@ -88,6 +88,7 @@ func (w *storeWriter) keepHistory(h *web.History) {
 	h.OnChange(w.wakeUp)
 }
 
+// wakeUp wakes the writer goroutine if it is not already due to wake.
 func (w *storeWriter) wakeUp() {
 	select {
 	case w.wake <- struct{}{}:
@@ -108,10 +109,7 @@ func (w *storeWriter) set(a netip.AddrPort, s *master.Server) {
 	w.mu.Lock()
 	w.pending[a] = s
 	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
+	w.wakeUp()
 }
 
 // Pending returns the number of changes not yet committed.
@@ -161,9 +159,10 @@ func (w *storeWriter) run(ctx context.Context) {
 	}
 }
 
-// flush commits every pending change in one Apply. On failure the changes go back to pending (except those a
-// newer change replaced) and the writer wakes itself to try again; final
-// is the last try, at stop, whose failure loses them.
+// flush commits every pending change in one Apply. On failure the changes
+// go back to pending (except those a newer change replaced) and the writer
+// wakes itself to try again; final is the last try, at stop, whose failure
+// loses them.
 func (w *storeWriter) flush(final bool) error {
 	// The commit starts before it takes the pending changes: every change
 	// made before start is in it (the crash test relies on this, reading
@@ -221,10 +220,7 @@ func (w *storeWriter) flush(final bool) error {
 			}
 		}
 		w.mu.Unlock()
-		select {
-		case w.wake <- struct{}{}:
-		default:
-		}
+		w.wakeUp()
 		return err
 	}
 	w.commits.Add(1)
