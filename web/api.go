@@ -421,14 +421,22 @@ func (a *API) list(w http.ResponseWriter, r *http.Request, now time.Time, client
 	v := a.current(now)
 	etag := fmt.Sprintf(`W/"%d.%d-%s"`, v.version, v.slot, q.From)
 	private := !q.FromGiven && q.From != "" // the answer depends on the client's address
+	a.cached(w, r, v, etag, private, q.Key, func() []byte { return v.encodeList(&q) })
+}
+
+// cached answers from v's body cache: a request whose validators match gets
+// 304 before any key or body is made; otherwise the body under key(), built
+// by build on a miss.
+func (a *API) cached(w http.ResponseWriter, r *http.Request, v *view, etag string, private bool,
+	key func() string, build func() []byte) {
 	if notModified(r, etag, v.built) {
 		a.answer(w, r, etag, v.built, private, v.cache, "", nil)
 		return
 	}
-	key := q.Key()
-	b, hit := v.cache.get(key, func() ([]byte, any) { return v.encodeList(&q), nil })
+	k := key()
+	b, hit := v.cache.get(k, func() ([]byte, any) { return build(), nil })
 	a.count(hit)
-	a.answer(w, r, etag, v.built, private, v.cache, key, b)
+	a.answer(w, r, etag, v.built, private, v.cache, k, b)
 }
 
 func (a *API) count(hit bool) {

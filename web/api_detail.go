@@ -144,14 +144,7 @@ func (a *API) ranking(w http.ResponseWriter, r *http.Request, now time.Time, _ n
 	}
 	v := a.current(now)
 	etag := fmt.Sprintf(`W/"r%d.%d"`, v.version, v.slot)
-	if notModified(r, etag, v.built) {
-		a.answer(w, r, etag, v.built, false, v.cache, "", nil)
-		return
-	}
-	key := q.Key()
-	b, hit := v.cache.get(key, func() ([]byte, any) { return marshal(v.rank(a.cfg.History, &q)), nil })
-	a.count(hit)
-	a.answer(w, r, etag, v.built, false, v.cache, key, b)
+	a.cached(w, r, v, etag, false, q.Key, func() []byte { return marshal(v.rank(a.cfg.History, &q)) })
 }
 
 // rank ranks v's servers of q's games by their average players over q's
@@ -218,11 +211,7 @@ func (a *API) meta(w http.ResponseWriter, r *http.Request, now time.Time, _ neti
 	}
 	v := a.current(now)
 	etag := fmt.Sprintf(`W/"m%d.%d"`, v.version, v.slot)
-	if notModified(r, etag, v.built) {
-		a.answer(w, r, etag, v.built, false, v.cache, "", nil)
-		return
-	}
-	b, hit := v.cache.get("meta", func() ([]byte, any) {
+	a.cached(w, r, v, etag, false, func() string { return "meta" }, func() []byte {
 		m := MetaJSON{Version: v.version, ReprobeS: a.reprobe, MaxAgeS: a.maxAge, ResolutionS: int(Resolution / time.Second)}
 		set := func(dst *[]string, val func(*row) string) {
 			seen := map[string]bool{}
@@ -241,8 +230,6 @@ func (a *API) meta(w http.ResponseWriter, r *http.Request, now time.Time, _ neti
 		set(&m.Gametypes, func(r *row) string { return r.Gametype })
 		set(&m.Countries, func(r *row) string { return r.Country })
 		set(&m.Maps, func(r *row) string { return r.Map })
-		return marshal(m), nil
+		return marshal(m)
 	})
-	a.count(hit)
-	a.answer(w, r, etag, v.built, false, v.cache, "meta", b)
 }
