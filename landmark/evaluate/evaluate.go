@@ -241,39 +241,17 @@ func CountryMesh(c *mesh.Countries) *mesh.Mesh {
 // RunAt evaluates the landmarks at the given indexes of m.
 func RunAt(m *mesh.Mesh, lms []int, opt Options) (*Result, error) {
 	opt.defaults()
+	lmat, vs, err := vectors(m, lms, opt.Repair)
+	if err != nil {
+		return nil, err
+	}
 	k := len(lms)
-	if k < 1 {
-		return nil, fmt.Errorf("evaluate: no landmark")
-	}
-	for _, l := range lms {
-		if l < 0 || l >= m.Len() {
-			return nil, fmt.Errorf("evaluate: landmark %d outside the mesh", l)
-		}
-	}
-	var err error
 	res := &Result{K: k, Est: map[string]*Errors{}, ByRegion: map[string]*Errors{}}
 	for _, l := range lms {
 		res.Landmarks = append(res.Landmarks, m.Cities[l].Name)
 	}
 	for _, e := range Estimators {
 		res.Est[e] = &Errors{}
-	}
-	lmat := make([][]float64, k)
-	for i := range k {
-		lmat[i] = make([]float64, k)
-		for j := range k {
-			lmat[i][j] = m.RTT(lms[i], lms[j])
-		}
-	}
-	vec := func(i int) landmark.Vector {
-		v := make(landmark.Vector, k)
-		for j, l := range lms {
-			v[j] = m.RTT(i, l)
-		}
-		if opt.Repair {
-			v = landmark.Repair(v, lmat)
-		}
-		return v
 	}
 	var sp *landmark.Space
 	if d := Dim(k); d >= 1 {
@@ -285,15 +263,9 @@ func RunAt(m *mesh.Mesh, lms []int, opt Options) (*Result, error) {
 	// Every city is a client and a server site, the landmark cities too (a
 	// master's city hosts game servers and players as well; their vector
 	// holds a 0).
-	hosts := make([]int, m.Len())
-	for i := range hosts {
-		hosts[i] = i
-	}
-	vs := make([]landmark.Vector, m.Len())
 	gnp := make([]*landmark.Coord, m.Len())
 	viv := make([]*landmark.Coord, m.Len())
-	for _, i := range hosts {
-		vs[i] = vec(i)
+	for i := range vs {
 		if sp != nil {
 			if c, err := sp.Place(vs[i]); err == nil {
 				gnp[i] = &c
@@ -322,10 +294,10 @@ func RunAt(m *mesh.Mesh, lms []int, opt Options) (*Result, error) {
 	var fitLow []float64
 	type heldPair struct{ lo, t float64 }
 	var held []heldPair
-	for ci, c := range hosts {
+	for c := range m.Len() {
 		ests := map[string][]float64{}
 		var truth []float64
-		for _, s := range hosts {
+		for s := range m.Len() {
 			t := m.RTT(c, s)
 			if s == c || math.IsNaN(t) {
 				continue
@@ -340,7 +312,7 @@ func RunAt(m *mesh.Mesh, lms []int, opt Options) (*Result, error) {
 			res.High.tested(t - hi)
 			if t < opt.Threshold {
 				stop := landmark.LowerBound(vs[c], vs[s], opt.Drop)
-				if ci%2 == 0 {
+				if c%2 == 0 {
 					fitLow = append(fitLow, stop-opt.Threshold)
 				} else {
 					held = append(held, heldPair{stop, t})
@@ -394,7 +366,7 @@ func RunAt(m *mesh.Mesh, lms []int, opt Options) (*Result, error) {
 		}
 		cost := Cost{Client: name}
 		var sites, probed, playable int
-		for _, s := range hosts {
+		for s := range m.Len() {
 			t := m.RTT(c, s)
 			if s == c || math.IsNaN(t) {
 				continue
@@ -517,32 +489,9 @@ func ranks(xs []float64) []float64 {
 // (landmark.PlanParams.Stop).
 func StopMargin(m *mesh.Mesh, lms []int, opt Options) (float64, error) {
 	opt.defaults()
-	k := len(lms)
-	if k < 1 {
-		return 0, fmt.Errorf("evaluate: no landmark")
-	}
-	for _, l := range lms {
-		if l < 0 || l >= m.Len() {
-			return 0, fmt.Errorf("evaluate: landmark %d outside the mesh", l)
-		}
-	}
-	lmat := make([][]float64, k)
-	for i := range k {
-		lmat[i] = make([]float64, k)
-		for j := range k {
-			lmat[i][j] = m.RTT(lms[i], lms[j])
-		}
-	}
-	vs := make([]landmark.Vector, m.Len())
-	for i := range vs {
-		v := make(landmark.Vector, k)
-		for j, l := range lms {
-			v[j] = m.RTT(i, l)
-		}
-		if opt.Repair {
-			v = landmark.Repair(v, lmat)
-		}
-		vs[i] = v
+	_, vs, err := vectors(m, lms, opt.Repair)
+	if err != nil {
+		return 0, err
 	}
 	var fit []float64
 	for c := 0; c < m.Len(); c += 2 {
@@ -565,4 +514,38 @@ func StopMargin(m *mesh.Mesh, lms []int, opt Options) (float64, error) {
 		}
 	}
 	return max(0, quantile(fit, opt.MarginQuantile)), nil
+}
+
+// vectors checks the landmark indexes lms of m and returns the landmarks'
+// RTTs to each other and every city's vector to them, each clipped by
+// landmark.Repair with repair.
+func vectors(m *mesh.Mesh, lms []int, repair bool) (lmat [][]float64, vs []landmark.Vector, err error) {
+	k := len(lms)
+	if k < 1 {
+		return nil, nil, fmt.Errorf("evaluate: no landmark")
+	}
+	for _, l := range lms {
+		if l < 0 || l >= m.Len() {
+			return nil, nil, fmt.Errorf("evaluate: landmark %d outside the mesh", l)
+		}
+	}
+	lmat = make([][]float64, k)
+	for i := range k {
+		lmat[i] = make([]float64, k)
+		for j := range k {
+			lmat[i][j] = m.RTT(lms[i], lms[j])
+		}
+	}
+	vs = make([]landmark.Vector, m.Len())
+	for i := range vs {
+		v := make(landmark.Vector, k)
+		for j, l := range lms {
+			v[j] = m.RTT(i, l)
+		}
+		if repair {
+			v = landmark.Repair(v, lmat)
+		}
+		vs[i] = v
+	}
+	return lmat, vs, nil
 }
