@@ -500,15 +500,16 @@ func StopMargin(m *mesh.Mesh, lms []int, opt Options) (float64, error) {
 			if s == c || math.IsNaN(t) || t >= opt.Threshold {
 				continue
 			}
-			if _, _, n := landmark.Bounds(vs[c], vs[s]); n == 0 {
+			_, hi, n := landmark.Bounds(vs[c], vs[s])
+			if n == 0 {
 				continue
 			}
 			x := landmark.LowerBound(vs[c], vs[s], opt.Drop)
-			if opt.Stop == Upper || opt.Stop == Mid {
-				_, hi, _ := landmark.Bounds(vs[c], vs[s])
-				if x = hi; opt.Stop == Mid {
-					x = (landmark.LowerBound(vs[c], vs[s], opt.Drop) + hi) / 2
-				}
+			switch opt.Stop {
+			case Upper:
+				x = hi
+			case Mid:
+				x = (x + hi) / 2
 			}
 			fit = append(fit, x-opt.Threshold)
 		}
