@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+	"unsafe"
 
 	"github.com/scout-discovery/scout/infostring"
 	"github.com/scout-discovery/scout/q3"
@@ -44,7 +45,9 @@ func BenchmarkChallengeIssueCheck(b *testing.B) {
 // handler (OpenArena heartbeat and infoResponse, with the info keys of
 // scout load's fleet) and reports the live heap each one costs after a
 // GC: the registry's entry, its maps, the info it keeps and its share of
-// the answer snapshot (BENCHMARKS.md, "Memory per listed server").
+// the answer snapshot (BENCHMARKS.md, "Memory per listed server"). It also
+// reports the size of the registry's entry struct (entry-B, unsafe.Sizeof:
+// the fixed part of the first line of that table).
 func BenchmarkRegistry_LiveHeapPerServer(b *testing.B) {
 	const n = 16384
 	for b.Loop() {
@@ -72,6 +75,7 @@ func BenchmarkRegistry_LiveHeapPerServer(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&m1)
 		b.ReportMetric(float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc))/n, "B/server")
+		b.ReportMetric(float64(unsafe.Sizeof(entry{})), "entry-B")
 		runtime.KeepAlive(f)
 	}
 }
