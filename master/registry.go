@@ -399,6 +399,7 @@ type Registry struct {
 	pending int                           // entries not listed
 	names   map[string]string             // interned game and gametype names, at most MaxInternedNames
 	players map[netip.AddrPort]playerList // listed servers' last player lists (players.go)
+	tally   map[tallyKey]int              // listed servers per game, protocol and gametype (tally.go)
 	share   Share                         // nil: every server is this instance's (share.go)
 }
 
@@ -424,6 +425,7 @@ func NewRegistry(cfg Config, chal *Challenger) (*Registry, error) {
 		perKey:  make(map[addrKey]int32),
 		names:   make(map[string]string),
 		players: make(map[netip.AddrPort]playerList),
+		tally:   make(map[tallyKey]int),
 	}
 	r.snap.Store(&snapshot{minExpire: math.MaxInt64})
 	return r, nil
@@ -606,8 +608,10 @@ func (r *Registry) Verify(now time.Time, src netip.AddrPort, rep Reply) (Server,
 		s.Clients != int(e.Clients) || s.MaxClients != int(e.MaxClients) || info != e.info:
 		change = ChangeUpdated
 	}
+	r.tallyLocked(e, -1)
 	e.Listed = true
 	e.Game, e.Protocol, e.Gametype = r.internLocked(s.Game), int32(s.Protocol), r.internLocked(s.Gametype)
+	r.tallyLocked(e, 1)
 	e.Clients, e.MaxClients = clamp32(s.Clients), clamp32(s.MaxClients)
 	if info != e.info {
 		e.info = info
@@ -1028,6 +1032,7 @@ func (r *Registry) Expire(now time.Time, dst []Removal) []Removal {
 
 func (r *Registry) removeLocked(a netip.AddrPort, e *entry) {
 	delete(r.servers, keyOf(a))
+	r.tallyLocked(e, -1)
 	k := addrKeyOf(a.Addr())
 	if r.perKey[k]--; r.perKey[k] <= 0 {
 		delete(r.perKey, k)
@@ -1089,6 +1094,7 @@ func (r *Registry) Restore(now time.Time, servers []Server) (restored int, skipp
 		}
 		r.servers[keyOf(a)] = e
 		r.perKey[k]++
+		r.tallyLocked(e, 1)
 		restored++
 	}
 	r.dirty.Store(true)

@@ -105,9 +105,11 @@ func (r *Registry) Apply(now time.Time, s Server) (Change, Reason) {
 		change = ChangeUpdated
 	}
 	reverified := e.restored
+	r.tallyLocked(e, -1)
 	e.Listed = true
 	e.Family = s.Family
 	e.Game, e.Protocol, e.Gametype = r.internLocked(s.Game), int32(s.Protocol), r.internLocked(s.Gametype)
+	r.tallyLocked(e, 1)
 	e.Clients, e.MaxClients = clamp32(s.Clients), clamp32(s.MaxClients)
 	if info != e.info {
 		e.info = info

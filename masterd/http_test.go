@@ -56,6 +56,7 @@ func TestMaster_HTTP(t *testing.T) {
 	metrics := get("/metrics")
 	for _, want := range []string{
 		`scout_master_servers_listed_by_game{game="Quake3Arena"} 1`,
+		`scout_master_servers_listed_by_gametype{game="Quake3Arena",gametype="0",protocol="71"} 1`,
 		`scout_master_dropped_total{reason="not_connectionless"} 1`,
 		`scout_master_packets_received_total{kind="getservers"} 1`,
 		`scout_master_packets_sent_total{kind="getserversResponse"} 1`,

@@ -1,14 +1,21 @@
 package masterd
 
 import (
+	"cmp"
+	"slices"
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/scout-discovery/scout/master"
 )
 
 // Collector exposes a master's counters to Prometheus. It reads the
-// handler's atomic counters and the registry at scrape time, so the packet
-// path pays nothing for metrics.
+// handler's atomic counters and the registry's counts at scrape time, so
+// the packet path pays nothing for metrics, and a scrape costs the same
+// at 1,000,000 servers as at ten: the counts by game, protocol and
+// gametype are kept by the registry as the listing changes
+// (master.Registry.Tallies), not counted at the scrape.
 type Collector struct {
 	m *Master
 
@@ -17,10 +24,17 @@ type Collector struct {
 	retries, afterRetry                      *prometheus.Desc
 	answers, unknownGame, budgetDenied       *prometheus.Desc
 	listed, pending, listedByGame            *prometheus.Desc
+	listedByKind                             *prometheus.Desc
 	sendErrors, stateErrors                  *prometheus.Desc
 	stateCommits, stateWritten, statePending *prometheus.Desc
 	stateSeconds, stateLast, stateMax        *prometheus.Desc
 }
+
+// MaxGametypeSeries bounds the series of
+// scout_master_servers_listed_by_gametype: the largest are exported, the
+// others summed in one series with empty labels, so that servers sending
+// made-up protocols or gametypes cannot grow a scrape without bound.
+const MaxGametypeSeries = 256
 
 // NewCollector returns the collector of m.
 func NewCollector(m *Master) *Collector {
@@ -45,6 +59,8 @@ func NewCollector(m *Master) *Collector {
 		listed:       d("servers_listed", "Servers listed."),
 		pending:      d("servers_pending", "Servers challenged and not yet verified."),
 		listedByGame: d("servers_listed_by_game", "Servers listed, by game.", "game"),
+		listedByKind: d("servers_listed_by_gametype", "Servers listed, by game, protocol and gametype; beyond the largest "+
+			strconv.Itoa(MaxGametypeSeries)+" series, the others summed in one with empty labels.", "game", "protocol", "gametype"),
 		sendErrors:   d("send_errors_total", "Datagrams the kernel refused or with no socket of their family, and long replies dropped with their socket's send queue full (queue_full).", "error"),
 		stateErrors:  d("state_write_errors_total", "Failed commits to the state file (their changes are tried again at the next)."),
 		stateCommits: d("state_commits_total", "Commits to the state file (one transaction each)."),
@@ -59,7 +75,7 @@ func NewCollector(m *Master) *Collector {
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.packetsIn, c.bytesIn, c.packetsOut, c.bytesOut, c.dropped, c.removed,
-		c.changes, c.probes, c.retries, c.afterRetry, c.answers, c.unknownGame, c.budgetDenied, c.listed, c.pending, c.listedByGame,
+		c.changes, c.probes, c.retries, c.afterRetry, c.answers, c.unknownGame, c.budgetDenied, c.listed, c.pending, c.listedByGame, c.listedByKind,
 		c.sendErrors, c.stateErrors, c.stateCommits, c.stateWritten, c.statePending, c.stateSeconds, c.stateLast, c.stateMax} {
 		ch <- d
 	}
@@ -102,12 +118,28 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	listed, pending := c.m.Registry.Counts()
 	gauge(c.listed, listed)
 	gauge(c.pending, pending)
+	tallies := c.m.Registry.Tallies(nil)
 	byGame := map[string]int{}
-	for _, s := range c.m.Registry.Servers(nil) {
-		byGame[s.Game]++
+	for _, t := range tallies {
+		byGame[t.Game] += t.Servers
 	}
 	for g, n := range byGame {
 		gauge(c.listedByGame, n, g)
+	}
+	slices.SortFunc(tallies, func(a, b master.Tally) int {
+		return cmp.Or(cmp.Compare(b.Servers, a.Servers), cmp.Compare(a.Game, b.Game),
+			cmp.Compare(a.Protocol, b.Protocol), cmp.Compare(a.Gametype, b.Gametype))
+	})
+	rest := 0
+	for i, t := range tallies {
+		if i >= MaxGametypeSeries {
+			rest += t.Servers
+			continue
+		}
+		gauge(c.listedByKind, t.Servers, t.Game, strconv.Itoa(t.Protocol), t.Gametype)
+	}
+	if len(tallies) > MaxGametypeSeries {
+		gauge(c.listedByKind, rest, "", "", "")
 	}
 	refused, noSocket := c.m.Server.SendErrors()
 	counter(c.sendErrors, refused, "refused")
