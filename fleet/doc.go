@@ -36,8 +36,13 @@
 // A heartbeat is verified by the instance that received it (the game
 // server answers the address it sent to). Re-probes and the silence of
 // listed servers are divided among the live instances by rendezvous
-// hashing of the server's address (master.Rendezvous): each server is
-// re-probed once per period by the fleet. An instance beats every
+// hashing of the server's address, rotated by its round (the re-probe
+// period its last verification fell in, which every instance computes
+// alike from the shared record; master.Rendezvous, master.Round): each
+// server is re-probed once per period by the fleet, and by every live
+// instance within len(live) periods (2×len(live) when a late re-probe
+// moved its round on by two), so that each instance, a landmark placed
+// where it runs, measures its RTT to every server. An instance beats every
 // Config.Beat (ZADD with Redis's own clock, so hosts' clocks do not
 // matter) and is live while its last beat is within Config.Dead; a stopped
 // instance leaves at once (ZREM). When an instance dies its servers are

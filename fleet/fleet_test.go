@@ -147,9 +147,10 @@ func TestFleet_SameServerAtOnceLeavesOneRecord(t *testing.T) {
 	}
 }
 
-// The re-probes are divided: each server is re-probed once per period by
-// the fleet, not once per instance; when an instance dies its share moves
-// to the others within one period.
+// The re-probes are divided and rotate: each server is re-probed once
+// per period by the fleet, not once per instance, and by every instance
+// within 2×3 periods (master.Rendezvous: 3 with no late re-probe); when
+// an instance dies its share moves to the others within one period.
 func TestFleet_ReprobeShareMovesWhenAnInstanceDies(t *testing.T) {
 	const period = 2 * time.Second
 	r := startRedis(t)
@@ -172,20 +173,36 @@ func TestFleet_ReprobeShareMovesWhenAnInstanceDies(t *testing.T) {
 		g.heartbeat(t, ins[k%3].addr)
 	}
 	start := time.Now()
-	// Three re-probes of every server.
-	if !waitFor(6*period, func() bool {
+	// Every server re-probed by every instance: within 6 re-probes (a
+	// re-probe is late by up to the 1 s tick, half this period, so rounds
+	// often move on by two), 6 periods and the ticks' lateness.
+	from := func(g *gameServer) map[netip.AddrPort]bool {
+		m := map[netip.AddrPort]bool{}
+		for _, e := range g.reprobes(start) {
+			m[e.from] = true
+		}
+		return m
+	}
+	if !waitFor(6*period+6*time.Second, func() bool {
 		for _, g := range servers {
-			if len(g.reprobes(start)) < 3 {
+			if len(from(g)) < 3 {
 				return false
 			}
 		}
 		return true
 	}) {
-		t.Fatal("not every server was re-probed three times in six periods")
+		for _, g := range servers {
+			if f := from(g); len(f) < 3 {
+				t.Errorf("%v re-probed only from %v", g.addr, f)
+			}
+		}
+		t.Fatal("not every server was re-probed from every instance")
 	}
 	byInstance := map[netip.AddrPort]int{}
+	most := 0
 	for _, g := range servers {
 		rs := g.reprobes(start)
+		most = max(most, len(rs))
 		for i := 1; i < len(rs); i++ {
 			if gap := rs[i].at.Sub(rs[i-1].at); gap < period*8/10 {
 				t.Errorf("%v re-probed twice in %v (by %v and %v): not once per period", g.addr, gap, rs[i-1].from, rs[i].from)
@@ -195,40 +212,30 @@ func TestFleet_ReprobeShareMovesWhenAnInstanceDies(t *testing.T) {
 			byInstance[e.from]++
 		}
 	}
-	if len(byInstance) != 3 {
-		t.Errorf("re-probes came from %d instances, want all 3: %v", len(byInstance), byInstance)
-	}
-	t.Logf("re-probes per instance: %v", byInstance)
+	t.Logf("re-probes per instance: %v; every server re-probed from all 3 after at most %d re-probes, %v", byInstance, most, time.Since(start).Round(time.Millisecond))
 
 	// i2 dies (no clean leave).
 	dead := ins[2]
-	owned := map[*gameServer]bool{}
-	z := master.NewRendezvous("", []string{"i0", "i1", "i2"})
-	for _, g := range servers {
-		owned[g] = z.Owner(g.addr) == "i2"
-	}
 	dead.crash()
 	died := time.Now()
-	// Each of its servers is re-probed by a survivor within one period of
-	// being due (the share moves after Dead, then the survivors look again
-	// within half a period, on their 1 s tick).
+	// Each server (its share in its next round may be the dead one's) is
+	// re-probed by a survivor within one period of being due (the share
+	// moves after Dead, then the survivors look again within half a
+	// period, on their 1 s tick).
 	bound := period + period/2 + 500*time.Millisecond + time.Second + 500*time.Millisecond
 	var mu sync.Mutex
 	late := 0
 	if !waitFor(bound+period, func() bool {
 		for _, g := range servers {
-			if owned[g] && len(g.reprobes(died)) == 0 {
+			if len(g.reprobes(died)) == 0 {
 				return false
 			}
 		}
 		return true
 	}) {
-		t.Fatalf("the dead instance's servers were not all re-probed within %v", bound+period)
+		t.Fatalf("the servers were not all re-probed within %v", bound+period)
 	}
 	for _, g := range servers {
-		if !owned[g] {
-			continue
-		}
 		all := g.reprobes(start)
 		var before time.Time
 		for _, e := range all {

@@ -916,7 +916,7 @@ func (r *Registry) DueProbes(now time.Time, dst []Probe, max int) []Probe {
 			continue
 		}
 		reqs, interval := r.reprobeOf(e)
-		if !r.mineLocked(e.Addr) {
+		if !r.mineLocked(e) {
 			// Another instance's share: its verification will set the
 			// next re-probe; look again soon in case that instance died.
 			e.NextProbe = stampOf(now.Add(shareRecheck(interval)))
@@ -1015,7 +1015,7 @@ func (r *Registry) Expire(now time.Time, dst []Removal) []Removal {
 			}
 		}
 		if why == OK && e.Listed && stampOf(now) >= e.expiry(r.cfg.Timeout) &&
-			(stampOf(now) >= e.expiry(2*r.cfg.Timeout) || r.mineLocked(a)) {
+			(stampOf(now) >= e.expiry(2*r.cfg.Timeout) || r.mineLocked(e)) {
 			// In a fleet the owner of a server's share decides its
 			// silence, once for all (share.go); the others wait one more
 			// Timeout for its removal before deciding themselves.

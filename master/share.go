@@ -9,17 +9,48 @@ import (
 // A fleet is several masters sharing one registry (package fleet keeps it
 // on Redis). The core's part is pure: a peer's verified record is applied
 // with Apply (the newest verification wins), a peer's removal with
-// ApplyRemoval (only if nothing newer was verified here), and the
-// re-probes and expiries of listed servers are divided among the live
-// instances by a Share. Heartbeats are not shared: each instance verifies
-// the heartbeats it receives.
+// ApplyRemoval (only if nothing newer was verified here), a peer
+// landmark's RTT with ApplyLandmarkRTT (peers.go), and the re-probes and
+// expiries of listed servers are divided among the live instances by a
+// Share. Heartbeats are not shared: each instance verifies the
+// heartbeats it receives.
+//
+// # Rounds
+//
+// A server's round is its last verification time divided by its re-probe
+// interval (Round): the number of the re-probe period it was last
+// verified in. Every instance holds the same LastVerified (the newest
+// verification wins, Apply), so every instance computes the same round,
+// and the owner of the round re-probes it. Its verification lands about
+// one interval later, so the round moves on by one each period (by two
+// when the re-probe was late by enough to cross a period's boundary). A
+// restored server, re-verified by no one yet, is in round 0.
 
-// Share says which listed servers this instance re-probes and expires.
-// Mine is called with the registry's lock held and must not call back
-// into the registry. A nil Share (the default) makes every server this
-// instance's.
+// Share says which listed servers this instance re-probes and expires:
+// Mine(a, round) for server a in its round (Round). Mine is called with
+// the registry's lock held and must not call back into the registry. A
+// nil Share (the default) makes every server this instance's.
 type Share interface {
-	Mine(netip.AddrPort) bool
+	Mine(a netip.AddrPort, round uint64) bool
+}
+
+// Round is the round of a server last verified at lastVerified whose
+// re-probe interval is interval: lastVerified's Unix nanoseconds divided
+// by interval; 0 for a zero lastVerified or interval.
+func Round(lastVerified time.Time, interval time.Duration) uint64 {
+	if lastVerified.IsZero() || interval <= 0 || lastVerified.UnixNano() <= 0 {
+		return 0
+	}
+	return uint64(lastVerified.UnixNano()) / uint64(interval)
+}
+
+// roundLocked is e's round (Round; 0 while restored).
+func (r *Registry) roundLocked(e *entry) uint64 {
+	if e.restored {
+		return 0
+	}
+	_, interval := r.reprobeOf(e)
+	return Round(e.LastVerified.Time(), interval)
 }
 
 // DefaultShareRecheck is how long a listed server whose re-probe is due
@@ -39,9 +70,10 @@ func (r *Registry) SetShare(s Share) {
 	r.mu.Unlock()
 }
 
-// mineLocked reports whether a is this instance's to re-probe and expire.
-func (r *Registry) mineLocked(a netip.AddrPort) bool {
-	return r.share == nil || r.share.Mine(a)
+// mineLocked reports whether e is this instance's to re-probe and expire
+// in its current round.
+func (r *Registry) mineLocked(e *entry) bool {
+	return r.share == nil || r.share.Mine(e.Addr, r.roundLocked(e))
 }
 
 // LeftToPeers returns the due re-probes DueProbes left to the other
@@ -158,13 +190,22 @@ func (r *Registry) ApplyRemoval(a netip.AddrPort, verified time.Time) bool {
 }
 
 // Rendezvous is the Share of instance Self among the Live instances of a
-// fleet (Self included): a server is the share of the live instance with
-// the highest weight(instance, server address), rendezvous hashing
-// (Thaler and Ravishankar, 1996). Every instance that sees the same live
-// set computes the same owner for every server, with no coordination;
-// when an instance leaves, only its servers move, spread evenly over the
-// others. A Rendezvous is immutable; the fleet sets a new one when the
-// live set changes.
+// fleet (Self included), by rendezvous hashing (Thaler and Ravishankar,
+// 1996) with rotation: the live instances are ranked for each server by
+// weight(instance, server address), heaviest first, and the server's
+// owner in round k is the instance ranked k mod len(Live). So in round 0
+// (and every len(Live)-th round) the owner is the plain rendezvous owner,
+// and over len(Live) consecutive rounds every live instance owns the
+// server once: each instance is a landmark that measures every server
+// within len(Live) re-probe periods (within 2×len(Live) when a re-probe
+// was late across a period's boundary and its round moved on by two:
+// the instance it skipped comes in the next cycle), while each round still has exactly one owner, so the fleet
+// re-probes each server once per period. Every instance that sees the
+// same live set computes the same owner for every (server, round), with
+// no coordination. When an instance leaves, the ranking of the others for
+// a server does not change; in round 0 only its servers move. A
+// Rendezvous is immutable; the fleet sets a new one when the live set
+// changes.
 type Rendezvous struct {
 	Self string
 	Live []string
@@ -182,38 +223,59 @@ func NewRendezvous(self string, live []string) *Rendezvous {
 	return z
 }
 
-// Mine reports whether a is Self's: Owner(a) is Self. With Self not among
-// Live (not yet seen live, or cut off from the fleet) it is true, so that
-// an instance alone keeps re-probing its list.
-func (z *Rendezvous) Mine(a netip.AddrPort) bool {
+// Mine reports whether a is Self's in round: Owner(a, round) is Self.
+// With Self not among Live (not yet seen live, or cut off from the fleet)
+// it is true, so that an instance alone keeps re-probing its list.
+func (z *Rendezvous) Mine(a netip.AddrPort, round uint64) bool {
 	if z.self < 0 {
 		return true
 	}
-	return z.owner(a) == z.self
+	return z.owner(a, round) == z.self
 }
 
-// Owner returns the live instance whose share a is, "" if none is live.
-func (z *Rendezvous) Owner(a netip.AddrPort) string {
+// Owner returns the live instance whose share a is in round, "" if none
+// is live.
+func (z *Rendezvous) Owner(a netip.AddrPort, round uint64) string {
 	if len(z.Live) == 0 {
 		return ""
 	}
-	return z.Live[z.owner(a)]
+	return z.Live[z.owner(a, round)]
 }
 
-func (z *Rendezvous) owner(a netip.AddrPort) int {
+// maxRanked is the live set ranked without allocating; a larger one
+// allocates its weights.
+const maxRanked = 16
+
+func (z *Rendezvous) owner(a netip.AddrPort, round uint64) int {
 	var key [18]byte
 	b16 := a.Addr().Unmap().As16()
 	copy(key[:], b16[:])
 	binary.BigEndian.PutUint16(key[16:], a.Port())
-	best, bestW := 0, uint64(0)
-	for i, id := range z.Live {
-		if w := weight(id, key[:]); i == 0 || w > bestW || (w == bestW && id < z.Live[best]) {
-			best, bestW = i, w
+	n := len(z.Live)
+	var buf [maxRanked]uint64
+	ws := buf[:0]
+	if n > maxRanked {
+		ws = make([]uint64, 0, n)
+	}
+	for _, id := range z.Live {
+		ws = append(ws, weight(id, key[:]))
+	}
+	// heavier: ranked before (ties, which FNV makes rare, by id).
+	heavier := func(i, j int) bool { return ws[i] > ws[j] || (ws[i] == ws[j] && z.Live[i] < z.Live[j]) }
+	want := int(round % uint64(n))
+	for i := range n {
+		rank := 0
+		for j := range n {
+			if j != i && heavier(j, i) {
+				rank++
+			}
+		}
+		if rank == want {
+			return i
 		}
 	}
-	return best
+	return 0 // not reached: the ranks are a permutation of 0..n-1
 }
-
 // weight is FNV-1a over the instance id and the address, then a 64-bit
 // finalizer (splitmix64's) so that nearby addresses weigh independently.
 // It is part of the fleet's protocol: every instance must compute it the

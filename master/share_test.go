@@ -28,14 +28,14 @@ func TestRendezvous_SharesEvenlyAndMovesOnlyTheDeadsServers(t *testing.T) {
 	for _, a := range addrs {
 		var owners []string
 		for _, self := range live {
-			if NewRendezvous(self, live).Mine(a) {
+			if NewRendezvous(self, live).Mine(a, 0) {
 				owners = append(owners, self)
 			}
 		}
 		if len(owners) != 1 {
 			t.Fatalf("%v is the share of %v, want exactly one instance", a, owners)
 		}
-		if o := NewRendezvous("x", []string{"c", "a", "b"}).Owner(a); o != owners[0] {
+		if o := NewRendezvous("x", []string{"c", "a", "b"}).Owner(a, 0); o != owners[0] {
 			t.Fatalf("owner of %v depends on the order of the live set: %s vs %s", a, o, owners[0])
 		}
 		owner[a] = owners[0]
@@ -51,7 +51,7 @@ func TestRendezvous_SharesEvenlyAndMovesOnlyTheDeadsServers(t *testing.T) {
 	after := NewRendezvous("a", []string{"a", "c"})
 	moved := map[string]int{}
 	for _, a := range addrs {
-		o := after.Owner(a)
+		o := after.Owner(a, 0)
 		if owner[a] != "b" && o != owner[a] {
 			t.Fatalf("%v moved from live %s to %s", a, owner[a], o)
 		}
@@ -68,18 +68,18 @@ func TestRendezvous_SharesEvenlyAndMovesOnlyTheDeadsServers(t *testing.T) {
 		a    string
 		want string
 	}{{"198.51.100.7:27960", "b"}, {"[2001:db8::1]:27960", "b"}, {"203.0.113.9:27961", "c"}} {
-		if got := NewRendezvous("a", live).Owner(ap(c.a)); got != c.want {
+		if got := NewRendezvous("a", live).Owner(ap(c.a), 0); got != c.want {
 			t.Errorf("owner of %s = %s, want %s", c.a, got, c.want)
 		}
 	}
-	if !NewRendezvous("z", live).Mine(addrs[0]) {
+	if !NewRendezvous("z", live).Mine(addrs[0], 0) {
 		t.Error("an instance not in the live set does not re-probe its list")
 	}
 }
 
 type shareFunc func(netip.AddrPort) bool
 
-func (f shareFunc) Mine(a netip.AddrPort) bool { return f(a) }
+func (f shareFunc) Mine(a netip.AddrPort, _ uint64) bool { return f(a) }
 
 // DueProbes sends only this instance's share of the due re-probes; the
 // others are looked at again after shareRecheck, and become its own when
@@ -214,5 +214,135 @@ func TestRegistry_ApplyRemovalOfRestored(t *testing.T) {
 	r.Apply(t0.Add(time.Hour), Server{Addr: a, Game: "Quake3Arena", Family: game.FamilyQ3, Protocol: 68, MaxClients: 8, LastVerified: t0})
 	if !r.ApplyRemoval(a, t0.Add(time.Minute)) {
 		t.Fatal("a restored server outlived a peer's removal")
+	}
+}
+
+// Rotation: in every round exactly one live instance owns a server; over
+// len(Live) consecutive rounds every live instance owns it once; over
+// 2×len(Live) re-probes whose rounds skipped one (a late re-probe) every
+// live instance owns it at least once; round 0 is plain rendezvous.
+func TestRendezvous_RotatesOwnerEachRound(t *testing.T) {
+	for _, live := range [][]string{{"a"}, {"a", "b"}, {"a", "b", "c"}, {"i0", "i1", "i2", "i3", "i4"}} {
+		n := uint64(len(live))
+		zs := make([]*Rendezvous, len(live))
+		for i, id := range live {
+			zs[i] = NewRendezvous(id, live)
+		}
+		for _, a := range manyAddrs(2000) {
+			base := Round(t0, game.Q3AReprobeInterval)
+			seen := map[string]int{}
+			for k := base; k < base+n; k++ {
+				var owners []string
+				for i, z := range zs {
+					if z.Mine(a, k) {
+						owners = append(owners, live[i])
+					}
+				}
+				if len(owners) != 1 {
+					t.Fatalf("live %v: %v in round %d is the share of %v, want exactly one", live, a, k, owners)
+				}
+				seen[owners[0]]++
+			}
+			if len(seen) != len(live) {
+				t.Fatalf("live %v: %v owned in %d rounds by %v, want each instance once", live, a, n, seen)
+			}
+			if zs[0].Owner(a, 0) != zs[0].Owner(a, n) {
+				t.Fatalf("live %v: %v: round 0 and round %d differ", live, a, n)
+			}
+			// A late re-probe moves the round on by two: rounds
+			// base..base+2n without base+skip, 2n re-probes.
+			for skip := uint64(1); skip < 2*n; skip++ {
+				seen := map[string]bool{}
+				for k := base; k <= base+2*n; k++ {
+					if k != base+skip {
+						seen[zs[0].Owner(a, k)] = true
+					}
+				}
+				if len(seen) != len(live) {
+					t.Fatalf("live %v: %v: %d re-probes skipping round %d reached only %v", live, a, 2*n, base+skip, seen)
+				}
+			}
+		}
+	}
+	// More instances than the ranking's stack buffer.
+	var big []string
+	for i := range maxRanked + 3 {
+		big = append(big, fmt.Sprint("n", i))
+	}
+	a := ap("198.51.100.9:27960")
+	seen := map[string]bool{}
+	for k := range uint64(len(big)) {
+		seen[NewRendezvous("", big).Owner(a, k)] = true
+	}
+	if len(seen) != len(big) {
+		t.Errorf("%d instances: %d owned it over %d rounds", len(big), len(seen), len(big))
+	}
+}
+
+// Three registries sharing one fleet's records (Apply), each with its
+// Rendezvous, re-probe every server once per period between them, and
+// within three periods each has measured its RTT to every server.
+func TestRegistry_RotationMeasuresFromEveryInstance(t *testing.T) {
+	live := []string{"a", "b", "c"}
+	regs := make([]*Registry, len(live))
+	for i, id := range live {
+		regs[i] = newTestRegistry(t, Config{AllowLoopback: true})
+		regs[i].SetShare(NewRendezvous(id, live))
+	}
+	addrs := manyAddrs(60)
+	for _, a := range addrs {
+		s := register(t, regs[0], t0, a)
+		for _, r := range regs[1:] {
+			if _, why := r.Apply(t0, s); why != OK {
+				t.Fatal(why)
+			}
+		}
+	}
+	const periods = 3
+	interval := game.Q3AReprobeInterval
+	rtt := map[int]time.Duration{0: 20 * time.Millisecond, 1: 90 * time.Millisecond, 2: 250 * time.Millisecond}
+	probed := map[netip.AddrPort][]int{} // re-probing instance per period, in order
+	for now := t0; now.Before(t0.Add(periods*interval + interval/2)); now = now.Add(time.Second) {
+		for i, r := range regs {
+			for _, p := range r.DueProbes(now, nil, 0) {
+				if p.Try != 0 {
+					continue
+				}
+				probed[p.To] = append(probed[p.To], i)
+				rep := infoReply(p.Challenge.Text)
+				if p.Requests&game.GetStatus != 0 {
+					rep.Kind, rep.Players = ReplyStatus, 3
+				}
+				at := now.Add(rtt[i])
+				s, _, why := r.Verify(at, p.To, rep)
+				if why != OK {
+					t.Fatalf("%s: Verify(%v) = %v", live[i], p.To, why)
+				}
+				for j, o := range regs {
+					if j != i {
+						o.Apply(at, s)
+					}
+				}
+			}
+		}
+	}
+	for _, a := range addrs {
+		ps := probed[a]
+		if len(ps) != periods {
+			t.Fatalf("%v re-probed %d times in %d periods (by %v), want once per period", a, len(ps), periods, ps)
+		}
+		seen := map[int]bool{}
+		for _, i := range ps {
+			seen[i] = true
+		}
+		if len(seen) != len(live) {
+			t.Errorf("%v re-probed by %v in %d periods, want by every instance", a, ps, periods)
+		}
+		for i, r := range regs {
+			s, _ := r.Lookup(a)
+			if s.RTT != rtt[i] {
+				t.Errorf("%s's RTT to %v = %v, want %v", live[i], a, s.RTT, rtt[i])
+			}
+		}
 	}
 }
