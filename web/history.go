@@ -12,19 +12,26 @@ import (
 // History resolution and bounds. A server's player count is kept per
 // Resolution slot (the last verified reply in the slot wins: the master
 // re-probes every 4 or 5 minutes, and checks on heartbeats in between), in
-// day chunks of SlotsPerDay one-byte counts, for the current UTC day and
-// the RetentionDays-1 before it: at least 7 full days back from any
-// instant. A count above MaxCount is kept as MaxCount; NoSample marks a
-// slot without a verified reply.
+// days of SlotsPerDay one-byte counts, for the current UTC day and the
+// RetentionDays-1 before it: at least 7 full days back from any instant. A
+// count above MaxCount is kept as MaxCount; NoSample marks a slot without
+// a verified reply.
 //
-// Size per server, with its full RetentionDays: in memory 2,727 bytes (a
-// day chunk is 292 bytes, 320 with the allocator's rounding, 8 of them,
-// plus the slice and the map slot; BenchmarkHistory_MemoryPerServer); on
-// disk (master/store's history bucket, one 289-byte record per server and
-// day) 3,039 bytes of state file (BenchmarkHistory_FileBytesPerServer in
-// master/store, 5,000 servers). At most MaxHistoryServers servers are
-// kept: 32,768 × 2.7 KB = 89 MB in the worst case; 5,000 servers with 8
-// days, 13.6 MB.
+// Size per server in memory (live heap, its map slot included;
+// BenchmarkHistory_MemoryPerServer), the days encoded as runs
+// (history_enc.go):
+//
+//	just registered (one sample)                 109 B
+//	8 days, one count (nobody plays: most)       164 B
+//	8 days, the count changing 12 times a day    341 B
+//	8 days, a new count at every slot (worst)  2,427 B
+//
+// against 431 B and 2,811 B in every case for the raw days kept before.
+// A day never takes more than its 288 counts plus 7 bytes. On disk
+// (master/store's history bucket, one 289-byte record per server and day)
+// 3,039 bytes of state file with 8 days (BenchmarkHistory_FileBytesPerServer
+// in master/store, 5,000 servers). At most MaxHistoryServers servers are
+// kept: 32,768 × 2.4 KB = 80 MB in the worst case.
 const (
 	Resolution        = 5 * time.Minute
 	SlotsPerDay       = int(24 * time.Hour / Resolution)
@@ -43,47 +50,70 @@ type Day struct {
 	Counts [SlotsPerDay]uint8
 }
 
-// chunk is one day of a series in memory (Day without the address).
-type chunk struct {
-	day    int32
-	counts [SlotsPerDay]uint8
-}
-
-type series struct {
-	days []*chunk // ascending by day, at most RetentionDays
-}
-
 // History keeps every server's player count over time from the master's
 // verified replies (it is the handler's master.Observer). It is pure: it
 // takes the time of each reply, never reads the clock, and owns no file;
 // masterd's state writer takes its changed days (TakeDirty) into the state
 // store's commits and gives them back at start (Load).
 //
-// mu guards everything.
+// Each server's days are kept encoded in one byte slice (a series, see
+// history_enc.go): runs of one count, and the counts as they are where
+// they change too often for runs to be shorter. Every call decodes the
+// days it reads or changes.
+//
+// mu guards everything, the scratch buffers included.
 type History struct {
 	notify func() // OnChange's; called after mu is released
 
 	mu      sync.Mutex
-	servers map[netip.AddrPort]*series
-	dirty   map[dayKey]struct{}
-	samples uint64 // samples recorded, for the tests and the metrics
-	refused uint64 // samples of servers beyond MaxHistoryServers
+	servers map[histKey][]byte    // each server's series (history_enc.go), never empty
+	dirty   map[dirtyKey]struct{} // days changed since TakeDirty; nil before OnChange
+	samples uint64                // samples recorded, for the tests and the metrics
+	refused uint64                // samples of servers beyond MaxHistoryServers
+
+	refs [RetentionDays + 1]dayRef
+	raw  [SlotsPerDay]uint8
+	body []byte // the changed day's body
+	buf  []byte // the series being written
 }
 
-type dayKey struct {
-	a   netip.AddrPort
+// histKey is a server's address as History's map key: the unmapped
+// address in 16 bytes and the port (18 bytes, where a netip.AddrPort is
+// 32 with its zone handle), as master's registry keys its servers. A zone
+// is not part of it.
+type histKey struct {
+	ip   [16]byte
+	port uint16
+}
+
+func histKeyOf(a netip.AddrPort) histKey { return histKey{a.Addr().Unmap().As16(), a.Port()} }
+
+func (k histKey) addrPort() netip.AddrPort {
+	return netip.AddrPortFrom(netip.AddrFrom16(k.ip).Unmap(), k.port)
+}
+
+type dirtyKey struct {
+	k   histKey
 	day int32
 }
 
 // NewHistory returns an empty history.
 func NewHistory() *History {
-	return &History{servers: map[netip.AddrPort]*series{}, dirty: map[dayKey]struct{}{}}
+	return &History{servers: map[histKey][]byte{}}
 }
 
 // OnChange sets a function called (without History's lock held) after a
-// sample changed a day chunk, so that the state writer commits it within
-// its interval. It must be set before the first Record.
-func (h *History) OnChange(fn func()) { h.notify = fn }
+// sample changed a day, so that the state writer commits it within its
+// interval, and from then on remembers the changed days for TakeDirty. It
+// must be set before the first Record.
+func (h *History) OnChange(fn func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.notify = fn
+	if h.dirty == nil {
+		h.dirty = map[dirtyKey]struct{}{}
+	}
+}
 
 // SlotOf returns the slot of t (Resolution slots since the Unix epoch).
 func SlotOf(t time.Time) int64 { return floorDiv(t.Unix(), int64(Resolution/time.Second)) }
@@ -108,68 +138,89 @@ func (h *History) Verified(now time.Time, s master.Server) {
 
 // Record records count players at a at t.
 func (h *History) Record(a netip.AddrPort, t time.Time, count int) {
-	a = netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
 	slot := SlotOf(t)
 	day := int32(floorDiv(slot, int64(SlotsPerDay)))
 	idx := slot - int64(day)*int64(SlotsPerDay)
-	if h.record(a, day, idx, uint8(max(0, min(count, MaxCount)))) && h.notify != nil {
+	if h.record(histKeyOf(a), day, idx, uint8(max(0, min(count, MaxCount)))) && h.notify != nil {
 		h.notify()
 	}
 }
 
-// record sets a count, reporting whether it changed a chunk.
-func (h *History) record(a netip.AddrPort, day int32, idx int64, c uint8) bool {
+// record sets a count, reporting whether it changed a day.
+func (h *History) record(k histKey, day int32, idx int64, c uint8) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.samples++
-	s := h.servers[a]
-	if s == nil {
-		if len(h.servers) >= MaxHistoryServers {
-			h.refused++
-			return false
-		}
-		s = &series{}
-		h.servers[a] = s
+	enc, ok := h.servers[k]
+	if !ok && len(h.servers) >= MaxHistoryServers {
+		h.refused++
+		return false
 	}
-	d := s.day(day)
-	if d == nil || d.counts[idx] == c {
-		return false // older than every day kept, or no change
+	refs, i, ok := h.open(enc, day)
+	if !ok {
+		return false // older than every day kept
 	}
-	d.counts[idx] = c
-	h.dirty[dayKey{a, day}] = struct{}{}
+	if h.raw[idx] == c {
+		return false
+	}
+	h.raw[idx] = c
+	h.put(k, enc, refs, i)
+	if h.dirty != nil {
+		h.dirty[dirtyKey{k, day}] = struct{}{}
+	}
 	return true
+}
+
+// open parses enc's days into h.refs and decodes day into h.raw, adding
+// it (all NoSample) if enc has no such day. It returns the days and day's
+// index among them, or false if day is older than every day kept and
+// there is no room for it (RetentionDays days kept).
+func (h *History) open(enc []byte, day int32) (refs []dayRef, i int, ok bool) {
+	refs = parseDays(enc, h.refs[:0])
+	i, found := slices.BinarySearchFunc(refs, day, func(d dayRef, n int32) int { return int(d.day - n) })
+	if found {
+		decodeBody(refs[i].body, &h.raw)
+		return refs, i, true
+	}
+	if len(refs) >= RetentionDays && i == 0 {
+		return nil, 0, false
+	}
+	for j := range h.raw {
+		h.raw[j] = NoSample
+	}
+	return slices.Insert(refs, i, dayRef{day: day}), i, true
+}
+
+// put encodes h.raw as refs[i]'s body and stores refs, without the oldest
+// days past RetentionDays, as k's series (in enc's array when it fits).
+func (h *History) put(k histKey, enc []byte, refs []dayRef, i int) {
+	h.body = appendBody(h.body[:0], &h.raw)
+	refs[i].body = h.body
+	if len(refs) > RetentionDays {
+		refs = refs[len(refs)-RetentionDays:]
+	}
+	h.store(k, enc, refs)
+}
+
+// store writes refs as k's series, in enc's array when it fits and is not
+// more than twice what is needed, else in a new one; no days deletes k.
+func (h *History) store(k histKey, enc []byte, refs []dayRef) {
+	if len(refs) == 0 {
+		delete(h.servers, k)
+		return
+	}
+	h.buf = appendSeries(h.buf[:0], refs)
+	n := len(h.buf)
+	if n > cap(enc) || cap(enc) > 2*n {
+		enc = slices.Grow([]byte(nil), n) // capacity rounded up to the allocator's size class
+	}
+	h.servers[k] = append(enc[:0], h.buf...)
 }
 
 // KeepFrom is the first day (days since the Unix epoch) History keeps at
 // now; the store deletes the days before it.
 func KeepFrom(now time.Time) int32 {
 	return int32(floorDiv(SlotOf(now), int64(SlotsPerDay))) - RetentionDays + 1
-}
-
-// day returns s's chunk of day, creating it (and dropping the oldest past
-// RetentionDays), or nil if day is older than every chunk kept and there
-// is no room.
-func (s *series) day(day int32) *chunk {
-	i, found := s.find(day)
-	if found {
-		return s.days[i]
-	}
-	if len(s.days) >= RetentionDays && i == 0 {
-		return nil
-	}
-	d := &chunk{day: day}
-	for j := range d.counts {
-		d.counts[j] = NoSample
-	}
-	s.days = slices.Insert(s.days, i, d)
-	if len(s.days) > RetentionDays {
-		s.days = slices.Delete(s.days, 0, len(s.days)-RetentionDays)
-	}
-	return d
-}
-
-func (s *series) find(day int32) (int, bool) {
-	return slices.BinarySearchFunc(s.days, day, func(d *chunk, n int32) int { return int(d.day - n) })
 }
 
 // Point is one slot's count.
@@ -188,16 +239,18 @@ func (h *History) Points(a netip.AddrPort, from, to int64) []Point {
 // Recent returns a's last up to n counts in the slots before slot to,
 // within the 24 h before it, oldest first.
 func (h *History) Recent(a netip.AddrPort, to int64, n int) []int {
-	a = netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
 	out := make([]int, 0, n)
 	h.mu.Lock()
-	s := h.servers[a]
-	// Backwards from to-1, chunk by chunk, until n samples or a day.
-	for i := len(s.daysOrNil()) - 1; i >= 0 && len(out) < n; i-- {
-		d := s.days[i]
-		base := int64(d.day) * int64(SlotsPerDay)
+	refs := parseDays(h.servers[histKeyOf(a)], h.refs[:0])
+	// Backwards from to-1, day by day, until n samples or a day.
+	for i := len(refs) - 1; i >= 0 && len(out) < n; i-- {
+		base := int64(refs[i].day) * int64(SlotsPerDay)
+		if base >= to || base+int64(SlotsPerDay) <= to-int64(SlotsPerDay) {
+			continue
+		}
+		decodeBody(refs[i].body, &h.raw)
 		for slot := min(to, base+int64(SlotsPerDay)) - 1; slot >= base && slot >= to-int64(SlotsPerDay) && len(out) < n; slot-- {
-			if c := d.counts[slot-base]; c != NoSample {
+			if c := h.raw[slot-base]; c != NoSample {
 				out = append(out, int(c))
 			}
 		}
@@ -205,13 +258,6 @@ func (h *History) Recent(a netip.AddrPort, to int64, n int) []int {
 	h.mu.Unlock()
 	slices.Reverse(out)
 	return out
-}
-
-func (s *series) daysOrNil() []*chunk {
-	if s == nil {
-		return nil
-	}
-	return s.days
 }
 
 // Stats returns the average and peak of a's samples in slots [from, to),
@@ -230,19 +276,15 @@ func (h *History) Stats(a netip.AddrPort, from, to int64) (avg float64, peak, n 
 }
 
 func (h *History) each(a netip.AddrPort, from, to int64, fn func(slot int64, c uint8)) {
-	a = netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	s := h.servers[a]
-	if s == nil {
-		return
-	}
-	for _, d := range s.days {
+	for _, d := range parseDays(h.servers[histKeyOf(a)], h.refs[:0]) {
 		base := int64(d.day) * int64(SlotsPerDay)
 		if base+int64(SlotsPerDay) <= from || base >= to {
 			continue
 		}
-		for i, c := range d.counts {
+		decodeBody(d.body, &h.raw)
+		for i, c := range h.raw {
 			if slot := base + int64(i); c != NoSample && slot >= from && slot < to {
 				fn(slot, c)
 			}
@@ -250,22 +292,25 @@ func (h *History) each(a netip.AddrPort, from, to int64, fn func(slot int64, c u
 	}
 }
 
-// TakeDirty returns a copy of every day chunk changed since the last call
-// (for the state writer's next commit) and forgets them. If the commit
-// fails, the writer gives them back with Redirty.
+// TakeDirty returns a copy of every day changed since the last call (for
+// the state writer's next commit) and forgets them. If the commit fails,
+// the writer gives them back with Redirty. Changed days are remembered
+// only once OnChange is set: a History whose days nobody takes keeps no
+// list of them.
 func (h *History) TakeDirty() []Day {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := make([]Day, 0, len(h.dirty))
-	for k := range h.dirty {
-		if s := h.servers[k.a]; s != nil {
-			if i, ok := s.find(k.day); ok {
-				out = append(out, Day{Addr: k.a, Day: k.day, Counts: s.days[i].counts})
-			}
+	for dk := range h.dirty {
+		refs := parseDays(h.servers[dk.k], h.refs[:0])
+		if i, ok := slices.BinarySearchFunc(refs, dk.day, func(d dayRef, n int32) int { return int(d.day - n) }); ok {
+			d := Day{Addr: dk.k.addrPort(), Day: dk.day}
+			decodeBody(refs[i].body, &d.Counts)
+			out = append(out, d)
 		}
 	}
 	if len(h.dirty) > 1024 {
-		h.dirty = map[dayKey]struct{}{} // let a big one (a start's) go
+		h.dirty = map[dirtyKey]struct{}{} // let a big one (a start's) go
 	} else {
 		clear(h.dirty)
 	}
@@ -276,8 +321,11 @@ func (h *History) TakeDirty() []Day {
 func (h *History) Redirty(days []Day) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.dirty == nil {
+		h.dirty = map[dirtyKey]struct{}{}
+	}
 	for _, d := range days {
-		h.dirty[dayKey{d.Addr, d.Day}] = struct{}{}
+		h.dirty[dirtyKey{histKeyOf(d.Addr), d.Day}] = struct{}{}
 	}
 }
 
@@ -288,25 +336,22 @@ func (h *History) Load(days []Day) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, ld := range days {
-		a := netip.AddrPortFrom(ld.Addr.Addr().Unmap(), ld.Addr.Port())
-		s := h.servers[a]
-		if s == nil {
-			if len(h.servers) >= MaxHistoryServers {
-				h.refused++
-				continue
-			}
-			s = &series{}
-			h.servers[a] = s
-		}
-		d := s.day(ld.Day)
-		if d == nil {
+		k := histKeyOf(ld.Addr)
+		enc, ok := h.servers[k]
+		if !ok && len(h.servers) >= MaxHistoryServers {
+			h.refused++
 			continue
 		}
-		for i, c := range ld.Counts {
-			if d.counts[i] == NoSample {
-				d.counts[i] = c
+		refs, i, ok := h.open(enc, ld.Day)
+		if !ok {
+			continue
+		}
+		for j, c := range ld.Counts {
+			if h.raw[j] == NoSample {
+				h.raw[j] = c
 			}
 		}
+		h.put(k, enc, refs, i)
 	}
 }
 
@@ -317,14 +362,14 @@ func (h *History) Prune(now time.Time) (firstDay int32) {
 	firstDay = KeepFrom(now)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for a, s := range h.servers {
+	for k, enc := range h.servers {
+		refs := parseDays(enc, h.refs[:0])
 		i := 0
-		for i < len(s.days) && s.days[i].day < firstDay {
+		for i < len(refs) && refs[i].day < firstDay {
 			i++
 		}
-		s.days = slices.Delete(s.days, 0, i)
-		if len(s.days) == 0 {
-			delete(h.servers, a)
+		if i > 0 {
+			h.store(k, enc, refs[i:])
 		}
 	}
 	for k := range h.dirty {

@@ -135,6 +135,7 @@ func TestSelectRows_StableAcrossRefresh(t *testing.T) {
 
 func TestHistory(t *testing.T) {
 	h := NewHistory()
+	h.OnChange(func() {})
 	a := netip.MustParseAddrPort("192.0.2.1:27960")
 	t0 := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
 	for i := range 9 * SlotsPerDay { // nine days, one sample a slot
@@ -179,6 +180,10 @@ func TestHistory(t *testing.T) {
 	h3.Record(a, t0, 1000)
 	if p := h3.Points(a, 0, SlotOf(t0)+1); len(p) != 1 || p[0].Players != MaxCount {
 		t.Errorf("cap %v", p)
+	}
+	// Without OnChange nobody takes the changed days: none are kept.
+	if d := h3.TakeDirty(); len(d) != 0 {
+		t.Errorf("%d dirty days without OnChange", len(d))
 	}
 }
 
