@@ -33,6 +33,12 @@ type LandmarkSet struct {
 	// (landmark.PlanInput.ClientHeight), as a client that measured its
 	// first hop would know it.
 	KnowAccess bool
+	// Derive makes the client work as the live one does: the landmarks'
+	// matrix (for Repair) is landmark.MatrixFromVectors of the servers'
+	// vectors instead of the mesh's, and the client's height is
+	// landmark.AccessHeight of its vector and that matrix instead of its
+	// true access delay (KnowAccess is then ignored).
+	Derive bool
 }
 
 // MeasureSamples is how many probes a landmark's RTT to a server (and a
@@ -100,7 +106,11 @@ func runLandmarks(w *population.World, ms *MeshSpec, place population.Place, tar
 	for i, ls := range ms.Landmarks {
 		vs, client, lm := landmarkVectors(w, ms.Latency, place, ls, seed)
 		pi := landmark.PlanInput{Targets: targets, Vectors: vs, Client: client, Landmarks: lm}
-		if ls.KnowAccess {
+		switch {
+		case ls.Derive:
+			pi.Landmarks = landmark.MatrixFromVectors(vs, len(client))
+			pi.ClientHeight = landmark.AccessHeight(client, pi.Landmarks)
+		case ls.KnowAccess:
 			pi.ClientHeight = float64(place.Access) / float64(time.Millisecond)
 		}
 		pl, err := landmark.NewPlanner(pi,

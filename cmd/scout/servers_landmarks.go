@@ -23,8 +23,10 @@ const landmarkMargin = 54
 // reports: each master that answered as a landmark is one; the client's
 // RTT to it is its list query's round trip (MasterReport.RTT); a server's
 // vector holds each landmark's published RTT to it, NaN where that
-// landmark has not measured it. The landmarks' RTTs to each other are not
-// measured: Repair is off.
+// landmark has not measured it. The landmarks' RTTs to each other are
+// bounded from the servers' vectors (landmark.MatrixFromVectors: no packet
+// more), for Repair, and the client's access delay is estimated from its
+// vector and that matrix (landmark.AccessHeight).
 func landmarkInput(ts []adaptive.Target, reps []discover.MasterReport) (landmark.PlanInput, []string) {
 	in := landmark.PlanInput{Targets: ts}
 	var lms []discover.MasterReport
@@ -47,6 +49,8 @@ func landmarkInput(ts []adaptive.Target, reps []discover.MasterReport) (landmark
 		}
 		in.Vectors[i] = v
 	}
+	in.Landmarks = landmark.MatrixFromVectors(in.Vectors, len(lms))
+	in.ClientHeight = landmark.AccessHeight(in.Client, in.Landmarks)
 	return in, names
 }
 
@@ -67,15 +71,16 @@ func serversLandmarks(ctx context.Context, opt serversOptions, out *serversOutpu
 		out.event(e)
 	}
 	var names []string
+	var height float64
 	p := landmark.DefaultPlanParams()
-	p.Repair, p.Margin = false, landmarkMargin
+	p.Margin = landmarkMargin
 	p.Threshold = ms(o.autoStop)
 	if o.autoStop == 0 {
 		p.Threshold = math.Inf(1)
 	}
 	plan := func(ts []adaptive.Target) (adaptive.Strategy, error) {
 		in, n := landmarkInput(ts, reps)
-		names = n
+		names, height = n, in.ClientHeight
 		return landmark.NewPlanner(in, p, rand.New(rand.NewPCG(o.seed, 0x1a4d)))
 	}
 	sum, ord, err := discover.Ordered(ctx, mconn, pconn, cfg, geoLocator(geo.Default()), plan, each)
@@ -84,10 +89,13 @@ func serversLandmarks(ctx context.Context, opt serversOptions, out *serversOutpu
 	ap.StopRTT = o.autoStop
 	rep := newOrderReport("landmarks", "", ap, sum, ord)
 	rep.Landmarks = names
+	if names != nil {
+		rep.AccessMs = &height
+	}
 	out.ordering = &rep
 	out.finish(sum)
 	if out.enc == nil {
-		fmt.Fprintf(out.w, "landmarks: %d (%v); margin %d ms\n", len(names), names, landmarkMargin)
+		fmt.Fprintf(out.w, "landmarks: %d (%v); margin %d ms; access delay estimated %.1f ms\n", len(names), names, landmarkMargin, height)
 		rep.print(out.w)
 	}
 	return err

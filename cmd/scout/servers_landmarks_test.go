@@ -76,8 +76,9 @@ func delayRelay(t *testing.T, to netip.AddrPort, delay time.Duration) netip.Addr
 // likewise, and to each master through a relay that delays the master's
 // replies by the model's RTT). The masters measure their RTTs when they
 // verify the servers; scout servers --order landmarks reads them with the
-// lists, and must find every playable server (model RTT under 200 ms)
-// with fewer probes than the list.
+// lists, derives the landmarks' RTTs to each other (Repair) and its access
+// delay from them, and must find every playable server (model RTT under
+// 200 ms) with fewer probes than the list.
 func TestServers_OrderLandmarksLive(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a world and three masters")
@@ -208,6 +209,11 @@ func TestServers_OrderLandmarksLive(t *testing.T) {
 		len(playable), n, lm["probes"], lmFound, ord, conv["probes"], convFound)
 	if ord == nil || len(ord["landmarks"].([]any)) != 3 {
 		t.Fatalf("landmarks order summary %v", ord)
+	}
+	// The client in Sydney has no access delay of its own here; the
+	// estimate from the landmarks it derives must not invent a large one.
+	if h, ok := ord["access_ms"].(float64); !ok || h < 0 || h > 25 {
+		t.Errorf("access delay estimated %v, want 0 to 25 ms", ord["access_ms"])
 	}
 	if lmFound < len(playable) || convFound < len(playable) {
 		t.Errorf("found %d (landmarks), %d (conventional) of %d playable", lmFound, convFound, len(playable))

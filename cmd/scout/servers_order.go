@@ -197,6 +197,9 @@ type orderReport struct {
 	Refused        int     `json:"refused,omitempty"`
 	// Landmarks are the landmark ids of --order landmarks.
 	Landmarks []string `json:"landmarks,omitempty"`
+	// AccessMs is --order landmarks' estimate of the client's access delay
+	// (landmark.AccessHeight), the lower bounds' client height.
+	AccessMs *float64 `json:"access_ms,omitempty"`
 }
 
 func newOrderReport(order, variant string, p adaptive.Params, sum discover.Summary, ord discover.Ordering) orderReport {

@@ -33,6 +33,7 @@ type simMeshFlags struct {
 	stop       *string
 	calibrate  *bool
 	stopAfter  *int
+	derive     *bool
 }
 
 func addSimMeshFlags(fs *flag.FlagSet) *simMeshFlags {
@@ -49,6 +50,7 @@ func addSimMeshFlags(fs *flag.FlagSet) *simMeshFlags {
 		stop:       fs.String("stop-on", "lower", "with --mesh: what the stop rule compares with 200 ms + margin: lower (the robust lower bound), upper or mid (an estimate, its margin fitted at --margin-quantile)"),
 		calibrate:  fs.Bool("calibrate", true, "with --mesh: also run each K with the candidates the bound keeps handed to Armitage's planner with scout's constants (landmarks-K+scout)"),
 		stopAfter:  fs.Int("stop-after", 50, "with --mesh: also run each K with the run rule (landmarks-K+run): stop after this many unplayable outcomes in a row of servers estimated unplayable (landmark.PlanParams.StopAfter; 0: no such column)"),
+		derive:     fs.Bool("derive", false, "with --mesh: the client derives what the live one derives instead of being told: the landmarks' RTTs to each other from the servers' vectors (landmark.MatrixFromVectors) and its access delay from its vector (landmark.AccessHeight); --know-access is then ignored"),
 		unmeasured: fs.Float64("unmeasured", 0, "with --mesh: share of servers no landmark has measured yet (left to Armitage's planner)"),
 	}
 }
@@ -117,7 +119,7 @@ func (f *simMeshFlags) spec() (*sim.MeshSpec, []string, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		ls := sim.LandmarkSet{Name: "landmarks-" + strconv.Itoa(k), Unmeasured: *f.unmeasured, KnowAccess: *f.access}
+		ls := sim.LandmarkSet{Name: "landmarks-" + strconv.Itoa(k), Unmeasured: *f.unmeasured, KnowAccess: *f.access, Derive: *f.derive}
 		ls.Params = landmark.PlanParams{Threshold: 200, Margin: margin, Drop: *f.drop, Repair: *f.repair, Estimator: est, Stop: stop}
 		var names []string
 		for _, l := range lms {
@@ -142,8 +144,8 @@ func (f *simMeshFlags) spec() (*sim.MeshSpec, []string, error) {
 			lc.Params.Calibrate = &sc
 			calibrated = append(calibrated, lc)
 		}
-		notes = append(notes, fmt.Sprintf("%s: %s, stop on %s, margin %.1f ms (the %g quantile over the playable pairs of the mesh's even-indexed cities), drop %d, repair %v, order by %s, client height known %v",
-			ls.Name, strings.Join(names, " "), stop, margin, *f.quantile, *f.drop, *f.repair, est, *f.access))
+		notes = append(notes, fmt.Sprintf("%s: %s, stop on %s, margin %.1f ms (the %g quantile over the playable pairs of the mesh's even-indexed cities), drop %d, repair %v, order by %s, client height known %v, derived %v",
+			ls.Name, strings.Join(names, " "), stop, margin, *f.quantile, *f.drop, *f.repair, est, *f.access, *f.derive))
 	}
 	ms.Landmarks = append(append(ms.Landmarks, runs...), calibrated...)
 	return ms, notes, nil
