@@ -21,6 +21,12 @@ const (
 	DefaultHBThrottle = 2 * master.DefaultMaxServersPerAddress
 	// DefaultHBDecayTime is the heartbeat flood protection's decay time.
 	DefaultHBDecayTime = time.Second
+	// DefaultReadBuffer is each master socket's receive buffer (SO_RCVBUF):
+	// room for thousands of small datagrams (each costs its kernel
+	// truesize, about 1 KB), so heartbeats arriving at tens of thousands
+	// a second are not dropped while the process waits for a core.
+	// Linux caps it at net.core.rmem_max (208 KB unless raised).
+	DefaultReadBuffer = 4 << 20
 	// DefaultHTTPReadHeaderTimeout bounds reading an HTTP request's
 	// header.
 	DefaultHTTPReadHeaderTimeout = 5 * time.Second
@@ -85,6 +91,9 @@ type Config struct {
 	// MaxSources bounds the sources each flood protection tracks; 0
 	// means master.DefaultMaxSources.
 	MaxSources int
+	// ReadBuffer is each master socket's receive buffer in bytes; 0
+	// means DefaultReadBuffer, negative the system's default.
+	ReadBuffer int
 	// OutRate and OutBurst are the global outbound byte budget (bytes
 	// per second, burst bytes); 0 means
 	// master.DefaultOutboundBytesPerSecond and
@@ -134,6 +143,7 @@ func (c Config) withDefaults() Config {
 	c.Heartbeats.Throttle = cmp.Or(c.Heartbeats.Throttle, DefaultHBThrottle)
 	c.Heartbeats.Decay = cmp.Or(c.Heartbeats.Decay, DefaultHBDecayTime)
 	c.MaxSources = cmp.Or(c.MaxSources, master.DefaultMaxSources)
+	c.ReadBuffer = cmp.Or(c.ReadBuffer, DefaultReadBuffer)
 	c.OutRate = cmp.Or(c.OutRate, master.DefaultOutboundBytesPerSecond)
 	c.OutBurst = cmp.Or(c.OutBurst, master.DefaultOutboundBurst)
 	if c.Logger == nil {

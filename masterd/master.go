@@ -151,6 +151,12 @@ func (m *Master) Listen() error {
 			m.Log.Warn("IPv6 socket not opened", "addr", a, "err", err)
 			return nil, nil
 		}
+		if err == nil && m.Config.ReadBuffer > 0 {
+			// The kernel caps it at net.core.rmem_max without saying so.
+			if err := c.SetReadBuffer(m.Config.ReadBuffer); err != nil {
+				m.Log.Warn("receive buffer not set", "addr", a, "bytes", m.Config.ReadBuffer, "err", err)
+			}
+		}
 		return c, err
 	}
 	for _, a := range m.Config.Listen {

@@ -54,6 +54,7 @@ func (o masterOptions) settings(ctx context.Context) (masterSettings, error) {
 			MaxSources: orDefault(o.MaxClients, master.DefaultMaxSources),
 			OutRate:    orDefault(o.OutRate, master.DefaultOutboundBytesPerSecond),
 			OutBurst:   orDefault(o.OutBurst, master.DefaultOutboundBurst),
+			ReadBuffer: o.ReadBuffer, // 0: masterd.DefaultReadBuffer
 			// Zero fields are the master.Default* figures.
 			Responses: master.ResponseLimits{
 				VictimRate: o.VictimRate, VictimBurst: o.VictimBurst,

@@ -63,6 +63,7 @@ type masterOptions struct {
 	EndOnLastOnly    bool     `json:"eot-last-only"`        // --eot-last-only: end marker on the last packet only (dpmaster 2.x); default every packet
 	OutRate          int      `json:"out-rate"`             // --out-rate BYTES/S: global outbound budget
 	OutBurst         int      `json:"out-burst"`            // --out-burst BYTES
+	ReadBuffer       int      `json:"read-buffer"`          // --read-buffer BYTES: each socket's SO_RCVBUF
 	VictimRate       int      `json:"victim-rate"`          // --victim-rate BYTES/S: response limit's open lane per address
 	VictimBurst      int      `json:"victim-burst"`         // --victim-burst BYTES
 	ReturnRate       int      `json:"return-rate"`          // --return-rate BYTES/S: response limit's return lane per address
@@ -239,6 +240,7 @@ var masterOptionSpecs = []optSpec{
 	{"eot-on-every", 0, argNone, flagOpt(func(o *masterOptions) { o.EndOnLastOnly = false }), "end marker on every server-list packet (the default; kept for scripts that pass it)"},
 	{"eot-last-only", 0, argNone, flagOpt(func(o *masterOptions) { o.EndOnLastOnly = true }), "end marker on the last server-list packet only, as dpmaster 2.x (quakestat and ioquake3 then drop each other packet's last server)"},
 	{"out-rate", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.OutRate }, 1), "BYTES: global outbound budget per second (12500000)"},
+	{"read-buffer", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.ReadBuffer }, 1), "BYTES: each master socket's receive buffer (4194304; the kernel caps it at net.core.rmem_max)"},
 	{"out-burst", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.OutBurst }, 1), "BYTES: outbound burst (1048576)"},
 	{"victim-rate", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.VictimRate }, 1), "BYTES/S: replies to one address (IPv4, IPv6 /64) from any port, after the burst (16384; the default defence, off with -f)"},
 	{"victim-burst", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.VictimBurst }, 1), "BYTES: replies to one address at once (786432: 21 full lists of 5,000 servers)"},
