@@ -213,7 +213,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	var shortfalls []int // packets received by each answer that was not complete
 	inflight, next, answers := 0, 0, 0
 
-	cpu0, _ := selfCPU()
+	cpu0, _ := SelfCPU()
 	var mcpu0 time.Duration
 	if cfg.PID > 0 {
 		if mcpu0, err = ProcCPU(cfg.PID); err != nil {
@@ -406,7 +406,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 		res.MasterCPU = mcpu1 - mcpu0
 	}
-	if cpu1, err := selfCPU(); err == nil {
+	if cpu1, err := SelfCPU(); err == nil {
 		res.LoadCPU = cpu1 - cpu0
 	}
 	for _, got := range shortfalls {
@@ -437,7 +437,8 @@ func sameSet(list []netip.AddrPort, want map[netip.AddrPort]bool) bool {
 }
 
 // selfCPU is this process's CPU time (user + system).
-func selfCPU() (time.Duration, error) {
+// SelfCPU is this process's CPU time (user + system).
+func SelfCPU() (time.Duration, error) {
 	var ru unix.Rusage
 	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
 		return 0, err
