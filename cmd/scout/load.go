@@ -63,7 +63,24 @@ asks for the list every --refresh and checks each answer. Each run prints
 the requests and bytes spoofed, the bytes the master sent to the victim
 (the flood's ports and the client's), the amplification (victim bytes /
 spoofed bytes, UDP payload; "wire" counts 28 header bytes per datagram
-each way) and the client's refreshes answered complete.`
+each way) and the client's refreshes answered complete.
+
+Swarm: with --swarm, --servers IPv4 servers (one 127.x.y.z address each
+from --swarm-base, sharing --sockets ports: heartbeats leave from each
+server's address by IP_PKTINFO, in sendmmsg batches, and the master's
+getinfos are read in recvmmsg batches) and --ipv6 servers on ::1 (a port
+each) heartbeat to the one target (IPv6 to [::1] at the target's port),
+--heartbeat-rate per second in all (default 20000), and again, round after
+round, those the master did not challenge, within --populate-timeout
+(default 10m). Printed: a line a second (servers that answered a getinfo,
+with --metrics the master's own count of listed servers, the master's and
+this process's CPU), the registration rate, the master's
+CPU per registration, each game's full list (getserversExt GAME PROTO
+empty full ipv4 ipv6; give the master --no-flood-protection and an
+--out-rate and --out-burst that pass 5 MB) and its VmRSS per listed
+server. A million heartbeating sources need the master's limits raised:
+-n, --max-clients (the heartbeat flood table), and, since every IPv6
+server shares ::1, --hash-ports and an --hb-throttle above --ipv6.`
 
 type loadTarget struct {
 	name string
@@ -136,6 +153,12 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	victim := fs.String("victim", "127.77.0.1", "--flood: the victim's address, which the spoofed requests and the refreshing client both use")
 	floodPorts := fs.Int("flood-ports", 0, "--flood: source ports the flood uses in turn (0: a fresh port per request)")
 	refresh := fs.Duration("refresh", loadgen.DefaultRefresh, "--flood: the victim's client asks for the list this often")
+	swarm := fs.Bool("swarm", false, "register --servers IPv4 and --ipv6 IPv6 servers on few sockets with the one target, measure the rate, and stop (see Swarm below)")
+	ipv6 := fs.Int("ipv6", 0, "--swarm: servers on ::1, one port each from --port6 (the target must listen on [::1] at its port too)")
+	port6 := fs.Uint("port6", loadgen.DefaultSwarmPort6, "--swarm: first port tried for the IPv6 servers")
+	sockets := fs.Int("sockets", loadgen.DefaultSwarmSockets, "--swarm: IPv4 sockets (ports) the IPv4 servers share")
+	swarmMetrics := fs.String("metrics", "", "--swarm: the master's /metrics URL (its --http), read each second for the servers it lists")
+	swarmBase := fs.String("swarm-base", loadgen.DefaultSwarmBase.String(), "--swarm: first address of the IPv4 servers")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -193,6 +216,29 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail("--query: %v", err)
 	}
 
+	var ss swarmSettings
+	if *swarm {
+		if len(targets) != 1 {
+			return fail("--swarm measures one --target")
+		}
+		sb, err := netip.ParseAddr(*swarmBase)
+		if err != nil {
+			return fail("--swarm-base: %v", err)
+		}
+		if *ipv6 < 0 || *sockets < 1 || *port6 < 1 || *port6 > 65535 {
+			return fail("--ipv6 must be at least 0, --sockets at least 1, --port6 a port")
+		}
+		ss = swarmSettings{
+			cfg:  loadgen.SwarmConfig{Servers: *servers, Base: sb, Sockets: *sockets, IPv6: *ipv6, Port6: uint16(*port6)},
+			rate: loadgen.DefaultSwarmRate, deadline: *popTimeout, metrics: *swarmMetrics,
+		}
+		if flagSet(fs, "heartbeat-rate") {
+			ss.rate = *hbRate
+		}
+		if !flagSet(fs, "populate-timeout") {
+			ss.deadline = 10 * time.Minute
+		}
+	}
 	defer func() {
 		for _, t := range targets {
 			stopLaunched(t)
@@ -213,6 +259,9 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
+	if *swarm {
+		return runSwarm(ctx, stdout, stderr, targets[0], ss)
+	}
 	fleet, err := loadgen.NewFleet(loadgen.FleetConfig{
 		Servers: *servers, PerAddr: *perAddr, Base: fb, Port: uint16(*fleetPort), Protocol: *protocol,
 	})
@@ -343,6 +392,13 @@ func stopLaunched(t *loadTarget) {
 	_ = t.proc.Kill()
 	<-t.exited
 	t.proc = nil
+}
+
+// flagSet reports whether the flag name was given.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

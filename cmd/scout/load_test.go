@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/netip"
 	"strings"
 	"testing"
@@ -199,4 +201,62 @@ func TestLoad_FloodAgainstResponseLimit(t *testing.T) {
 		t.Fatalf("%+v: want every refresh answered and at most %d bytes to the victim", r, bound)
 	}
 	t.Logf("%+v, bound %d", r, bound)
+}
+
+// scout load --swarm against a real master on 127.0.0.1 and ::1 at one
+// port: every IPv4 and IPv6 server of three games is registered, the
+// master's /metrics count reaches them all, and the lists hold them.
+func TestLoad_SwarmRegistersEveryServer(t *testing.T) {
+	const n4, n6 = 2000, 100
+	var m *masterd.Master
+	for try := 0; m == nil; try++ {
+		// One port on both families: take a free IPv4 one and hope ::1
+		// has it free too.
+		c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := c.LocalAddr().(*net.UDPAddr).Port
+		c.Close()
+		cfg := masterd.Config{
+			Listen: []netip.AddrPort{netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)),
+				netip.AddrPortFrom(netip.IPv6Loopback(), uint16(port))},
+			Registry:     master.Config{MaxServersPerAddress: -1, AllowLoopback: true},
+			Heartbeats:   masterd.Limit{Throttle: 10 * n6},
+			NoQueryLimit: true, OutRate: 1_000_000_000,
+			HTTP: "127.0.0.1:0",
+		}
+		mm, err := masterd.NewMaster(time.Now(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := mm.Listen(); err != nil {
+			if try == 10 {
+				t.Skipf("no port free on both 127.0.0.1 and ::1: %v", err)
+			}
+			continue
+		}
+		mm.Close()
+		m = inProcessMaster(t, cfg)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"load", "--swarm", "--target", "scout=" + m.Addrs()[0].String(),
+		"--servers", fmt.Sprint(n4), "--ipv6", fmt.Sprint(n6), "--sockets", "2", "--swarm-base", "127.96.0.1", "--port6", "24000",
+		"--heartbeat-rate", "20000", "--metrics", "http://" + m.HTTPAddr().String() + "/metrics"}, &stdout, &stderr)
+	out := stdout.String()
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr.String())
+	}
+	for _, want := range []string{
+		fmt.Sprintf("listed: %d of %d swarm servers", n4+n6, n4+n6),
+		fmt.Sprintf("master's count: all %d listed", n4+n6),
+		fmt.Sprintf("list OpenArena 71: %d entries", (n4+n6)*3/20),
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	if l, _ := m.Handler.Registry().Counts(); l != n4+n6 {
+		t.Errorf("master lists %d, want %d", l, n4+n6)
+	}
 }
