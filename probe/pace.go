@@ -92,20 +92,45 @@ const (
 	paceHoldMax  = 500 * time.Millisecond
 	// paceRTTWeight is the weight of one RTT in the mean RTT.
 	paceRTTWeight = 1.0 / 32
-	// The retry timeout (RetryTimeout): RTTs are counted in buckets of
-	// paceRTTBucket up to paceRTTBuckets of them (the last holds all
-	// longer); paceRetryFactor times their 99th percentile, at least
-	// paceRetryMin, once paceRetrySamples are in.
-	paceRTTBucket    = 10 * time.Millisecond
-	paceRTTBuckets   = 300
-	paceRetryFactor  = 1.5
-	paceRetryMin     = 250 * time.Millisecond
-	paceRetrySamples = 100
+	// The retry timeout (RetryTimeout): paceRetryFactor times the 99th
+	// percentile of the RTTs of the sends old enough that an RTT of
+	// paceRetryUncensored times that percentile would have been seen,
+	// plus paceRetrySlack, at least paceRetryMin, once paceRetrySamples
+	// such RTTs are in; recomputed at most every paceRetryEvery. The
+	// last paceRetryKept RTTs are kept.
+	paceRetryFactor     = 1.2
+	paceRetrySlack      = 20 * time.Millisecond
+	paceRetryUncensored = 1.5
+	paceRetryMin        = 250 * time.Millisecond
+	paceRetrySamples    = 100
+	paceRetryEvery      = 10 * time.Millisecond
+	paceRetryKept       = 1 << 14
+	// paceRetryBucket and paceRetryBuckets: the percentile's resolution
+	// and range (the last bucket holds every longer RTT).
+	paceRetryBucket  = time.Millisecond
+	paceRetryBuckets = 3000
 	// paceSizeWeight is the weight of one reply in the mean reply size.
 	paceSizeWeight = 1.0 / 64
 	// paceMinSettled is how many settled sends the replies per probe are
 	// measured over before they count.
 	paceMinSettled = 100
+	// Packet trains (see Pacer, "Trains"): the first paceTrains requests
+	// of a run are sent paceTrainProbes times back to back, under the
+	// per-source burst of 10 that ioquake3 (SVC_RateLimitAddress) and the
+	// emulated world allow; a train counts once it has paceTrainMin
+	// replies and all are in or none came for paceTrainSettle. The rate
+	// then starts at paceJump times what the trains measured.
+	paceTrains      = 6
+	paceTrainProbes = 8
+	// paceTrainQueue: trains are sent only while at least this many
+	// requests wait to be sent; a shorter list ends at any rate in
+	// about its servers' largest RTT, and the trains would be a large
+	// share of its probes.
+	paceTrainQueue   = 256
+	paceTrainMin     = 5
+	paceTrainSettle  = 20 * time.Millisecond
+	paceJump         = 0.8
+	paceTrainMaxWait = time.Second
 )
 
 // Pace configures delay-based pacing ([Pacer]); a zero field takes its
@@ -176,7 +201,23 @@ func (c Pace) withDefaults() Pace {
 //     period, and every reply in it waited at most the run's length. A
 //     run longer than QueueTarget is a standing queue: the rate backs off
 //     by paceBackoff (at most once per paceCutSpacing).
-//   - Slow start: the rate doubles every 100 ms from StartRate, but
+//   - Trains: the first paceTrains requests of a run (Quake III getinfo)
+//     sent while paceTrainQueue or more wait are sent paceTrainProbes
+//     times back to back to their one server
+//     (Train). Its replies leave it together and cross the path's
+//     narrowest link one after another, so their spacing at the client
+//     is that link's time per reply, upstream or down (a request's
+//     transmission upstream, a reply's downstream, whichever is longer):
+//     the train's replies after the first over their dispersion are the
+//     probes per second the path carries, measured within the nearest
+//     train server's RTT instead of after a ramp (packet pairs, in the
+//     manner of Jacobson's pathchar and Keshav's packet-pair probing). The
+//     estimate is the median of the trains in so far; the rate jumps to
+//     paceJump times it, past slow start, and it caps capacityRate after.
+//     Without a bottleneck the replies come microseconds apart and the
+//     rate goes to MaxRate at once. The extra sends, 7 a train, are at
+//     most 42 a run.
+//   - Slow start (when no train came back): the rate doubles every 100 ms from StartRate, but
 //     grows only while under paceGain times the rate replies arrive at
 //     (the feedback comes an RTT late: this bounds the overshoot), and
 //     ends at Utilization times the capacity in probes (the capacity
@@ -198,17 +239,17 @@ func (c Pace) withDefaults() Pace {
 // would measure the queue directly, but cost probes and meet the servers'
 // per-source rate limits (ioquake3: 1 a second after a burst of 10).
 //
-// What it does not see: the upstream. An upstream queue delays requests,
-// not replies, so the replies arrive as spread as ever. Requests are a
-// fifth of the size of replies and on most lines the downstream fills
-// first, but not on all: on an emulated 1 Mbit/s upstream (scout
-// discobench --link-up 1mbit) the default's 5,000 probes/s (2 Mbit/s of
-// requests) keep the upstream queue full, RTT error p50 116 ms and p99
-// 250 ms, where --bandwidth 800k (MaxRate 1,960/s) gives p99 1.2 ms.
-// MaxRate (--bandwidth) is the upstream's bound. Nor does it see a
-// bottleneck whose busy gaps are below the timestamps' resolution
-// (paceBusySlack: above about 100 Mbit/s), where probing at MaxRate fills
-// a few percent of it.
+// The upstream: an upstream queue delays requests, not replies, so the
+// replies of a run arrive as spread as ever and the busy-link signals
+// above cannot see it. Only the trains do: a train's requests leave
+// back to back, and on an upstream slower than the downstream (per
+// request against per reply) they reach the servers, and their replies
+// the client, one request's upstream transmission apart. That bound is
+// held for the whole run; an upstream that slows later (cross traffic)
+// is not seen, and MaxRate (--bandwidth) stays the way to give it. Nor
+// does it see a bottleneck whose busy gaps are below the timestamps'
+// resolution (paceBusySlack: above about 100 Mbit/s), where probing at
+// MaxRate fills a few percent of it.
 type Pacer struct {
 	cfg  Pace
 	rate float64
@@ -235,13 +276,35 @@ type Pacer struct {
 	windowed []time.Time   // arrivals within paceDeliveryWindow
 
 	sent, received int
-	rtts           [paceRTTBuckets]int // answered RTTs, by paceRTTBucket
+	rtts           []paceRTT // answered, in the order answered (at most paceRetryKept)
 	answered       int
-	sentTimes      []time.Time // sends not yet settled (see capacityRate)
-	settled        int         // sends older than hold()
+	rto            time.Duration // RetryTimeout's last answer; 0: the full timeout
+	rtoAt          time.Time     // when it was computed
+	rtoHist        []int         // RTTs by paceRetryBucket, for retryTimeout
+	sentTimes      []time.Time   // sends not yet settled (see capacityRate)
+	settled        int           // sends older than hold()
+
+	// Trains.
+	trains    []paceTrain
+	trainRate float64 // probes per second the trains measured; 0 while unknown
 
 	// Cuts counts the backoffs; exported for tests and reports.
 	Cuts int
+}
+
+// paceRTT is one answered send: when it was sent and its RTT.
+type paceRTT struct {
+	sent time.Time
+	rtt  time.Duration
+}
+
+// paceTrain is one train's replies so far.
+type paceTrain struct {
+	sent        time.Time
+	first, last time.Time
+	n           int
+	final       bool
+	rate        float64 // replies per second over the train's dispersion
 }
 
 // NewPacer returns a controller at cfg's start rate.
@@ -264,12 +327,16 @@ func (p *Pacer) Sent(now time.Time) {
 	}
 }
 
-// Answered records the round-trip time of a reply matched to its probe.
-func (p *Pacer) Answered(rtt time.Duration) {
+// Answered records the round-trip time of a reply matched to its probe,
+// sent at sent.
+func (p *Pacer) Answered(sent time.Time, rtt time.Duration) {
 	if rtt <= 0 {
 		return
 	}
-	p.rtts[min(int(rtt/paceRTTBucket), len(p.rtts)-1)]++
+	if len(p.rtts) == paceRetryKept {
+		p.rtts = append(p.rtts[:0], p.rtts[paceRetryKept/2:]...)
+	}
+	p.rtts = append(p.rtts, paceRTT{sent, rtt})
 	p.answered++
 	if p.meanRTT == 0 {
 		p.meanRTT = rtt
@@ -278,28 +345,139 @@ func (p *Pacer) Answered(rtt time.Duration) {
 	}
 }
 
-// RetryTimeout returns how long a send that is not its request's last
-// waits for its reply before the request is sent again, given the full
-// timeout: paceRetryFactor times the 99th percentile of the RTTs answered
-// so far, within paceRetryMin..timeout, once paceRetrySamples RTTs are
-// in; timeout until then. A lost reply then costs well under a second,
-// which at the end of a run is most of its tail. A reply slower than that
-// is still taken when it comes (its token lives on) and measured from its
-// own send; it costs one more probe. The last send of a request waits
-// the full timeout.
-func (p *Pacer) RetryTimeout(timeout time.Duration) time.Duration {
-	if p.answered < paceRetrySamples {
+// RetryTimeout returns how long a send at now that is not its request's
+// last waits for its reply before the request is sent again, given the
+// full timeout: when the reply is overdue against the RTTs of this run.
+// That is paceRetryFactor times their 99th percentile plus
+// paceRetrySlack, within paceRetryMin..timeout, once paceRetrySamples
+// RTTs are in; timeout until then. The RTTs early in a run are censored:
+// the near servers answer first, and a percentile of them alone would
+// retry every far server. So the percentile q is taken over the sends
+// made at least paceRetryUncensored*q before now (whose RTTs up to that
+// would all be in), recomputing q over the older sends until it holds.
+// A lost reply then costs about one more largest RTT, which at the end
+// of a run is most of its tail. A reply slower than that is still taken
+// when it comes (its token lives on) and measured from its own send; it
+// costs one more probe. The last send of a request waits the full
+// timeout.
+func (p *Pacer) RetryTimeout(now time.Time, timeout time.Duration) time.Duration {
+	if len(p.rtts) < paceRetrySamples {
 		return timeout
 	}
-	rank := int(math.Ceil(0.99 * float64(p.answered)))
-	seen := 0
-	for i, n := range p.rtts {
-		if seen += n; seen >= rank {
-			d := time.Duration(float64(time.Duration(i+1)*paceRTTBucket) * paceRetryFactor)
-			return min(max(d, paceRetryMin), timeout)
+	if p.rtoAt.IsZero() || now.Sub(p.rtoAt) >= paceRetryEvery || now.Before(p.rtoAt) {
+		p.rtoAt = now
+		p.rto = p.retryTimeout(now)
+	}
+	if p.rto == 0 {
+		return timeout
+	}
+	return min(max(p.rto, paceRetryMin), timeout)
+}
+
+// retryTimeout computes RetryTimeout's answer at now, 0 while too few
+// RTTs are uncensored.
+func (p *Pacer) retryTimeout(now time.Time) time.Duration {
+	q := time.Duration(0)
+	cut := now // sends before cut count
+	if p.rtoHist == nil {
+		p.rtoHist = make([]int, paceRetryBuckets)
+	}
+	for range 8 {
+		clear(p.rtoHist)
+		n := 0
+		for _, r := range p.rtts {
+			if !r.sent.After(cut) {
+				p.rtoHist[min(int(r.rtt/paceRetryBucket), paceRetryBuckets-1)]++
+				n++
+			}
+		}
+		if n < paceRetrySamples {
+			return 0
+		}
+		rank, seen, q2 := int(math.Ceil(0.99*float64(n))), 0, time.Duration(0)
+		for i, c := range p.rtoHist {
+			if seen += c; seen >= rank {
+				q2 = time.Duration(i+1) * paceRetryBucket
+				break
+			}
+		}
+		if q > 0 && q2 <= q {
+			break
+		}
+		q = q2
+		cut = now.Add(-time.Duration(paceRetryUncensored * float64(q)))
+	}
+	return time.Duration(paceRetryFactor*float64(q)) + paceRetrySlack
+}
+
+// Train returns how many probes the first send of a new request should be
+// sent as, back to back, and the train's id for TrainReply: a train of
+// paceTrainProbes for each of the first paceTrains requests of a run
+// sent while queued (the requests waiting to be sent) is at least
+// paceTrainQueue, otherwise n = 1 (id 0). now is the time of the sends.
+func (p *Pacer) Train(now time.Time, queued int) (id, n int) {
+	if len(p.trains) >= paceTrains || queued < paceTrainQueue {
+		return 0, 1
+	}
+	p.trains = append(p.trains, paceTrain{sent: now})
+	return len(p.trains), paceTrainProbes
+}
+
+// TrainReply records a reply, arrived at at, to one probe of train id
+// (from Train), its token matched: the first reply of the request and
+// the others alike.
+func (p *Pacer) TrainReply(id int, at time.Time) {
+	if id < 1 || id > len(p.trains) {
+		return
+	}
+	t := &p.trains[id-1]
+	if t.final {
+		return
+	}
+	if t.n == 0 {
+		t.first = at
+	}
+	t.n++
+	if at.After(t.last) {
+		t.last = at
+	}
+	if t.n == paceTrainProbes {
+		p.trainDone(t)
+	}
+}
+
+// trainDone ends a train: with paceTrainMin replies or more, its rate is
+// its replies after the first over their dispersion, and the trains'
+// estimate is the median of those measured (the lower one of two).
+func (p *Pacer) trainDone(t *paceTrain) {
+	t.final = true
+	if t.n < paceTrainMin {
+		return
+	}
+	d := t.last.Sub(t.first)
+	t.rate = float64(t.n-1) / max(d.Seconds(), 1e-6)
+	var rates []float64
+	for _, o := range p.trains {
+		if o.rate > 0 {
+			rates = append(rates, o.rate)
 		}
 	}
-	return timeout
+	slices.Sort(rates)
+	p.trainRate = rates[(len(rates)-1)/2]
+}
+
+// settleTrains ends the trains whose replies have stopped coming by now.
+func (p *Pacer) settleTrains(now time.Time) {
+	for i := range p.trains {
+		t := &p.trains[i]
+		switch {
+		case t.final:
+		case t.n > 0 && now.Sub(t.last) >= paceTrainSettle:
+			p.trainDone(t)
+		case t.n == 0 && now.Sub(t.sent) >= paceTrainMaxWait:
+			t.final = true
+		}
+	}
 }
 
 // hold is how long signs of queueing are ignored after a cut.
@@ -310,17 +488,26 @@ func (p *Pacer) hold() time.Duration {
 // capacityRate is the capacity in probes per second: the link's bytes
 // over the mean reply size times the replies per probe; 0 while unknown.
 // Replies per probe count the sends sent more than hold() ago (settled:
-// their replies are in), 1 until paceMinSettled are; a list with dead
-// servers gets fewer replies than probes, a split reply more.
+// their replies are in), 1 until paceMinSettled are, and at most the
+// datagrams per answered request; a list with dead servers gets fewer
+// replies than probes, a split reply more.
 func (p *Pacer) capacityRate() float64 {
 	if p.capacity <= 0 || p.meanSize <= 0 {
-		return 0
+		return p.trainRate
 	}
 	perProbe := 1.0
-	if p.settled >= paceMinSettled {
-		perProbe = min(max(float64(p.received)/float64(p.settled), 0.25), 4)
+	if p.settled >= paceMinSettled && p.answered > 0 {
+		// received counts the replies to unsettled sends too, so its
+		// share of the settled sends runs high while the rate grows:
+		// it is held to the datagrams per answer.
+		perProbe = min(float64(p.received)/float64(p.settled), float64(p.received)/float64(p.answered))
+		perProbe = min(max(perProbe, 0.25), 4)
 	}
-	return p.capacity / (p.meanSize * perProbe)
+	r := p.capacity / (p.meanSize * perProbe)
+	if p.trainRate > 0 {
+		r = min(r, p.trainRate)
+	}
+	return r
 }
 
 // Received records a datagram of size bytes on the wire (payload and
@@ -460,7 +647,14 @@ func (p *Pacer) Rate(now time.Time) float64 {
 		i++
 	}
 	p.windowed = p.windowed[i:]
+	p.settleTrains(now)
 	capRate := p.capacityRate()
+	if p.slowStart && p.trainRate > 0 {
+		// The trains measured the path: start at a share of it, past
+		// slow start. Nothing was queued to drain.
+		p.slowStart, p.drained = false, true
+		p.util = paceJump
+	}
 
 	if !p.slowStart && capRate > 0 {
 		// Steady state: a share of the capacity, that share cut at each

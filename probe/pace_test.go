@@ -2,6 +2,8 @@ package probe
 
 import (
 	"container/heap"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -24,11 +26,17 @@ type paceSim struct {
 	// cluster > 1 gives that many consecutive probes the same RTT, as a
 	// hosting network's servers sit together in a master's list.
 	cluster int
+	// upRate, when positive, is an upstream of that many bits/s (no
+	// queue limit) that every request of reqSize wire bytes crosses
+	// first.
+	upRate  float64
+	reqSize int
 }
 
 type paceSimResult struct {
 	took    time.Duration // first send to last reply
 	waits   []time.Duration
+	upWaits []time.Duration // requests' queueing upstream
 	drops   int
 	maxRate float64
 	pacer   *Pacer
@@ -37,6 +45,7 @@ type paceSimResult struct {
 type simEvent struct {
 	at, sent time.Time
 	deliver  bool // reaches the client; otherwise reaches the link
+	train    int  // Pacer.Train's id, 0 for a lone probe
 }
 
 type simEvents []simEvent
@@ -57,12 +66,13 @@ func (s paceSim) run(cfg Pace) paceSimResult {
 	p := NewPacer(cfg)
 	t0 := time.Unix(1000, 0)
 	next := t0
-	var free time.Time // the link is busy until then
+	var free, upFree time.Time // the links are busy until then
 	var ev simEvents
 	res := paceSimResult{pacer: p}
 	sent := 0
 	var rtt time.Duration
 	var last, traced time.Time
+	trainAnswered := map[int]bool{}
 	for sent < s.n || len(ev) > 0 {
 		if tracePace != nil && next.Sub(traced) >= 50*time.Millisecond {
 			traced = next
@@ -70,11 +80,23 @@ func (s paceSim) run(cfg Pace) paceSimResult {
 		}
 		if sent < s.n && (len(ev) == 0 || !ev[0].at.Before(next)) {
 			now := next
-			p.Sent(now)
 			if sent%max(s.cluster, 1) == 0 {
 				rtt = s.rttMin + time.Duration(rng.Int64N(int64(s.rttMax-s.rttMin)+1))
 			}
-			heap.Push(&ev, simEvent{at: now.Add(rtt), sent: now})
+			id, n := p.Train(now, s.n-sent)
+			for range n {
+				p.Sent(now)
+				at := now
+				if s.upRate > 0 {
+					if upFree.After(at) {
+						at = upFree
+					}
+					res.upWaits = append(res.upWaits, at.Sub(now))
+					at = at.Add(time.Duration(float64(s.reqSize) * 8 / s.upRate * float64(time.Second)))
+					upFree = at
+				}
+				heap.Push(&ev, simEvent{at: at.Add(rtt), sent: now, train: id})
+			}
 			sent++
 			next = now.Add(p.Interval(now))
 			res.maxRate = max(res.maxRate, p.Rate(now))
@@ -83,11 +105,20 @@ func (s paceSim) run(cfg Pace) paceSimResult {
 		e := heap.Pop(&ev).(simEvent)
 		switch {
 		case e.deliver:
+			if e.train > 0 {
+				p.TrainReply(e.train, e.at)
+				if trainAnswered[e.train] {
+					p.Received(e.at, s.size, e.sent)
+					last = e.at
+					continue
+				}
+				trainAnswered[e.train] = true
+			}
 			p.Received(e.at, s.size, e.sent)
-			p.Answered(e.at.Sub(e.sent))
+			p.Answered(e.sent, e.at.Sub(e.sent))
 			last = e.at
 		case s.rate == 0:
-			heap.Push(&ev, simEvent{at: e.at, sent: e.sent, deliver: true})
+			heap.Push(&ev, simEvent{at: e.at, sent: e.sent, deliver: true, train: e.train})
 		default:
 			start := e.at
 			if free.After(start) {
@@ -99,11 +130,12 @@ func (s paceSim) run(cfg Pace) paceSimResult {
 			}
 			res.waits = append(res.waits, start.Sub(e.at))
 			free = start.Add(time.Duration(float64(s.size) * 8 / s.rate * float64(time.Second)))
-			heap.Push(&ev, simEvent{at: free, sent: e.sent, deliver: true})
+			heap.Push(&ev, simEvent{at: free, sent: e.sent, deliver: true, train: e.train})
 		}
 	}
 	res.took = last.Sub(t0)
 	slices.Sort(res.waits)
+	slices.Sort(res.upWaits)
 	return res
 }
 
@@ -118,14 +150,14 @@ func quantileOf(sorted []time.Duration, q float64) time.Duration {
 
 // TestPacer_AccessLink: 5,000 probes, replies of 220 bytes from servers
 // 10-400 ms away, over a 10 Mbit/s downstream with a 250 ms queue (the
-// discobench setting). The capacity is found, the 99th percentile of
-// queueing delay stays under 1 ms, nothing is dropped, and the run ends
-// within 2.4 times the link's transfer bound (reply bytes / rate + the
-// largest RTT: 1.28 s). The bound is not met within 1.5 times: slow start
-// from 200 probes/s, held to twice the rate replies arrive at, takes
-// about 1.2 s to reach the link's 5,680 replies a second, longer than the
-// 0.88 s the whole transfer needs at full rate (2.1-2.2x in this
-// simulation).
+// discobench setting). The trains find the link's 5,680 replies a
+// second within the nearest train server's RTT, the capacity is found,
+// the 99th percentile of queueing delay stays under 1.5 ms (1.1-1.3 ms),
+// nothing is dropped, and the run ends within 1.45 times the link's
+// transfer bound (reply bytes / rate + the largest RTT: 1.28 s; 1.29-1.32x
+// here, 2.1-2.2x before the trains, when slow start from 200 probes/s
+// took about 1.2 s to reach the link's rate). No loss here: the tail of
+// retries is TestPacer_RetryTimeout's.
 func TestPacer_AccessLink(t *testing.T) {
 	for seed := range uint64(3) {
 		s := paceSim{n: 5000, rttMin: 10 * time.Millisecond, rttMax: 400 * time.Millisecond, size: 220, rate: 10e6, queue: 312500, seed: seed}
@@ -134,7 +166,7 @@ func TestPacer_AccessLink(t *testing.T) {
 		p99 := quantileOf(r.waits, 0.99)
 		t.Logf("seed %d: took %v (bound %v, %.2fx), queueing p50 %v p99 %v max %v, %d drops, %d cuts, capacity %.0f B/s, top rate %.0f/s",
 			seed, r.took, bound, r.took.Seconds()/bound.Seconds(), quantileOf(r.waits, 0.5), p99, quantileOf(r.waits, 1), r.drops, r.pacer.Cuts, r.pacer.Capacity(), r.maxRate)
-		if r.took > bound*12/5 || p99 > time.Millisecond || r.drops > 0 {
+		if r.took > bound*145/100 || p99 > 1500*time.Microsecond || r.drops > 0 {
 			t.Errorf("seed %d: took %v against a bound of %v, queueing p99 %v, %d drops", seed, r.took, bound, p99, r.drops)
 		}
 		if c := r.pacer.Capacity(); c < 0.95*s.rate/8 || c > 1.05*s.rate/8 {
@@ -144,9 +176,9 @@ func TestPacer_AccessLink(t *testing.T) {
 }
 
 // TestPacer_SlowLink: on a 1 Mbit/s line (250 ms of queue) 2,000 probes
-// end within 1.7 times the transfer bound (1.56x here), nothing dropped,
-// and the 99th percentile of queueing under 15 ms (9 ms here, five
-// replies' transmission: the end of slow start overshoots at this rate,
+// end within 1.7 times the transfer bound (1.48x here), nothing dropped,
+// and the 99th percentile of queueing under 15 ms (12 ms here, seven
+// replies' transmission: the trains start the rate at 0.8 of the link's,
 // and runs of 8 replies back to back count as no queue).
 func TestPacer_SlowLink(t *testing.T) {
 	s := paceSim{n: 2000, rttMin: 10 * time.Millisecond, rttMax: 400 * time.Millisecond, size: 220, rate: 1e6, queue: 31250, seed: 7}
@@ -159,34 +191,39 @@ func TestPacer_SlowLink(t *testing.T) {
 	}
 }
 
-// TestPacer_NoLink: with nothing in the way the rate climbs from the
-// start rate to the cap and stays there: 5,000 probes in under 2.5 s
-// (2.4 s: 1 s at the cap, 1 s of slow start, 0.4 s for the last reply).
+// TestPacer_NoLink: with nothing in the way the trains' replies come
+// back together and the rate goes to the cap and stays there: 5,000
+// probes in under 1.6 s (1 s at the cap, 0.4 s for the last reply, and
+// the nearest train server's RTT at 200/s; 2.4 s with slow start).
 func TestPacer_NoLink(t *testing.T) {
 	s := paceSim{n: 5000, rttMin: 10 * time.Millisecond, rttMax: 400 * time.Millisecond, size: 220, seed: 1}
 	r := s.run(Pace{})
-	if r.maxRate != DefaultMaxRate || r.pacer.Cuts != 0 || r.took > 2500*time.Millisecond {
-		t.Errorf("top rate %.0f, %d cuts, took %v; want %d, none, under 2.5s", r.maxRate, r.pacer.Cuts, r.took, DefaultMaxRate)
+	if r.maxRate != DefaultMaxRate || r.pacer.Cuts != 0 || r.took > 1600*time.Millisecond {
+		t.Errorf("top rate %.0f, %d cuts, took %v; want %d, none, under 1.6s", r.maxRate, r.pacer.Cuts, r.took, DefaultMaxRate)
 	}
+	t.Logf("took %v", r.took)
 }
 
 // TestPacer_ClusteredServers: when runs of 8 servers in the list share
-// one RTT, evenly paced probes come back as evenly spaced replies. That
-// echo of the pacing is no busy link: without a link the rate still
-// reaches the cap, with at most one backoff (two interleaved echoes half
-// an interval apart can still look like a link: here 2.2 MB/s, above the
-// cap); with a link the capacity is still right and queueing stays low
-// (p99 2.9 ms: clustered replies come in bursts).
+// one RTT, evenly paced probes come back as evenly spaced replies (the
+// session sends in random order; this is the pacer alone). That echo of
+// the pacing is no busy link: without a link the rate still reaches the
+// cap, with at most two backoffs (two interleaved echoes half an
+// interval apart can still look like a link: here 2.2 MB/s, above the
+// cap, so the rate stays there); with a link the capacity is still right
+// and queueing stays low (p99 4.6 ms: clustered replies come in bursts,
+// and since the trains the rate is at the link's from the start; 2.9 ms
+// before).
 func TestPacer_ClusteredServers(t *testing.T) {
 	s := paceSim{n: 5000, rttMin: 10 * time.Millisecond, rttMax: 400 * time.Millisecond, size: 220, seed: 1, cluster: 8}
 	r := s.run(Pace{})
-	if r.maxRate != DefaultMaxRate || r.pacer.Cuts > 1 || r.took > 2500*time.Millisecond {
-		t.Errorf("no link: top rate %.0f, %d cuts, took %v; want %d, at most one, under 2.5s", r.maxRate, r.pacer.Cuts, r.took, DefaultMaxRate)
+	if r.maxRate != DefaultMaxRate || r.pacer.Cuts > 2 || r.took > 2500*time.Millisecond {
+		t.Errorf("no link: top rate %.0f, %d cuts, took %v; want %d, at most two, under 2.5s", r.maxRate, r.pacer.Cuts, r.took, DefaultMaxRate)
 	}
 	s.rate, s.queue = 10e6, 312500
 	r = s.run(Pace{})
 	p99 := quantileOf(r.waits, 0.99)
-	if c := r.pacer.Capacity(); c < 0.95*s.rate/8 || c > 1.05*s.rate/8 || p99 > 4*time.Millisecond || r.drops > 0 {
+	if c := r.pacer.Capacity(); c < 0.95*s.rate/8 || c > 1.05*s.rate/8 || p99 > 5*time.Millisecond || r.drops > 0 {
 		t.Errorf("10 Mbit/s: capacity %.0f bytes/s, queueing p99 %v, %d drops", c, p99, r.drops)
 	}
 	t.Logf("10 Mbit/s, clustered: took %v, queueing p99 %v, %d cuts", r.took, p99, r.pacer.Cuts)
@@ -237,6 +274,62 @@ func TestPacer_BacksOffOnQueue(t *testing.T) {
 	}
 }
 
+// TestPacer_SlowUpstream: a 1 Mbit/s upstream (51-byte requests: at most
+// 2,450 a second) and no downstream limit. The busy-link signals only
+// see replies, which arrive as spread as ever; the trains' replies come
+// one request's upstream transmission apart, so the rate is held under
+// the upstream (2,206 a second at most here): its queueing p99 stays
+// under 2 ms (0 here). Without the trains nothing held the rate under
+// 5,000 a second, twice what the upstream carries.
+func TestPacer_SlowUpstream(t *testing.T) {
+	s := paceSim{n: 5000, rttMin: 10 * time.Millisecond, rttMax: 400 * time.Millisecond, size: 220, upRate: 1e6, reqSize: 51, seed: 4}
+	r := s.run(Pace{})
+	p99 := quantileOf(r.upWaits, 0.99)
+	t.Logf("took %v, upstream queueing p50 %v p99 %v max %v, train rate %.0f/s, top rate %.0f/s", r.took, quantileOf(r.upWaits, 0.5), p99, quantileOf(r.upWaits, 1), r.pacer.trainRate, r.maxRate)
+	if want := 1e6 / 8 / 51; r.pacer.trainRate < 0.9*want || r.pacer.trainRate > 1.1*want || p99 > 2*time.Millisecond {
+		t.Errorf("trains measured %.0f probes/s, want about %.0f; upstream queueing p99 %v", r.pacer.trainRate, want, p99)
+	}
+}
+
+// TestPacer_Trains: no train while fewer than paceTrainQueue requests
+// wait; the first paceTrains requests are trains of paceTrainProbes, then
+// single sends; replies of a train 176 µs apart
+// (220 bytes at 10 Mbit/s) make the rate jump past slow start to
+// paceJump times 5,680 a second; a train with fewer than paceTrainMin
+// replies counts for nothing.
+func TestPacer_Trains(t *testing.T) {
+	p := NewPacer(Pace{})
+	at := time.Unix(0, 0)
+	if id, n := p.Train(at, paceTrainQueue-1); id != 0 || n != 1 {
+		t.Fatalf("a short queue: train %d of %d", id, n)
+	}
+	for i := range paceTrains + 2 {
+		id, n := p.Train(at, 1000)
+		if i < paceTrains && (id != i+1 || n != paceTrainProbes) || i >= paceTrains && (id != 0 || n != 1) {
+			t.Fatalf("request %d: train %d of %d", i, id, n)
+		}
+	}
+	if r := p.Rate(at); r != DefaultStartRate {
+		t.Fatalf("before any reply: rate %.0f", r)
+	}
+	at = at.Add(50 * time.Millisecond)
+	for k := range paceTrainMin - 1 { // train 1: too few, then silence
+		p.TrainReply(1, at.Add(time.Duration(k)*176*time.Microsecond))
+	}
+	at = at.Add(paceTrainSettle + time.Millisecond)
+	if r := p.Rate(at); !p.slowStart || p.trainRate != 0 || r > 2*DefaultStartRate {
+		t.Fatalf("after a short train: rate %.0f, train rate %.0f; want slow start's", r, p.trainRate)
+	}
+	for k := range paceTrainProbes { // train 2: all in
+		p.TrainReply(2, at.Add(time.Duration(k)*176*time.Microsecond))
+	}
+	at = at.Add(2 * time.Millisecond)
+	want := 1 / 176e-6
+	if r := p.Rate(at); math.Abs(p.trainRate-want) > 1 || math.Abs(r-paceJump*want) > 0.01*want || p.slowStart {
+		t.Errorf("after a full train: rate %.0f, train rate %.0f, slow start %v; want %.0f, %.0f, over", r, p.trainRate, p.slowStart, paceJump*want, want)
+	}
+}
+
 // TestPacer_RandomArrivalsTeachNoCapacity: replies at random gaps (an
 // idle link) never look like a busy link.
 func TestPacer_RandomArrivalsTeachNoCapacity(t *testing.T) {
@@ -253,33 +346,78 @@ func TestPacer_RandomArrivalsTeachNoCapacity(t *testing.T) {
 }
 
 // TestPacer_RetryTimeout: the full timeout until enough RTTs are in, then
-// 1.5 times their 99th percentile, within 250 ms and the full timeout.
+// 1.2 times their 99th percentile plus 20 ms, within 250 ms and the full
+// timeout; and early in a run, while only the near servers have
+// answered, not the percentile of those alone.
 func TestPacer_RetryTimeout(t *testing.T) {
+	t0 := time.Unix(1000, 0)
 	p := NewPacer(Pace{})
-	if got := p.RetryTimeout(time.Second); got != time.Second {
+	if got := p.RetryTimeout(t0, time.Second); got != time.Second {
 		t.Errorf("before any RTT: %v", got)
 	}
+	// 1,000 sends over the first second, RTTs 10-400 ms, all answered.
 	for i := range 1000 {
-		p.Answered(time.Duration(10+i%391) * time.Millisecond) // 10-400 ms
+		sent := t0.Add(time.Duration(i) * time.Millisecond)
+		p.Answered(sent, time.Duration(10+i*7%391)*time.Millisecond)
 	}
-	if got := p.RetryTimeout(time.Second); got < 590*time.Millisecond || got > 610*time.Millisecond {
-		t.Errorf("RTTs of 10-400 ms: retry after %v, want about 600ms", got)
+	now := t0.Add(2 * time.Second)
+	if got := p.RetryTimeout(now, time.Second); got < 490*time.Millisecond || got > 510*time.Millisecond {
+		t.Errorf("RTTs of 10-400 ms: retry after %v, want about 1.2 x 396 + 20 = 495ms", got)
 	}
-	if got := p.RetryTimeout(300 * time.Millisecond); got != 300*time.Millisecond {
+	if got := p.RetryTimeout(now, 300*time.Millisecond); got != 300*time.Millisecond {
 		t.Errorf("capped by the timeout: %v", got)
 	}
 	q := NewPacer(Pace{})
-	for range 200 {
-		q.Answered(5 * time.Millisecond)
+	for i := range 200 {
+		q.Answered(t0.Add(time.Duration(i)*time.Millisecond), 5*time.Millisecond)
 	}
-	if got := q.RetryTimeout(time.Second); got != paceRetryMin {
+	if got := q.RetryTimeout(t0.Add(time.Second), time.Second); got != paceRetryMin {
 		t.Errorf("RTTs of 5 ms: retry after %v, want the floor %v", got, paceRetryMin)
+	}
+
+	// Censored: sends at 5,000/s from t0, servers 10-400 ms away; at
+	// t0+150ms only RTTs under 150 ms are in. The percentile of those
+	// would retry every far server; the answer is the full timeout until
+	// the sends old enough to show RTTs up to 1.5 times the percentile
+	// are 100, then about 495 ms.
+	c := NewPacer(Pace{})
+	type pending struct {
+		sent time.Time
+		rtt  time.Duration
+	}
+	var flight []pending
+	for i := range 5000 {
+		sent := t0.Add(time.Duration(i) * 200 * time.Microsecond)
+		flight = append(flight, pending{sent, time.Duration(10+i*7%391) * time.Millisecond})
+	}
+	answerBy := func(now time.Time) {
+		kept := flight[:0]
+		for _, f := range flight {
+			if !f.sent.Add(f.rtt).After(now) {
+				c.Answered(f.sent, f.rtt)
+			} else {
+				kept = append(kept, f)
+			}
+		}
+		flight = kept
+	}
+	for _, at := range []time.Duration{150 * time.Millisecond, 400 * time.Millisecond, 600 * time.Millisecond} {
+		answerBy(t0.Add(at))
+		if got := c.RetryTimeout(t0.Add(at), time.Second); got != time.Second {
+			t.Errorf("at %v, only the RTTs under %v in: retry after %v, want the full 1s", at, at, got)
+		}
+	}
+	answerBy(t0.Add(time.Second))
+	if got := c.RetryTimeout(t0.Add(time.Second), time.Second); got < 490*time.Millisecond || got > 510*time.Millisecond {
+		t.Errorf("at 1s: retry after %v, want about 495ms", got)
 	}
 }
 
 // TestRun_PacedOrderAndRetry: a paced run sends its queue in random
 // order, not the list's, and once 100 RTTs are in retries a lost reply
-// after 1.5 times their 99th percentile (at least 250 ms), not Timeout.
+// after 1.2 times their 99th percentile plus 20 ms (at least 250 ms),
+// not Timeout; a send made before they were in has its deadline brought
+// forward to that.
 func TestRun_PacedOrderAndRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 300
@@ -309,7 +447,7 @@ func TestRun_PacedOrderAndRetry(t *testing.T) {
 		if slices.IsSorted(order) || len(order) != n {
 			t.Errorf("servers contacted in the list's order (%d of them)", len(order))
 		}
-		quick := 0
+		quick, early := 0, 0
 		for i, sends := range lossy {
 			if len(sends) != 2 {
 				t.Fatalf("server %d: %d sends", i, len(sends))
@@ -317,12 +455,14 @@ func TestRun_PacedOrderAndRetry(t *testing.T) {
 			switch gap := sends[1].Sub(sends[0]); {
 			case gap == paceRetryMin:
 				quick++
-			case gap != time.Second:
-				t.Errorf("server %d retried after %v, want 250ms or, before 100 RTTs were in, 1s", i, gap)
+			case gap > paceRetryMin && gap < time.Second:
+				early++ // sent before the RTTs were in, brought forward since
+			default:
+				t.Errorf("server %d retried after %v, want 250ms to 1s", i, gap)
 			}
 		}
-		if quick < 10 {
-			t.Errorf("%d of %d lost replies retried after 250 ms (1.5 x 60 ms, at least 250 ms), want most", quick, len(lossy))
+		if quick < 10 || quick+early != len(lossy) {
+			t.Errorf("%d of %d lost replies retried after 250 ms (1.2 x 50 ms + 20 ms, at least 250 ms), %d brought forward from 1s; want most, and none after the full second", quick, len(lossy), early)
 		}
 	})
 }
@@ -332,8 +472,8 @@ func TestRun_PacedOrderAndRetry(t *testing.T) {
 // reply) the full one.
 func TestSession_PacedRetryTimeoutSparesA2S(t *testing.T) {
 	s := newSession((&Prober{Timeout: time.Second, Pace: &Pace{}}).settings())
-	for range 200 {
-		s.pacer.Answered(50 * time.Millisecond)
+	for i := range 200 {
+		s.pacer.Answered(time.Unix(90, 0).Add(time.Duration(i)*time.Millisecond), 50*time.Millisecond)
 	}
 	s.add(Target{srvA, Q3Info})
 	s.add(Target{srvB, A2S})
@@ -349,5 +489,70 @@ func TestSession_PacedRetryTimeoutSparesA2S(t *testing.T) {
 	}
 	if waits[srvA] != paceRetryMin || waits[srvB] != time.Second {
 		t.Errorf("waits %v; want %v for Q3, 1s for A2S", waits, paceRetryMin)
+	}
+}
+
+// TestSession_PacedTrains: a paced session sends its first paceTrains
+// getinfo requests paceTrainProbes times each, every send with its own
+// token, one deadline per request; the train's replies after the first
+// count as train replies (not late), measure the path, and the request is
+// answered once, timed from the send it answered.
+func TestSession_PacedTrains(t *testing.T) {
+	s := newSession((&Prober{Timeout: time.Second, Pace: &Pace{}}).settings())
+	const n = paceTrainQueue + 10
+	for i := range n {
+		s.add(Target{netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 18, byte(i >> 8), byte(i)}), 27960), Q3Info})
+	}
+	s.closeInput()
+	now := time.Unix(100, 0)
+	byAddr := map[netip.AddrPort][]*send{}
+	for range 2000 {
+		for _, sd := range s.poll(now) {
+			s.wrote(sd, now, nil)
+			byAddr[sd.r.t.addr] = append(byAddr[sd.r.t.addr], sd)
+		}
+		now = now.Add(time.Millisecond)
+		if len(s.queue) == 0 {
+			break
+		}
+	}
+	trains := 0
+	for a, sends := range byAddr {
+		switch len(sends) {
+		case paceTrainProbes:
+			trains++
+			toks := map[uint64]bool{}
+			for _, sd := range sends {
+				toks[sd.tok] = true
+			}
+			if len(toks) != paceTrainProbes {
+				t.Errorf("%v: %d tokens for %d sends", a, len(toks), len(sends))
+			}
+		case 1:
+		default:
+			t.Errorf("%v: %d sends", a, len(sends))
+		}
+	}
+	if trains != paceTrains || len(s.waiting) != n || s.counts.PaceTrainSends != paceTrains*(paceTrainProbes-1) {
+		t.Fatalf("%d trains, %d deadlines, %d train sends; want %d, %d, %d", trains, len(s.waiting), s.counts.PaceTrainSends, paceTrains, n, paceTrains*(paceTrainProbes-1))
+	}
+	var train []*send
+	for _, sends := range byAddr {
+		if len(sends) == paceTrainProbes {
+			train = sends
+			break
+		}
+	}
+	at := now.Add(50 * time.Millisecond)
+	for k, sd := range train {
+		b := fmt.Appendf(nil, "\xff\xff\xff\xffinfoResponse\n\\challenge\\%s\\hostname\\t", q3Challenge(sd.tok))
+		s.receive(at.Add(time.Duration(k)*176*time.Microsecond), sd.r.t.addr, b)
+	}
+	tg := train[0].r.t
+	if !tg.done || !tg.res.Answered() || tg.res.RTT != at.Sub(train[0].at) || s.counts.Matched != 1 || s.counts.PaceTrainReplies != paceTrainProbes-1 || s.counts.Late != 0 {
+		t.Errorf("done %v, RTT %v, counts %+v; want answered once at 50ms, %d train replies, none late", tg.done, tg.res.RTT, s.counts, paceTrainProbes-1)
+	}
+	if r := s.pacer.trainRate; math.Abs(r-1/176e-6) > 1 {
+		t.Errorf("train rate %.0f probes/s, want %.0f", r, 1/176e-6)
 	}
 }

@@ -89,13 +89,16 @@ type Prober struct {
 	// [Pacer] instead of Interval: from Pace.StartRate up to what the
 	// player's link carries without queueing, capped at Pace.MaxRate. A
 	// zero Window then means one large enough for MaxRate
-	// ([WindowForRate]). Requests then leave in random order (servers of
-	// one network, listed together, would answer in one burst), and a
-	// send that is not its request's last is retried after
-	// [Pacer.RetryTimeout] (1.5 times the 99th percentile of the RTTs
-	// seen) rather than Timeout, except for A2S, whose replies carry no
-	// token (a late reply to the first send would be timed from the
-	// retry). A Q3 server older than 1.32, which echoes no challenge, is
+	// ([WindowForRate]). The first few Quake III getinfo requests go as
+	// packet trains ([Pacer.Train]: 8 sends each to one server, at most 42
+	// extra sends a run) that measure the path. Requests then leave in
+	// random order (servers of one network, listed together, would answer
+	// in one burst), retries before the rest, and a send that is not its
+	// request's last is retried after [Pacer.RetryTimeout] (1.2 times the
+	// 99th percentile of the run's RTTs plus 20 ms, brought forward for
+	// the sends made before it was known) rather than Timeout, except for
+	// A2S, whose replies carry no token (a late reply to the first send
+	// would be timed from the retry). A Q3 server older than 1.32, which echoes no challenge, is
 	// matched the same way: one slower than that retry timeout reports
 	// the RTT from its retry.
 	Pace *Pace
@@ -223,6 +226,13 @@ type Counts struct {
 	PacePeakRate float64
 	PaceCuts     int
 	PaceCapacity float64
+	// PaceTrainSends counts the sends of packet trains beyond each
+	// train's first (included in Sent), PaceTrainReplies the replies to
+	// them after the first of their train (not in Late); PaceTrainRate is
+	// the rate the trains measured, in probes per second (0: none).
+	PaceTrainSends   int
+	PaceTrainReplies int
+	PaceTrainRate    float64
 }
 
 // Query opens a UDP socket on all interfaces, runs the targets and

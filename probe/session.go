@@ -56,13 +56,15 @@ type session struct {
 	pending   []*target // added, not begun (FIFO)
 	open      int       // requests begun and not yet answered or given up
 	queue     []*request
-	waiting   deadlines // sent, awaiting a reply or their deadline
-	nextSend  time.Time // pacing: no send before this
-	inBurst   int       // sends of the current burst
-	remaining int       // targets added without a result
-	closed    bool      // no more targets will be added
-	finished  []*target // results not yet taken
-	found     []Result  // broadcast: servers found, not yet taken
+	retries   []*request    // paced: retries, sent before the queue (FIFO)
+	rto       time.Duration // paced: the retry timeout deadlines were last set with
+	waiting   deadlines     // sent, awaiting a reply or their deadline
+	nextSend  time.Time     // pacing: no send before this
+	inBurst   int           // sends of the current burst
+	remaining int           // targets added without a result
+	closed    bool          // no more targets will be added
+	finished  []*target     // results not yet taken
+	found     []Result      // broadcast: servers found, not yet taken
 	foundAt   map[netip.AddrPort]bool
 	pacer     *Pacer // with settings.pace
 	// lastMatched is the send the datagram being received answered, for
@@ -103,6 +105,9 @@ type send struct {
 	tok uint64
 	b   []byte
 	at  time.Time
+	// train is the pacer's train id (Pacer.Train) when this send is one
+	// of a train, 0 otherwise.
+	train int
 }
 
 func newSession(cfg settings) *session {
@@ -159,13 +164,20 @@ func (s *session) closeInput() { s.closed = true }
 // begins the targets the window has room for and returns the sends due
 // now. The caller writes each and reports it with wrote.
 func (s *session) poll(now time.Time) []*send {
+	s.rekey(now)
 	// Deadlines: retry, or give up. Only the requests whose deadline has
 	// passed are touched.
 	for len(s.waiting) > 0 && !now.Before(s.waiting[0].deadline) {
 		r := heap.Pop(&s.waiting).(*request)
 		if r.attempts < s.attempts {
 			s.counts.Retries++
-			s.queue = append(s.queue, r)
+			if s.pacer != nil {
+				// A lost reply near the end of a run is its tail: the
+				// retry goes before the queue.
+				s.retries = append(s.retries, r)
+			} else {
+				s.queue = append(s.queue, r)
+			}
 			continue
 		}
 		s.fail(r, fmt.Errorf("%s: %w after %d attempts", r.t.d.stepName(&r.st), ErrTimeout, r.attempts))
@@ -192,40 +204,107 @@ func (s *session) poll(now time.Time) []*send {
 
 	// Sends, paced.
 	var out []*send
-	for len(s.queue) > 0 && !now.Before(s.nextSend) {
-		if s.pacer != nil && len(s.queue) > 1 {
-			// Paced by the link: the next send is drawn from the queue.
-			// A master lists a hosting network's servers together, and
-			// servers at one distance probed back to back answer in one
-			// burst, which queues on the player's link at any rate.
-			j := mrand.IntN(len(s.queue))
-			s.queue[0], s.queue[j] = s.queue[j], s.queue[0]
+	for (len(s.queue) > 0 || len(s.retries) > 0) && !now.Before(s.nextSend) {
+		var r *request
+		if len(s.retries) > 0 {
+			r = s.retries[0]
+			s.retries[0] = nil
+			s.retries = s.retries[1:]
+		} else {
+			if s.pacer != nil && len(s.queue) > 1 {
+				// Paced by the link: the next send is drawn from the queue.
+				// A master lists a hosting network's servers together, and
+				// servers at one distance probed back to back answer in one
+				// burst, which queues on the player's link at any rate.
+				j := mrand.IntN(len(s.queue))
+				s.queue[0], s.queue[j] = s.queue[j], s.queue[0]
+			}
+			r = s.queue[0]
+			s.queue[0] = nil
+			s.queue = s.queue[1:]
 		}
-		r := s.queue[0]
-		s.queue[0] = nil
-		s.queue = s.queue[1:]
 		if r.done {
 			continue
 		}
-		tok := s.newToken(r.t.d.tokenMask())
-		b, err := r.t.d.appendRequest(nil, &r.st, tok)
-		if err != nil {
-			s.fail(r, fmt.Errorf("%s: encoding: %w", r.t.d.stepName(&r.st), err))
-			continue
+		train, n := 0, 1
+		if d, ok := r.t.d.(q3Dialect); ok && s.pacer != nil && r.attempts == 0 && r.st.kind == q3Info && !d.status {
+			// A packet train measures the path (see Pacer): getinfo
+			// alone, whose replies echo each send's own token.
+			train, n = s.pacer.Train(now, len(s.queue)+len(s.pending)+1)
 		}
-		sd := &send{r: r, tok: tok, b: b}
-		s.byTok[tok] = sd
-		s.tokens = append(s.tokens, sd)
-		r.last = sd
-		r.attempts++
-		r.deadline = time.Time{}
-		s.pace(now)
-		out = append(out, sd)
+		for k := range n {
+			tok := s.newToken(r.t.d.tokenMask())
+			b, err := r.t.d.appendRequest(nil, &r.st, tok)
+			if err != nil {
+				s.fail(r, fmt.Errorf("%s: encoding: %w", r.t.d.stepName(&r.st), err))
+				break
+			}
+			sd := &send{r: r, tok: tok, b: b, train: train}
+			s.byTok[tok] = sd
+			s.tokens = append(s.tokens, sd)
+			r.last = sd
+			if k == 0 {
+				r.attempts++
+				r.deadline = time.Time{}
+				s.pace(now)
+			} else {
+				s.pacer.Sent(now)
+				s.counts.PaceTrainSends++
+			}
+			out = append(out, sd)
+		}
 	}
 	if len(s.queue) == 0 {
 		s.queue = nil // let the backing array go
 	}
+	if len(s.retries) == 0 {
+		s.retries = nil
+	}
 	return out
+}
+
+// retryWait is how long a send of r written at at waits for its reply
+// before r is sent again: the timeout, or paced, the pacer's retry
+// timeout for a send that is not the request's last. Not for A2S: its
+// replies carry no token, so a reply to the first send that comes after
+// a retry would be timed from the retry.
+func (s *session) retryWait(r *request, at time.Time) time.Duration {
+	if _, noEcho := r.t.d.(a2sDialect); s.pacer != nil && r.attempts < s.attempts && !noEcho {
+		return s.pacer.RetryTimeout(at, s.timeout)
+	}
+	return s.timeout
+}
+
+// rekey brings the deadlines of the sends waiting forward when the
+// pacer's retry timeout has fallen by a tenth or more since they were
+// set (it falls as the RTTs of the run come in: a send early in a run
+// waits the full timeout), so that a reply lost early is not retried
+// last. Deadlines only move earlier.
+func (s *session) rekey(now time.Time) {
+	if s.pacer == nil {
+		return
+	}
+	rto := s.pacer.RetryTimeout(now, s.timeout)
+	if s.rto == 0 {
+		s.rto = s.timeout
+	}
+	if rto >= s.rto*9/10 {
+		return
+	}
+	s.rto = rto
+	moved := false
+	for _, r := range s.waiting {
+		if r.last == nil || r.last.at.IsZero() {
+			continue
+		}
+		if d := r.last.at.Add(s.retryWait(r, now)); d.Before(r.deadline) {
+			r.deadline = d
+			moved = true
+		}
+	}
+	if moved {
+		heap.Init(&s.waiting)
+	}
 }
 
 // pace sets the earliest time of the next send after a send at now. The
@@ -252,6 +331,7 @@ func (s *session) pace(now time.Time) {
 		s.counts.PacePeakRate = max(s.counts.PacePeakRate, s.pacer.rate)
 		s.counts.PaceCuts = s.pacer.Cuts
 		s.counts.PaceCapacity = 8 * s.pacer.capacity
+		s.counts.PaceTrainRate = s.pacer.trainRate
 	}
 	if interval <= 0 {
 		return
@@ -316,18 +396,11 @@ func (s *session) wrote(sd *send, at time.Time, err error) {
 	if r.attempts > r.t.res.Attempts {
 		r.t.res.Attempts = r.attempts
 	}
-	if r.done {
-		return
+	if r.done || sd != r.last {
+		return // answered already, or not the last send of a train
 	}
 	r.sent = b
-	wait := s.timeout
-	if _, noEcho := r.t.d.(a2sDialect); s.pacer != nil && r.attempts < s.attempts && !noEcho {
-		// Not for A2S: its replies carry no token, so a reply to the
-		// first send that comes after a retry would be timed from the
-		// retry.
-		wait = s.pacer.RetryTimeout(s.timeout)
-	}
-	r.deadline = at.Add(wait)
+	r.deadline = at.Add(s.retryWait(r, at))
 	heap.Push(&s.waiting, r)
 	s.counts.PeakInFlight = max(s.counts.PeakInFlight, len(s.waiting))
 }
@@ -369,6 +442,16 @@ func (s *session) receive(now time.Time, from netip.AddrPort, b []byte) {
 			s.misdirected(sd, from)
 			return
 		}
+		if sd.train > 0 && s.pacer != nil {
+			s.pacer.TrainReply(sd.train, now)
+			if sd.r.done {
+				// Another send of the train was answered first: this
+				// reply only measures the path.
+				s.counts.PaceTrainReplies++
+				s.lastMatched = sd
+				return
+			}
+		}
 	} else if r := openRequest(t, rep.kind); r != nil {
 		sd = r.last
 	}
@@ -394,7 +477,7 @@ func (s *session) receive(now time.Time, from netip.AddrPort, b []byte) {
 		from0 = r.first // qstat's way, for comparison only
 	}
 	if s.pacer != nil {
-		s.pacer.Answered(now.Sub(sd.at))
+		s.pacer.Answered(sd.at, now.Sub(sd.at))
 		s.lastMatched = sd
 	}
 	if rtt := now.Sub(from0); t.res.RTT == 0 || rtt < t.res.RTT {
@@ -553,7 +636,7 @@ func (s *session) wake() time.Time {
 	if len(s.waiting) > 0 {
 		w = s.waiting[0].deadline
 	}
-	if len(s.queue) > 0 && !s.nextSend.IsZero() {
+	if len(s.queue)+len(s.retries) > 0 && !s.nextSend.IsZero() {
 		if w.IsZero() || s.nextSend.Before(w) {
 			w = s.nextSend
 		}
@@ -577,7 +660,7 @@ func (s *session) abort(err error) {
 			s.finish(t)
 		}
 	}
-	s.pending, s.queue, s.waiting = nil, nil, nil
+	s.pending, s.queue, s.retries, s.waiting = nil, nil, nil, nil
 	s.closed = true
 }
 

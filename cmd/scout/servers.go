@@ -586,6 +586,10 @@ type paceOut struct {
 	PeakRate    float64 `json:"peak_rate"`
 	Cuts        int     `json:"cuts"`
 	CapacityBps float64 `json:"capacity_bps"`
+	// TrainRate is the probes per second the packet trains measured,
+	// TrainSends their sends beyond each train's first.
+	TrainRate  float64 `json:"train_rate"`
+	TrainSends int     `json:"train_sends"`
 }
 
 func summaryJSON(s discover.Summary, o *serversOutput) summaryOut {
@@ -600,7 +604,8 @@ func summaryJSON(s discover.Summary, o *serversOutput) summaryOut {
 		j.Masters = []discover.MasterReport{}
 	}
 	if c.PacePeakRate > 0 {
-		j.Pace = &paceOut{Rate: c.PaceRate, PeakRate: c.PacePeakRate, Cuts: c.PaceCuts, CapacityBps: c.PaceCapacity}
+		j.Pace = &paceOut{Rate: c.PaceRate, PeakRate: c.PacePeakRate, Cuts: c.PaceCuts, CapacityBps: c.PaceCapacity,
+			TrainRate: c.PaceTrainRate, TrainSends: c.PaceTrainSends}
 	}
 	return j
 }
