@@ -43,6 +43,7 @@ func runLandmarks(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	threshold := fs.Float64("threshold", 200, "playable RTT, ms")
 	quant := fs.Float64("margin-quantile", 0.999, "quantile of the fitting half's excess that sets the margin")
 	ripe := fs.Bool("ripe", false, "also evaluate on RIPE Atlas's country matrix")
+	rtt := fs.String("rtt", "", "only print the mesh's RTTs from a city to others, `FROM:TO,TO...` (WonderProxy names, e.g. Melbourne:LosAngeles,Chicago), and exit")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -71,6 +72,9 @@ func runLandmarks(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		fmt.Fprintf(stderr, "scout landmarks: %v\n", err)
 		return 1
+	}
+	if *rtt != "" {
+		return printMeshRTTs(m, *rtt, stdout, stderr)
 	}
 	opt := evaluate.Options{Threshold: *threshold, MarginQuantile: *quant, Region: population.Region, Drop: *drop, Repair: *repair}
 	fmt.Fprintf(stdout, "WonderProxy mesh, %d cities; rule %s, repair %v, drop %d, threshold %.0f ms, margin at the %.4g quantile\n\n", m.Len(), r, *repair, *drop, *threshold, *quant)
@@ -123,6 +127,26 @@ func runLandmarks(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			cres = append(cres, res)
 		}
 		printLandmarkResults(stdout, cres)
+	}
+	return 0
+}
+
+// printMeshRTTs prints the mesh's RTT from one city to each of a list, as
+// --rtt FROM:TO,TO... names them.
+func printMeshRTTs(m *mesh.Mesh, spec string, stdout, stderr io.Writer) int {
+	from, tos, ok := strings.Cut(spec, ":")
+	i := m.Index(from)
+	if !ok || i < 0 {
+		fmt.Fprintf(stderr, "scout landmarks: --rtt %q: want FROM:TO,TO... with WonderProxy city names\n", spec)
+		return 2
+	}
+	for _, to := range strings.Split(tos, ",") {
+		j := m.Index(to)
+		if j < 0 {
+			fmt.Fprintf(stderr, "scout landmarks: --rtt: no city %q in the mesh\n", to)
+			return 2
+		}
+		fmt.Fprintf(stdout, "%s -> %s: %.0f ms\n", m.Cities[i].Name, m.Cities[j].Name, m.RTT(i, j))
 	}
 	return 0
 }

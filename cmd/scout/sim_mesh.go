@@ -34,6 +34,7 @@ type simMeshFlags struct {
 	calibrate  *bool
 	stopAfter  *int
 	derive     *bool
+	margin     *string
 }
 
 func addSimMeshFlags(fs *flag.FlagSet) *simMeshFlags {
@@ -50,6 +51,7 @@ func addSimMeshFlags(fs *flag.FlagSet) *simMeshFlags {
 		stop:       fs.String("stop-on", "lower", "with --mesh: what the stop rule compares with 200 ms + margin: lower (the robust lower bound), upper or mid (an estimate, its margin fitted at --margin-quantile)"),
 		calibrate:  fs.Bool("calibrate", true, "with --mesh: also run each K with the candidates the bound keeps handed to Armitage's planner with scout's constants (landmarks-K+scout)"),
 		stopAfter:  fs.Int("stop-after", 50, "with --mesh: also run each K with the run rule (landmarks-K+run): stop after this many unplayable outcomes in a row of servers estimated unplayable (landmark.PlanParams.StopAfter; 0: no such column)"),
+		margin:     fs.String("margin", "", "with --mesh: the stop margin in `MS` for every K instead of the one fitted on the mesh at --margin-quantile (negative: the rule stops before the bound says; for fitting a margin on training seeds)"),
 		derive:     fs.Bool("derive", false, "with --mesh: the client derives what the live one derives instead of being told: the landmarks' RTTs to each other from the servers' vectors (landmark.MatrixFromVectors) and its access delay from its vector (landmark.AccessHeight); --know-access is then ignored"),
 		unmeasured: fs.Float64("unmeasured", 0, "with --mesh: share of servers no landmark has measured yet (left to Armitage's planner)"),
 	}
@@ -119,6 +121,14 @@ func (f *simMeshFlags) spec() (*sim.MeshSpec, []string, error) {
 		if err != nil {
 			return nil, nil, err
 		}
+		fitted := fmt.Sprintf("the %g quantile over the playable pairs of the mesh's even-indexed cities", *f.quantile)
+		if *f.margin != "" {
+			margin, err = strconv.ParseFloat(*f.margin, 64)
+			if err != nil || math.IsNaN(margin) || math.IsInf(margin, 0) {
+				return nil, nil, fmt.Errorf("--margin %q: want a number of ms", *f.margin)
+			}
+			fitted = "given by --margin"
+		}
 		ls := sim.LandmarkSet{Name: "landmarks-" + strconv.Itoa(k), Unmeasured: *f.unmeasured, KnowAccess: *f.access, Derive: *f.derive}
 		ls.Params = landmark.PlanParams{Threshold: 200, Margin: margin, Drop: *f.drop, Repair: *f.repair, Estimator: est, Stop: stop}
 		var names []string
@@ -144,8 +154,8 @@ func (f *simMeshFlags) spec() (*sim.MeshSpec, []string, error) {
 			lc.Params.Calibrate = &sc
 			calibrated = append(calibrated, lc)
 		}
-		notes = append(notes, fmt.Sprintf("%s: %s, stop on %s, margin %.1f ms (the %g quantile over the playable pairs of the mesh's even-indexed cities), drop %d, repair %v, order by %s, client height known %v, derived %v",
-			ls.Name, strings.Join(names, " "), stop, margin, *f.quantile, *f.drop, *f.repair, est, *f.access, *f.derive))
+		notes = append(notes, fmt.Sprintf("%s: %s, stop on %s, margin %.1f ms (%s), drop %d, repair %v, order by %s, client height known %v, derived %v",
+			ls.Name, strings.Join(names, " "), stop, margin, fitted, *f.drop, *f.repair, est, *f.access, *f.derive))
 	}
 	ms.Landmarks = append(append(ms.Landmarks, runs...), calibrated...)
 	return ms, notes, nil

@@ -23,6 +23,8 @@ func TestSimMesh_BadUsage(t *testing.T) {
 		{"--mesh", dir, "--margin-quantile", "0"},
 		{"--mesh", dir, "--unmeasured", "2"},
 		{"--mesh", dir, "--stop-after", "-1"},
+		{"--mesh", dir, "--margin", "x"},
+		{"--mesh", dir, "--margin", "NaN"},
 		{"--mesh", t.TempDir()},
 		{"--mesh", dir, "--plot", "x.svg"},
 	} {
@@ -76,6 +78,36 @@ func TestPrintTargets(t *testing.T) {
 	for _, want := range []string{"AU-ET  3/3  1/3 | 1.9 |", "CH-ET  0/3  1/3 | 2.1 |"} {
 		if !strings.Contains(strings.Join(strings.Fields(s), "  "), strings.Join(strings.Fields(want), "  ")) {
 			t.Errorf("output lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+// --margin replaces the fitted margin, and --derive says so in the notes.
+func TestSimMesh_MarginAndDerive(t *testing.T) {
+	dir := peer.SharedData(t, mesh.WonderProxyPings)
+	var out, errb bytes.Buffer
+	if code := runSim(context.Background(), []string{"--mesh", dir, "--client", "AU", "--servers", "600", "--landmarks", "3", "--margin", "-7.5", "--derive"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if want := "margin -7.5 ms (given by --margin), drop 0, repair true, order by upper, client height known true, derived true"; !strings.Contains(out.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, out.String())
+	}
+}
+
+func TestLandmarks_RTT(t *testing.T) {
+	dir := peer.SharedData(t, mesh.WonderProxyPings)
+	var out, errb bytes.Buffer
+	if code := runLandmarks(context.Background(), []string{"--data", dir, "--rtt", "Melbourne:Adelaide,melbourne"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "Melbourne -> Adelaide: ") || lines[1] != "Melbourne -> Melbourne: 0 ms" {
+		t.Errorf("output:\n%s", out.String())
+	}
+	for _, bad := range []string{"Melbourne", "Nowhere:Adelaide", "Melbourne:Nowhere"} {
+		out.Reset()
+		if code := runLandmarks(context.Background(), []string{"--data", dir, "--rtt", bad}, &out, &errb); code != 2 {
+			t.Errorf("--rtt %q: exit %d, want 2", bad, code)
 		}
 	}
 }
