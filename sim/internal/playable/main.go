@@ -133,6 +133,16 @@ func main() {
 			usFar = append(usFar, c.Name)
 		}
 	}
+	var qwUS, qwReach int
+	for _, st := range qw {
+		if st.city.Country == "US" {
+			qwUS++
+			if d, _ := ml.CityRTT(au.City, st.city); au.Access+d+offsets < playable {
+				qwReach++
+			}
+		}
+	}
+	fmt.Printf("\nQuakeWorld's US servers in reach of Melbourne: %d of %d (%.1f%%)", qwReach, qwUS, 100*float64(qwReach)/float64(max(qwUS, 1)))
 	fmt.Printf("\nUS cities under 200 ms (same sum) from Melbourne: %v; from Tokyo: %d of %d (not: %v)\n", reach, us-len(usFar), us, usFar)
 
 	fmt.Printf("\nMesh worlds, seeds %d to %d: share of servers under 200 ms (the oracle's probe share), of which US; US servers in reach of Melbourne as a share of the US's; the worlds' regions\n", *seed, *seed+uint64(*seeds)-1)
@@ -141,6 +151,7 @@ func main() {
 		n    int
 	}{{population.ET, population.SizeET}, {population.CSS, population.SizeCSS}} {
 		over := map[string]int{}
+		var reachSum float64
 		for s := *seed; s < *seed+uint64(*seeds); s++ {
 			w, err := population.Build(population.FittedVantage(g.game, g.n, s))
 			if err != nil {
@@ -172,13 +183,15 @@ func main() {
 				}
 				line += fmt.Sprintf("  %s %5.1f%% (US %4.1f%%", k, pct, 100*float64(nUS)/float64(len(rtts)))
 				if k == "AU" {
-					line += fmt.Sprintf(", %4.1f%% of the US's", 100*float64(nUS)/float64(max(us, 1)))
+					r := 100 * float64(nUS) / float64(max(us, 1))
+					reachSum += r
+					line += fmt.Sprintf(", %4.1f%% of the US's", r)
 				}
 				line += ")"
 			}
 			fmt.Printf("%s  regions %s\n", line, share(make([]time.Duration, len(rs)), rs))
 		}
-		fmt.Printf("%s: more than 5%% playable on %d of %d seeds from Melbourne, %d of %d from Tokyo\n", g.game, over["AU"], *seeds, over["JP"], *seeds)
+		fmt.Printf("%s: more than 5%% playable on %d of %d seeds from Melbourne, %d of %d from Tokyo; US servers in reach of Melbourne, mean %.1f%% of the US's\n", g.game, over["AU"], *seeds, over["JP"], *seeds, reachSum/float64(*seeds))
 	}
 }
 
