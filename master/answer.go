@@ -91,12 +91,36 @@ func (r *Registry) answer(now time.Time, f filter, form replyForm, every bool) (
 		return a.(*answer), nil
 	}
 	list := snap.appendMatching(f, r.rotation.Add(1), nil)
+	r.encodings.Add(1)
 	a, err := encodeAnswer(list, form, every)
 	if err != nil {
 		return nil, err
 	}
 	return snap.cache(key, a), nil
 }
+
+// cachedAnswer returns the reply to f in form at now if the current
+// snapshot has it cached, and the number of servers in the groups f
+// selects from (at least as many as the reply lists).
+func (r *Registry) cachedAnswer(now time.Time, f filter, form replyForm) (*answer, int) {
+	snap := r.current(now)
+	n := 0
+	if f.anyProtocol {
+		for _, g := range snap.byGame[gameKey{f.family, f.game}] {
+			n += len(g.entries)
+		}
+	} else if g := snap.groups[groupKey{f.family, f.game, f.protocol}]; g != nil {
+		n = len(g.entries)
+	}
+	if a, ok := snap.answers.Load(answerKey{f: f, form: form}); ok {
+		return a.(*answer), n
+	}
+	return nil, n
+}
+
+// Encodings returns the server-list replies encoded on a query's demand
+// (not from the cache, and not again by a snapshot rebuild).
+func (r *Registry) Encodings() uint64 { return r.encodings.Load() }
 
 // cache stores a as key's answer if the bounds leave room, and returns
 // the answer to use: a, or one stored meanwhile by another query.

@@ -34,10 +34,15 @@ const (
 // Outgoing is one datagram the handler wants sent. The socket loop sends
 // it from a socket of To's address family, preferring the one the packet
 // that caused it arrived on.
+//
+// Encode, when not nil, stands for a server-list reply not encoded yet
+// (HandlerConfig.DeferEncoding): it has no payload, and the shell passes
+// it to Handler.Encode instead of sending it.
 type Outgoing struct {
 	To      netip.AddrPort
 	Kind    Kind
 	Payload []byte
+	Encode  *Encoding
 }
 
 // Persister receives listing changes to keep on disk. Its methods must not
@@ -107,6 +112,14 @@ type HandlerConfig struct {
 	// the list and then this master's RTTs to the servers listed
 	// (landmarks.go). Empty: the word is ignored like any unknown one.
 	Landmark string
+	// DeferEncoding, when positive, leaves to Handler.Encode the reply
+	// to a list query for a game and protocol that list at least that
+	// many servers (before the query's filters), unless it is cached for
+	// the current listing and asks for no landmark packets:
+	// HandlePacket returns one Outgoing with Encode set instead of the
+	// reply's packets, for the shell to encode off its socket loop. 0
+	// encodes every reply in HandlePacket.
+	DeferEncoding int
 	// MOTD is the message of the day for ET's getmotd.
 	MOTD string
 	// Peers are the masters whose register messages are accepted; a
@@ -499,21 +512,12 @@ func (h *Handler) getServers(now time.Time, from netip.AddrPort, m q3.GetServers
 	form := replyForm{split: q3.SplitOptions{
 		Ext: m.Ext, End: end, MaxEntries: h.cfg.MaxEntries, MaxBytes: h.cfg.MaxPacketBytes,
 	}}
-	a, err := h.reg.answer(now, f, form, !h.cfg.EndOnLastOnly)
-	if err != nil {
-		h.log.Error("encoding a server list", "err", err)
-		return h.drop(dst, k, from, ReasonMalformed)
-	}
 	outK := KindServersResponse
 	if m.Ext {
 		outK = KindServersExtResponse
 	}
-	n := len(dst)
-	dst = h.sendList(now, from, outK, a, dst)
-	if len(dst) > n && m.Ext && h.cfg.Landmark != "" && slices.Contains(m.Other, q3.LandmarksKeyword) {
-		dst = h.sendLandmarks(now, from, f, dst)
-	}
-	return dst
+	landmarks := m.Ext && h.cfg.Landmark != "" && slices.Contains(m.Other, q3.LandmarksKeyword)
+	return h.reply(now, from, outK, f, form, !h.cfg.EndOnLastOnly, landmarks, dst)
 }
 
 // sendList sends a cached server-list reply, all or nothing: its bytes
@@ -617,12 +621,7 @@ func (h *Handler) q4GetServers(now time.Time, from netip.AddrPort, m *q4.GetServ
 		return h.drop(dst, k, from, why)
 	}
 	form := replyForm{q4: true, split: q3.SplitOptions{MaxBytes: min(h.cfg.MaxPacketBytes, q4.MaxServersPacketLen)}}
-	a, err := h.reg.answer(now, f, form, true)
-	if err != nil {
-		h.log.Error("encoding a Quake 4 server list", "err", err)
-		return h.drop(dst, k, from, ReasonMalformed)
-	}
-	return h.sendList(now, from, KindQ4Servers, a, dst)
+	return h.reply(now, from, KindQ4Servers, f, form, true, false, dst)
 }
 
 // gameAuth answers a Doom 3 / Quake 4 client's key check. id's key

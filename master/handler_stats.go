@@ -149,6 +149,7 @@ type Stats struct {
 	answers     atomic.Uint64    // queries answered
 	unknownGame atomic.Uint64    // queries for no known game, answered empty
 	denied      atomic.Uint64    // bytes the budget refused
+	deferred    atomic.Uint64    // list replies left to Encode (encode.go)
 }
 
 // In returns the datagrams received of kind k.
@@ -207,3 +208,7 @@ func (s *Stats) UnknownGame() uint64 { return s.unknownGame.Load() }
 
 // BudgetDeniedBytes returns the bytes the outbound budget refused.
 func (s *Stats) BudgetDeniedBytes() uint64 { return s.denied.Load() }
+
+// Deferred returns the list replies HandlePacket left to Handler.Encode
+// (HandlerConfig.DeferEncoding).
+func (s *Stats) Deferred() uint64 { return s.deferred.Load() }

@@ -387,6 +387,7 @@ type Registry struct {
 
 	rotation    atomic.Uint64            // fair-rotation counter, one step per Select
 	afterRetry  atomic.Uint64            // checks verified after a retry was sent
+	encodings   atomic.Uint64            // replies encoded on demand (answer.go)
 	leftToPeers atomic.Uint64            // due re-probes left to other instances (share.go)
 	snap        atomic.Pointer[snapshot] // immutable; rebuilt after changes
 	dirty       atomic.Bool              // snap is stale

@@ -62,7 +62,8 @@ type Config struct {
 	Registry master.Config
 	// Handler configures the packet handler. Its Registry, Queries,
 	// Responses, Heartbeats, Budget, Persist and Logger are set by
-	// NewMaster from the fields of Config and are ignored here.
+	// NewMaster from the fields of Config and are ignored here. Its
+	// DeferEncoding 0 means DefaultDeferEncoding, negative never.
 	Handler master.HandlerConfig
 	// ChallengeRotation is how often the challenge secret rotates;
 	// 0 means master.DefaultRotationPeriod.

@@ -58,6 +58,12 @@ func NewMaster(now time.Time, cfg Config) (*Master, error) {
 	}
 	hc.Responses = nil
 	switch {
+	case hc.DeferEncoding == 0:
+		hc.DeferEncoding = DefaultDeferEncoding
+	case hc.DeferEncoding < 0:
+		hc.DeferEncoding = 0 // every reply encoded by the socket loop
+	}
+	switch {
 	case cfg.NoQueryLimit:
 	case cfg.SourceThrottle:
 		if hc.Queries, err = master.NewSourceLimiter(cfg.Queries.Throttle, cfg.Queries.Decay, cfg.MaxSources); err != nil {

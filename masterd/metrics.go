@@ -23,6 +23,7 @@ type Collector struct {
 	dropped, removed, changes, probes        *prometheus.Desc
 	retries, afterRetry                      *prometheus.Desc
 	answers, unknownGame, budgetDenied       *prometheus.Desc
+	deferred                                 *prometheus.Desc
 	listed, pending, listedByGame            *prometheus.Desc
 	listedByKind                             *prometheus.Desc
 	sendErrors, stateErrors                  *prometheus.Desc
@@ -55,13 +56,14 @@ func NewCollector(m *Master) *Collector {
 		afterRetry:   d("verified_after_retry_total", "Checks verified after at least one retry had been sent."),
 		answers:      d("answers_total", "Queries answered (getservers, getServers, gameAuth, getmotd)."),
 		unknownGame:  d("answers_unknown_game_total", "Queries for no known game, answered with the empty list."),
+		deferred:     d("encodings_deferred_total", "List queries whose reply (not cached, selecting at least master.HandlerConfig.DeferEncoding servers) was left to the socket's encoder goroutine."),
 		budgetDenied: d("budget_denied_bytes_total", "Outbound bytes the global byte budget refused."),
 		listed:       d("servers_listed", "Servers listed."),
 		pending:      d("servers_pending", "Servers challenged and not yet verified."),
 		listedByGame: d("servers_listed_by_game", "Servers listed, by game.", "game"),
 		listedByKind: d("servers_listed_by_gametype", "Servers listed, by game, protocol and gametype; beyond the largest "+
 			strconv.Itoa(MaxGametypeSeries)+" series, the others summed in one with empty labels.", "game", "protocol", "gametype"),
-		sendErrors:   d("send_errors_total", "Datagrams the kernel refused or with no socket of their family, and long replies dropped with their socket's send queue full (queue_full).", "error"),
+		sendErrors:   d("send_errors_total", "Datagrams the kernel refused or with no socket of their family, and long replies dropped with their socket's send queue full (queue_full), list queries dropped with their socket's encoder queue full (encode_queue_full).", "error"),
 		stateErrors:  d("state_write_errors_total", "Failed commits to the state file (their changes are tried again at the next)."),
 		stateCommits: d("state_commits_total", "Commits to the state file (one transaction each)."),
 		stateWritten: d("state_changes_written_total", "Listing changes (servers written or deleted) committed to the state file."),
@@ -75,7 +77,7 @@ func NewCollector(m *Master) *Collector {
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.packetsIn, c.bytesIn, c.packetsOut, c.bytesOut, c.dropped, c.removed,
-		c.changes, c.probes, c.retries, c.afterRetry, c.answers, c.unknownGame, c.budgetDenied, c.listed, c.pending, c.listedByGame, c.listedByKind,
+		c.changes, c.probes, c.retries, c.afterRetry, c.answers, c.unknownGame, c.budgetDenied, c.deferred, c.listed, c.pending, c.listedByGame, c.listedByKind,
 		c.sendErrors, c.stateErrors, c.stateCommits, c.stateWritten, c.statePending, c.stateSeconds, c.stateLast, c.stateMax} {
 		ch <- d
 	}
@@ -115,6 +117,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.answers, st.Answers())
 	counter(c.unknownGame, st.UnknownGame())
 	counter(c.budgetDenied, st.BudgetDeniedBytes())
+	counter(c.deferred, st.Deferred())
 	listed, pending := c.m.Registry.Counts()
 	gauge(c.listed, listed)
 	gauge(c.pending, pending)
@@ -145,6 +148,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.sendErrors, refused, "refused")
 	counter(c.sendErrors, noSocket, "no_socket")
 	counter(c.sendErrors, c.m.Server.QueueDrops(), "queue_full")
+	counter(c.sendErrors, c.m.Server.EncodeDrops(), "encode_queue_full")
 	if w := c.m.writer; w != nil {
 		seconds := func(d *prometheus.Desc, t prometheus.ValueType, ns int64) {
 			ch <- prometheus.MustNewConstMetric(d, t, float64(ns)/1e9)

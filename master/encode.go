@@ -1,0 +1,97 @@
+package master
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Encoding is a server-list query whose reply HandlePacket left to be
+// encoded off the socket loop (HandlerConfig.DeferEncoding): the shell
+// passes it to Handler.Encode, from another goroutine, and sends what
+// that returns. It holds the resolved query, not its reply; nothing has
+// been reserved from the limits for it yet.
+type Encoding struct {
+	to        netip.AddrPort
+	kind      Kind // the reply's packets' kind
+	f         filter
+	form      replyForm
+	every     bool
+	landmarks bool // follow the list with the landmark packets
+}
+
+// To returns the address the reply goes to.
+func (e *Encoding) To() netip.AddrPort { return e.to }
+
+// SameReply reports whether o asks for the same reply as e (its
+// destination aside): Encode encodes such jobs once.
+func (e *Encoding) SameReply(o *Encoding) bool {
+	return e.f == o.f && e.form == o.form && e.every == o.every && e.kind == o.kind
+}
+
+// reply returns the Outgoing that stands for the reply to a list query
+// (f in form, from to), or, when the reply is at hand, appends its
+// packets. The reply is deferred (one Outgoing with Encode set, no
+// payload) if the handler defers encodings and f's game and protocol
+// list at least HandlerConfig.DeferEncoding servers, unless it is cached
+// already and no landmark packets are asked (those are built per query).
+func (h *Handler) reply(now time.Time, to netip.AddrPort, k Kind, f filter, form replyForm, every, landmarks bool, dst []Outgoing) []Outgoing {
+	a, n := h.reg.cachedAnswer(now, f, form)
+	if h.cfg.DeferEncoding > 0 && n >= h.cfg.DeferEncoding && (a == nil || landmarks) {
+		h.stats.deferred.Add(1)
+		return append(dst, Outgoing{To: to, Kind: k, Encode: &Encoding{
+			to: to, kind: k, f: f, form: form, every: every, landmarks: landmarks,
+		}})
+	}
+	if a == nil {
+		var err error
+		if a, err = h.reg.answer(now, f, form, every); err != nil {
+			h.log.Error("encoding a server list", "err", err)
+			return h.drop(dst, k, to, ReasonMalformed)
+		}
+	}
+	return h.sendReply(now, to, k, a, f, landmarks, dst)
+}
+
+// sendReply sends a and, if asked, the landmark packets after it.
+func (h *Handler) sendReply(now time.Time, to netip.AddrPort, k Kind, a *answer, f filter, landmarks bool, dst []Outgoing) []Outgoing {
+	n := len(dst)
+	dst = h.sendList(now, to, k, a, dst)
+	if len(dst) > n && landmarks {
+		dst = h.sendLandmarks(now, to, f, dst)
+	}
+	return dst
+}
+
+// Encode encodes the replies of jobs at now (the current listing's, from
+// its cache where they are) and appends their packets: each reply is
+// reserved from the response limiter and the global budget at now, all
+// or nothing, as HandlePacket does with the replies it sends itself.
+// Jobs of one query shape share one encoding, cached or not (a reply too
+// large for the cache is encoded once per call, not once per job).
+//
+// Encode is safe for concurrent use with HandlePacket; the shell calls
+// it off its socket loop, so that encoding a large listing (tens of
+// milliseconds at 1,000,000 servers) does not hold up other packets.
+func (h *Handler) Encode(now time.Time, jobs []*Encoding, dst []Outgoing) []Outgoing {
+	var shared map[answerKey]*answer
+	for _, j := range jobs {
+		key := answerKey{f: j.f, form: j.form}
+		a := shared[key]
+		if a == nil {
+			var err error
+			if a, err = h.reg.answer(now, j.f, j.form, j.every); err != nil {
+				h.log.Error("encoding a server list", "err", err)
+				dst = h.drop(dst, j.kind, j.to, ReasonMalformed)
+				continue
+			}
+			if len(jobs) > 1 {
+				if shared == nil {
+					shared = make(map[answerKey]*answer)
+				}
+				shared[key] = a
+			}
+		}
+		dst = h.sendReply(now, j.to, j.kind, a, j.f, j.landmarks, dst)
+	}
+	return dst
+}
