@@ -12,13 +12,13 @@ import (
 	"github.com/scout-discovery/scout/master"
 )
 
-// BenchmarkMetrics_Million is one /metrics scrape (the whole handler:
+// BenchmarkMetrics_Scrape1M is one /metrics scrape (the whole handler:
 // every collector, the text encoding) of a master listing 1,000,000
 // servers (millionGame's games, four gametypes), restored in-process
 // (BENCHMARKS.md, "A million servers"):
 //
-//	go test -run '^$' -bench Metrics_Million -benchmem ./masterd
-func BenchmarkMetrics_Million(b *testing.B) {
+//	go test -run '^$' -bench Metrics_Scrape1M -benchmem ./masterd
+func BenchmarkMetrics_Scrape1M(b *testing.B) {
 	m, stop := startMaster(b, Config{
 		Listen: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
 		Registry: master.Config{
