@@ -62,36 +62,42 @@ func (h *Handler) sendReply(now time.Time, to netip.AddrPort, k Kind, a *answer,
 	return dst
 }
 
-// Encode encodes the replies of jobs at now (the current listing's, from
-// its cache where they are) and appends their packets: each reply is
-// reserved from the response limiter and the global budget at now, all
-// or nothing, as HandlePacket does with the replies it sends itself.
-// Jobs of one query shape share one encoding, cached or not (a reply too
-// large for the cache is encoded once per call, not once per job).
+// Encoded is the encoded reply of one query shape (Handler.Encode), to be
+// sent by Handler.SendEncoded.
+type Encoded struct {
+	a   *answer // nil: the encoding failed
+	job *Encoding
+}
+
+// Encode encodes the reply of job at now (the current listing's, from
+// its cache if it is there, and cached if there is room). Jobs that ask
+// for the same reply (SameReply) can be sent this one encoding.
 //
 // Encode is safe for concurrent use with HandlePacket; the shell calls
 // it off its socket loop, so that encoding a large listing (tens of
 // milliseconds at 1,000,000 servers) does not hold up other packets.
-func (h *Handler) Encode(now time.Time, jobs []*Encoding, dst []Outgoing) []Outgoing {
-	var shared map[answerKey]*answer
+func (h *Handler) Encode(now time.Time, job *Encoding) *Encoded {
+	a, err := h.reg.answer(now, job.f, job.form, job.every)
+	if err != nil {
+		h.log.Error("encoding a server list", "err", err)
+		a = nil
+	}
+	return &Encoded{a: a, job: job}
+}
+
+// SendEncoded appends the packets of r to each of jobs (which ask for the
+// reply r was encoded for) at now: each reply is reserved from the
+// response limiter and the global budget at now, all or nothing, as
+// HandlePacket does with the replies it sends itself. The shell passes
+// the time after the encoding: a reservation is timed when its bytes
+// leave, not when the query came.
+func (h *Handler) SendEncoded(now time.Time, r *Encoded, jobs []*Encoding, dst []Outgoing) []Outgoing {
 	for _, j := range jobs {
-		key := answerKey{f: j.f, form: j.form}
-		a := shared[key]
-		if a == nil {
-			var err error
-			if a, err = h.reg.answer(now, j.f, j.form, j.every); err != nil {
-				h.log.Error("encoding a server list", "err", err)
-				dst = h.drop(dst, j.kind, j.to, ReasonMalformed)
-				continue
-			}
-			if len(jobs) > 1 {
-				if shared == nil {
-					shared = make(map[answerKey]*answer)
-				}
-				shared[key] = a
-			}
+		if r.a == nil || !j.SameReply(r.job) {
+			dst = h.drop(dst, j.kind, j.to, ReasonMalformed)
+			continue
 		}
-		dst = h.sendReply(now, j.to, j.kind, a, j.f, j.landmarks, dst)
+		dst = h.sendReply(now, j.to, j.kind, r.a, j.f, j.landmarks, dst)
 	}
 	return dst
 }

@@ -52,7 +52,7 @@ func TestHandler_DeferEncodingSharesOneEncoding(t *testing.T) {
 		t.Errorf("%d deferred", n)
 	}
 	before, sent := f.h.reg.Encodings(), f.h.Stats().Answers()
-	out := f.h.Encode(f.now, jobs, nil)
+	out := f.h.SendEncoded(f.now, f.h.Encode(f.now, jobs[0]), jobs, nil)
 	if n := f.h.reg.Encodings() - before; n != 1 {
 		t.Errorf("%d encodings for three identical queries, want 1", n)
 	}
@@ -96,7 +96,8 @@ func TestHandler_DeferredReplyIsRateLimited(t *testing.T) {
 	if len(out) != 1 || out[0].Encode == nil {
 		t.Fatalf("%+v, want one deferred reply", out)
 	}
-	if sent := f.h.Encode(f.now, []*Encoding{out[0].Encode}, nil); len(sent) != 0 {
+	job := out[0].Encode
+	if sent := f.h.SendEncoded(f.now, f.h.Encode(f.now, job), []*Encoding{job}, nil); len(sent) != 0 {
 		t.Fatalf("%d datagrams past a 100-byte victim budget", len(sent))
 	}
 	if n := f.h.Stats().Dropped(ReasonResponseLimited); n != 1 {

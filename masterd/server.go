@@ -231,9 +231,11 @@ func (s *PacketServer) encode(jobs <-chan *master.Encoding, queue chan<- []maste
 			}
 		}
 		// The first job and those waiting for the same reply.
-		same, n := append(same[:0], waiting[0]), 0
+		first := waiting[0]
+		same = append(same[:0], first)
+		n := 0
 		for _, j := range waiting[1:] {
-			if j.SameReply(waiting[0]) {
+			if j.SameReply(first) {
 				same = append(same, j)
 			} else {
 				waiting[n] = j
@@ -242,7 +244,8 @@ func (s *PacketServer) encode(jobs <-chan *master.Encoding, queue chan<- []maste
 		}
 		clear(waiting[n:])
 		waiting = waiting[:n]
-		out = s.h.Encode(time.Now(), same, out[:0])
+		enc := s.h.Encode(time.Now(), first)
+		out = s.h.SendEncoded(time.Now(), enc, same, out[:0])
 		clear(same)
 		if len(out) > 0 {
 			queue <- slices.Clone(out)
