@@ -19,6 +19,11 @@
 //	                  XADD MAXLEN ~ Config.StreamLen
 //	PREFIX instances  sorted set: instance id -> Redis TIME (ms) of its
 //	                  last beat
+//	PREFIX history:D  hash per UTC day D (days since the Unix epoch):
+//	                  field = server address, value = its player counts
+//	                  of that day (package web's day chunk, one byte per
+//	                  5-minute slot); expires when web.History stops
+//	                  keeping the day (history.go)
 //
 // A value is its version, the server's last verification in Unix
 // nanoseconds as 20 decimal digits (so that Redis compares versions as
@@ -62,7 +67,14 @@
 //   - a re-probe: none to send it; its verification is the line above; an
 //     unanswered one that drops the server, one EVALSHA (HGET, HDEL, XADD);
 //   - per instance, every Config.Beat: one EVALSHA (TIME, ZADD,
-//     ZREMRANGEBYSCORE, ZRANGE), and a blocking XREAD always waiting.
+//     ZREMRANGEBYSCORE, ZRANGE), and a blocking XREAD always waiting;
+//   - per instance, every masterd.FleetHistoryInterval with history
+//     changed: one pipeline of one EVALSHA per day touched (and per
+//     PageSize servers), writing the changed days of its own share only
+//     (an HGET and an HSET per server and day, one EXPIREAT per day);
+//     every instance records every server's samples, so a server's new
+//     owner writes its day with the next sample. At start, one HSCAN
+//     page per PageSize servers and day kept.
 //
 // TestFleet_RedisOpsPerEvent counts them with INFO commandstats.
 //

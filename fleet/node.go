@@ -97,6 +97,7 @@ type Node struct {
 	put    *redis.Script
 	del    *redis.Script
 	beat   *redis.Script
+	hist   *redis.Script
 
 	reg    *master.Registry
 	obs    master.Observer // nil: none
@@ -165,6 +166,7 @@ func New(cfg Config) (*Node, error) {
 		put:    redis.NewScript(putScript),
 		del:    redis.NewScript(delScript),
 		beat:   redis.NewScript(beatScript),
+		hist:   redis.NewScript(histScript),
 		wake:   make(chan struct{}, 1),
 		queue:  make(map[netip.AddrPort]op),
 	}

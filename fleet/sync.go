@@ -86,7 +86,7 @@ func (n *Node) flush(ctx context.Context) error {
 }
 
 func (n *Node) loadScripts(ctx context.Context) error {
-	for _, s := range []*redis.Script{n.put, n.del, n.beat} {
+	for _, s := range []*redis.Script{n.put, n.del, n.beat, n.hist} {
 		if err := s.Load(ctx, n.rdb).Err(); err != nil {
 			return err
 		}

@@ -30,9 +30,12 @@ type Master struct {
 	API     *web.API
 
 	writer *storeWriter
-	conns  []*net.UDPConn
-	motd   []*net.UDPConn
-	httpLn net.Listener
+	// fleetHistory: the fleet's history was read at NewMaster
+	// (HistoryFleet); if not, Run reads it once the fleet answers.
+	fleetHistory bool
+	conns        []*net.UDPConn
+	motd         []*net.UDPConn
+	httpLn       net.Listener
 
 	closeOnce sync.Once
 }
@@ -98,6 +101,11 @@ func NewMaster(now time.Time, cfg Config) (*Master, error) {
 			return nil, fmt.Errorf("masterd: joining the fleet: %w", err)
 		}
 		hc.Persist = cfg.Fleet
+		if hf, ok := cfg.Fleet.(HistoryFleet); ok {
+			ctx, cancel := context.WithTimeout(context.Background(), FleetJoinTimeout)
+			m.fleetHistory = m.loadFleetHistory(ctx, hf, now)
+			cancel()
+		}
 	}
 	if cfg.Store != nil {
 		servers, corrupt, err := cfg.Store.Load()
@@ -260,6 +268,12 @@ func (m *Master) Run(ctx context.Context) error {
 		fctx, fcancel := context.WithCancel(context.Background())
 		go func() { m.Config.Fleet.Run(fctx); close(fdone) }()
 		defer func() { fcancel(); <-fdone }()
+		if hf, ok := m.Config.Fleet.(HistoryFleet); ok {
+			hdone := make(chan struct{})
+			hctx, hcancel := context.WithCancel(context.Background())
+			go func() { m.keepFleetHistory(hctx, hf, m.fleetHistory); close(hdone) }()
+			defer func() { hcancel(); <-hdone }() // before the fleet stops
+		}
 	}
 	<-ctx.Done()
 	wg.Wait()

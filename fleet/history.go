@@ -1,0 +1,151 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/scout-discovery/scout/master"
+	"github.com/scout-discovery/scout/web"
+)
+
+// The player history (package web's day chunks) is kept in Redis, one
+// hash per UTC day:
+//
+//	PREFIX history:DAY  hash: field = server address, value = the day's
+//	                    web.SlotsPerDay counts, one byte per slot
+//	                    (web.NoSample where none), expiring at the end of
+//	                    the last day web.History keeps it
+//	                    (DAY + web.RetentionDays, in days since the epoch)
+//
+// so it is bounded by the servers × web.RetentionDays and every instance
+// serves the same history page, and a restarted instance (or a new one)
+// reads it back. Every instance records every server's samples (its own
+// verifications and the others', which it applies); each writes those of
+// its own share only (master.Rendezvous), so a day is written once per
+// change by the fleet, not once per instance. A write merges slot by slot
+// (histScript): a slot the writer has no sample for keeps what Redis
+// holds, so an instance started while Redis was unreachable, or a new
+// owner of a server, never erases samples it did not see.
+const histScript = `local exp = ARGV[1]
+for i = 2, #ARGV, 2 do
+  local new = ARGV[i+1]
+  local cur = redis.call('HGET', KEYS[1], ARGV[i])
+  if cur and #cur == #new then
+    local out = {}
+    for j = 1, #new do
+      if string.byte(new, j) == 255 then
+        out[j] = string.sub(cur, j, j)
+      else
+        out[j] = string.sub(new, j, j)
+      end
+    end
+    new = table.concat(out)
+  end
+  redis.call('HSET', KEYS[1], ARGV[i], new)
+end
+redis.call('EXPIREAT', KEYS[1], exp)
+return (#ARGV - 1) / 2`
+
+// histKey is the hash of one day's counts.
+func (n *Node) histKey(day int32) string {
+	return n.cfg.Prefix + "history:" + strconv.FormatInt(int64(day), 10)
+}
+
+// histExpiry is when day's hash expires: once no instance's History
+// keeps day (web.KeepFrom is past it).
+func histExpiry(day int32) int64 {
+	return (int64(day) + web.RetentionDays) * 86400
+}
+
+// SaveHistory writes the days of servers that are this instance's share
+// (all of them while it is not among the live instances it knows, as
+// master.Rendezvous.Mine says), merged slot by slot into what Redis
+// holds, in one pipeline of one script per day and up to PageSize
+// servers, and returns how many it wrote. Days of the others' servers are
+// left to them. On an error nothing is known to be written: the caller
+// gives the days back to its History (Redirty) and tries again.
+func (n *Node) SaveHistory(ctx context.Context, days []web.Day) (int, error) {
+	n.mu.Lock()
+	share := master.NewRendezvous(n.cfg.ID, n.live)
+	n.mu.Unlock()
+	byDay := map[int32][]any{}
+	written := 0
+	for i := range days {
+		d := &days[i]
+		if !share.Mine(d.Addr) {
+			continue
+		}
+		if byDay[d.Day] == nil {
+			byDay[d.Day] = []any{histExpiry(d.Day)}
+		}
+		byDay[d.Day] = append(byDay[d.Day], d.Addr.String(), string(d.Counts[:]))
+		written++
+	}
+	if written == 0 {
+		return 0, nil
+	}
+	start := time.Now()
+	pipe := n.rdb.Pipeline()
+	for day, args := range byDay {
+		key := []string{n.histKey(day)}
+		for len(args) > 1 {
+			k := min(len(args)-1, 2*n.cfg.PageSize)
+			batch := append([]any{args[0]}, args[1:1+k]...)
+			pipe.EvalSha(ctx, n.hist.Hash(), key, batch...)
+			args = append(args[:1], args[1+k:]...)
+		}
+	}
+	_, err := pipe.Exec(ctx)
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		if err = n.loadScripts(ctx); err == nil {
+			_, err = n.SaveHistory(ctx, days)
+			return written, err
+		}
+	}
+	n.stats.observe(start)
+	if err != nil {
+		n.failed(err)
+		return 0, fmt.Errorf("fleet: writing %d history days: %w", written, err)
+	}
+	n.stats.histWritten.Add(uint64(written))
+	return written, nil
+}
+
+// LoadHistory reads the days from first to last (days since the Unix
+// epoch) of every server, in pages of PageSize (HSCAN). A value of the
+// wrong length is skipped and counted in corrupt.
+func (n *Node) LoadHistory(ctx context.Context, first, last int32) (days []web.Day, corrupt int, err error) {
+	for day := first; day <= last; day++ {
+		key := n.histKey(day)
+		var cursor uint64
+		for {
+			start := time.Now()
+			kv, next, err := n.rdb.HScan(ctx, key, cursor, "*", int64(n.cfg.PageSize)).Result()
+			n.stats.observe(start)
+			if err != nil {
+				n.failed(err)
+				return nil, 0, fmt.Errorf("fleet: reading the history of day %d: %w", day, err)
+			}
+			for i := 0; i+1 < len(kv); i += 2 {
+				a, err := netip.ParseAddrPort(kv[i])
+				if err != nil || len(kv[i+1]) != web.SlotsPerDay {
+					corrupt++
+					continue
+				}
+				d := web.Day{Addr: a, Day: day}
+				copy(d.Counts[:], kv[i+1])
+				days = append(days, d)
+			}
+			if cursor = next; cursor == 0 {
+				break
+			}
+		}
+	}
+	n.succeeded()
+	return days, corrupt, nil
+}

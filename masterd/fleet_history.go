@@ -1,0 +1,91 @@
+package masterd
+
+import (
+	"context"
+	"time"
+
+	"github.com/scout-discovery/scout/web"
+)
+
+// HistoryFleet is a Fleet that also keeps the player-count history in
+// the shared store (package fleet does, in Redis: one hash per UTC day,
+// expiring with web.RetentionDays), so that every instance serves the
+// same history page and a restarted instance keeps it. NewMaster reads
+// it back after Join; Run writes the changed days every
+// FleetHistoryInterval.
+type HistoryFleet interface {
+	// SaveHistory writes the days of the servers that are this
+	// instance's share, merged slot by slot with what the store holds
+	// (a slot without a sample keeps the stored one), and returns how
+	// many it wrote.
+	SaveHistory(ctx context.Context, days []web.Day) (int, error)
+	// LoadHistory reads every server's days from first to last (days
+	// since the Unix epoch); corrupt counts the values it skipped.
+	LoadHistory(ctx context.Context, first, last int32) (days []web.Day, corrupt int, err error)
+}
+
+// FleetHistoryInterval is how often an instance of a fleet writes the
+// history days changed since its last write: a sample is in the shared
+// store within FleetHistoryInterval plus one write of its being recorded,
+// and a kill -9 of one instance loses none of it (every live instance
+// records every server's samples; a server's new owner writes its day
+// with the next sample).
+const FleetHistoryInterval = time.Second
+
+// loadFleetHistory reads the days History keeps at now from hf into
+// m.History, and reports whether it did.
+func (m *Master) loadFleetHistory(ctx context.Context, hf HistoryFleet, now time.Time) bool {
+	first := web.KeepFrom(now)
+	days, corrupt, err := hf.LoadHistory(ctx, first, first+web.RetentionDays-1)
+	if err != nil {
+		m.Log.Warn("reading the fleet's history: serving this instance's until it answers", "err", err)
+		return false
+	}
+	m.History.Load(days)
+	servers, _, _ := m.History.Len()
+	m.Log.Info("history restored from the fleet", "servers", servers, "days", len(days), "corrupt", corrupt)
+	return true
+}
+
+// keepFleetHistory writes the history's changed days to hf every
+// FleetHistoryInterval until ctx ends, then once more (within
+// StopTimeout of the fleet's). Until the history has been read back
+// (loaded false: the store was unreachable at start) it tries that
+// first; the writes merge, so a write before it erases nothing.
+func (m *Master) keepFleetHistory(ctx context.Context, hf HistoryFleet, loaded bool) {
+	t := time.NewTicker(FleetHistoryInterval)
+	defer t.Stop()
+	var pruned time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			sctx, cancel := context.WithTimeout(context.Background(), FleetHistoryInterval)
+			m.saveFleetHistory(sctx, hf)
+			cancel()
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		if !loaded {
+			loaded = m.loadFleetHistory(ctx, hf, now)
+		}
+		if now.Sub(pruned) >= historyPrune {
+			m.History.Prune(now)
+			pruned = now
+		}
+		m.saveFleetHistory(ctx, hf)
+	}
+}
+
+// saveFleetHistory writes the days changed since the last write; on an
+// error they are marked changed again, for the next.
+func (m *Master) saveFleetHistory(ctx context.Context, hf HistoryFleet) {
+	days := m.History.TakeDirty()
+	if len(days) == 0 {
+		return
+	}
+	if _, err := hf.SaveHistory(ctx, days); err != nil {
+		m.History.Redirty(days)
+		m.Log.Debug("writing the fleet's history", "days", len(days), "err", err)
+	}
+}
