@@ -303,6 +303,7 @@ type sender struct {
 	gso   bool             // use UDP_SEGMENT; cleared if the kernel refuses it
 	msgs  []ipv4.Message
 	bufs  [][]byte // msgs[i].Buffers is bufs[i : i+1]
+	segs  []int    // the datagrams of msgs[i]
 	flat  []byte   // the runs' payloads, back to back
 	oob   []byte   // the runs' control messages
 	ip    [4]byte
@@ -341,7 +342,8 @@ func (s *PacketServer) writeBatched(b *sender, out []master.Outgoing) {
 // sendBatch sends out, all to one IPv4 address, by sendmmsg, runs of
 // equal-sized datagrams segmented by the kernel if b.gso. A message the
 // kernel refuses is counted and skipped, the rest still go; a refused
-// segmented message turns segmentation off and is sent again without it.
+// segmented message turns segmentation off, and it and the rest are sent
+// again without it (the messages before it left: they are not sent twice).
 func (s *PacketServer) sendBatch(b *sender, out []master.Outgoing) {
 	to := out[0].To
 	b.ip = to.Addr().As4()
@@ -355,6 +357,11 @@ func (s *PacketServer) sendBatch(b *sender, out []master.Outgoing) {
 				if len(b.msgs[sent].OOB) > 0 {
 					s.log.Debug("UDP segmentation refused, sending datagrams one by one", "err", err)
 					b.gso, failed = false, true
+					done := 0
+					for _, k := range b.segs[:sent] {
+						done += k
+					}
+					out = out[done:]
 					break
 				}
 				s.sendErrors.Add(1)
@@ -367,14 +374,14 @@ func (s *PacketServer) sendBatch(b *sender, out []master.Outgoing) {
 		if !failed {
 			return
 		}
-		// Sent again from the start: a refusal is met once per socket,
-		// on its first reply, before anything of it left.
+		// The refused message and those after it, again, one datagram
+		// per message.
 	}
 }
 
 // pack fills b.msgs for out.
 func (b *sender) pack(out []master.Outgoing) {
-	b.msgs, b.bufs, b.flat, b.oob = b.msgs[:0], b.bufs[:0], b.flat[:0], b.oob[:0]
+	b.msgs, b.bufs, b.flat, b.oob, b.segs = b.msgs[:0], b.bufs[:0], b.flat[:0], b.oob[:0], b.segs[:0]
 	for i := 0; i < len(out); {
 		size := len(out[i].Payload)
 		n := 1
@@ -395,6 +402,7 @@ func (b *sender) pack(out []master.Outgoing) {
 			b.bufs = append(b.bufs, b.flat[f:len(b.flat):len(b.flat)])
 			b.msgs = append(b.msgs, ipv4.Message{Addr: &b.addr, OOB: b.oob[o:len(b.oob):len(b.oob)]})
 		}
+		b.segs = append(b.segs, n)
 		i += n
 	}
 	// b.flat and b.oob may have moved while growing: point at them last.

@@ -40,6 +40,19 @@ func TestPacketServer_BatchKeepsDatagrams(t *testing.T) {
 	}
 	s := NewPacketServer(nil, nil)
 	snd := newSender(src)
+	// Each message's datagrams are known: after a refused segmented
+	// message, sendBatch sends again from it, not from the start.
+	snd.pack(out)
+	total := 0
+	for j, k := range snd.segs {
+		if snd.gso && len(snd.bufs[j]) != k*len(out[total].Payload) || !snd.gso && k != 1 {
+			t.Errorf("message %d: %d bytes for %d datagrams of %d", j, len(snd.bufs[j]), k, len(out[total].Payload))
+		}
+		total += k
+	}
+	if total != len(out) || len(snd.segs) != len(snd.msgs) {
+		t.Errorf("%d messages count %d datagrams, want %d", len(snd.msgs), total, len(out))
+	}
 	for range 2 { // the second reuses the sender's buffers
 		s.writeBatched(snd, out)
 		buf := make([]byte, 65536)
