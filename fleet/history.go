@@ -63,7 +63,8 @@ func histExpiry(day int32) int64 {
 }
 
 // SaveHistory writes the days of servers that are this instance's share
-// (all of them while it is not among the live instances it knows, as
+// in round 0 (the plain rendezvous owner, whatever the re-probe round;
+// all of them while it is not among the live instances it knows, as
 // master.Rendezvous.Mine says), merged slot by slot into what Redis
 // holds, in one pipeline of one script per day and up to PageSize
 // servers, and returns how many it wrote. Days of the others' servers are
@@ -77,7 +78,7 @@ func (n *Node) SaveHistory(ctx context.Context, days []web.Day) (int, error) {
 	written := 0
 	for i := range days {
 		d := &days[i]
-		if !share.Mine(d.Addr) {
+		if !share.Mine(d.Addr, 0) { // round 0: the plain rendezvous owner, stable
 			continue
 		}
 		if byDay[d.Day] == nil {
