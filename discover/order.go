@@ -26,7 +26,13 @@ import (
 // The prober's window is kept full from the strategy: a target is handed
 // to the probe engine only when fewer than Window targets are open, so
 // the strategy decides each probe as late as the window allows, with every
-// outcome known so far. Each outcome, answered with its RTT or unanswered
+// outcome known so far. With Prober.Lookahead (scout servers --order
+// adaptive sets OrderedLookahead when it paces) the window is the
+// prober's own instead (probe.Prober.EffectiveWindow, as Discover's run
+// has it: paced, large enough for the pacer's top rate), the pacer sets
+// the rate, and the prober takes a target only while fewer than
+// Lookahead wait to be sent, so each is still decided as late as the
+// pacing allows. Each outcome, answered with its RTT or unanswered
 // after the prober's last timeout, is reported to the strategy's Observe
 // (the planner never times a probe out itself). When the strategy says
 // Done (auto-stop fired, or every server was handed out) no more targets
@@ -165,7 +171,10 @@ func Ordered(ctx context.Context, masterConn, probeConn probe.Conn, cfg Config, 
 func drive(ctx context.Context, conn probe.Conn, p probe.Prober, st adaptive.Strategy, dialect func(netip.AddrPort) probe.Dialect,
 	m *meter, done func(t adaptive.Target, ph adaptive.Phase, sent time.Time, r probe.Result)) (probe.Counts, error) {
 	window := p.Window
-	if window <= 0 {
+	switch {
+	case p.Lookahead > 0:
+		window = p.EffectiveWindow()
+	case window <= 0:
 		window = probe.DefaultWindow
 	}
 	type result struct {
@@ -198,7 +207,9 @@ func drive(ctx context.Context, conn probe.Conn, p probe.Prober, st adaptive.Str
 	for {
 		now := time.Now()
 		held := false // by admission
-		for inOpen && stop != nil && open < window {
+		// One decision ahead of the prober: the next target is chosen
+		// when the last one was taken.
+		for inOpen && stop != nil && open < window && len(pending) == 0 {
 			if !m.allows(now) {
 				held = true
 				break
@@ -254,6 +265,11 @@ func drive(ctx context.Context, conn probe.Conn, p probe.Prober, st adaptive.Str
 		}
 	}
 }
+
+// OrderedLookahead is the probe.Prober.Lookahead that scout servers
+// --order adaptive gives a paced run: the targets decided and waiting to
+// be sent, at most.
+const OrderedLookahead = 16
 
 // List asks cfg.Masters for their lists on conn and returns when every
 // list has ended or ctx ends, probing nothing: each is called with every

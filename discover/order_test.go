@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/adaptive"
+	"github.com/scout-discovery/scout/probe"
 )
 
 // orderedWorld lists near servers (country AU, first octet 60, 30 ms)
@@ -157,4 +158,58 @@ func TestOrdered_ListCannotFloodProbes(t *testing.T) {
 			t.Fatalf("%d probes, want the burst at least", sent)
 		}
 	})
+}
+
+// TestOrdered_PacedIsNotHeldToAWindowOf16: with the prober paced (the
+// default of scout servers) and a Lookahead (as --order adaptive has it)
+// an ordered run keeps more than a window of 16 probes in flight, as
+// Discover's run does, and ends sooner than with the window; the prober
+// takes each target only while fewer than OrderedLookahead wait to be
+// sent, so auto-stop still fires before every
+// server is probed and the near servers are still found before it. It
+// probes more servers before auto-stop than the window does (397 against
+// 207 here: the probes in flight when it fires are many more).
+func TestOrdered_PacedIsNotHeldToAWindowOf16(t *testing.T) {
+	run := func(paced bool) (Summary, Ordering, time.Duration) {
+		var sum Summary
+		var ord Ordering
+		var took time.Duration
+		synctest.Test(t, func(t *testing.T) {
+			n := newNet()
+			all, locate := orderedWorld(n, 40, 1200, 5)
+			n.node(masterA, q3Master(100*time.Millisecond, true, all))
+			rec := &recorder{masters: map[string]MasterReport{}, probed: map[netip.AddrPort]Server{}}
+			cfg := Config{Masters: []Master{{Name: "A", Addr: masterA, Request: q3Request(t)}}}
+			cfg.Prober.Timeout, cfg.Prober.Attempts = 500*time.Millisecond, 1
+			if paced {
+				cfg.Prober.Pace, cfg.Prober.Lookahead = &probe.Pace{}, OrderedLookahead
+			}
+			start := time.Now()
+			var err error
+			sum, ord, err = Ordered(t.Context(), n.conn(), n.conn(), cfg, locate, paperPlanner, rec.each)
+			took = time.Since(start)
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+		return sum, ord, took
+	}
+	wsum, word, wtook := run(false)
+	psum, pord, ptook := run(true)
+	t.Logf("window of 16: %v, %d probes, peak %d in flight; paced: %v, %d probes, peak %d in flight", wtook, len(word.Probes), wsum.Probe.PeakInFlight, ptook, len(pord.Probes), psum.Probe.PeakInFlight)
+	if wsum.Probe.PeakInFlight > probe.DefaultWindow || psum.Probe.PeakInFlight <= 2*probe.DefaultWindow || ptook >= wtook {
+		t.Errorf("peak in flight %d windowed, %d paced; took %v windowed, %v paced", wsum.Probe.PeakInFlight, psum.Probe.PeakInFlight, wtook, ptook)
+	}
+	if !pord.Stopped || len(pord.Probes) >= psum.Listed {
+		t.Errorf("paced: stopped %v after %d probes of %d servers; want auto-stop before all", pord.Stopped, len(pord.Probes), psum.Listed)
+	}
+	near := 0
+	for _, o := range pord.Probes {
+		if o.Answered && o.RTT < 200*time.Millisecond && o.At <= pord.StopAt {
+			near++
+		}
+	}
+	if near != 40 {
+		t.Errorf("paced: %d of 40 near servers found before auto-stop", near)
+	}
 }

@@ -115,7 +115,18 @@ type Prober struct {
 	// MaxTargets bounds the servers of one run; 0 means
 	// DefaultMaxTargets. Targets past the bound get ErrTooManyTargets.
 	MaxTargets int
+	// Lookahead, when positive, makes Stream take a new target from its
+	// channel only while fewer than Lookahead targets it took wait to be
+	// sent: a caller that decides each target from the outcomes so far
+	// (an adaptive order) then decides it as late as the pacing allows,
+	// not when the window has room. With Lookahead the packet trains of
+	// Pace are not sent (they need [Pacer.Train]'s queue of 256).
+	Lookahead int
 }
+
+// EffectiveWindow is the window a run of p uses: Window, or with Pace
+// and no Window one large enough for Pace's MaxRate, or DefaultWindow.
+func (p *Prober) EffectiveWindow() int { return p.settings().window }
 
 // Target is one server to query.
 type Target struct {
@@ -386,13 +397,17 @@ func loop(ctx context.Context, conn Conn, s *session, in <-chan Target, each fun
 		} else {
 			timer.Stop()
 		}
+		take := in
+		if !s.wantsInput() {
+			take = nil // Lookahead: enough wait to be sent
+		}
 		select {
 		case <-ctx.Done():
 			s.abort(ctx.Err())
 			emit(s, each, found)
 			return s.counts, ctx.Err()
 		case <-timer.C:
-		case t, ok := <-in:
+		case t, ok := <-take:
 			if !ok {
 				in = nil
 				s.closeInput()
@@ -401,6 +416,9 @@ func loop(ctx context.Context, conn Conn, s *session, in <-chan Target, each fun
 			s.add(t)
 		drain:
 			for range maxReadBatch { // take what else is ready before the next poll
+				if !s.wantsInput() {
+					break
+				}
 				select {
 				case t, ok := <-in:
 					if !ok {
@@ -531,7 +549,7 @@ func read(conn Conn, out chan<- datagram, stop <-chan struct{}) {
 func (p *Prober) settings() settings {
 	s := settings{timeout: p.Timeout, attempts: p.Attempts, window: p.Window,
 		interval: p.Interval, burst: p.Burst, pause: p.Pause, fromFirst: p.RTTFromFirstSend,
-		maxTargets: p.MaxTargets, pace: p.Pace}
+		maxTargets: p.MaxTargets, pace: p.Pace, lookahead: p.Lookahead}
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout
 	}

@@ -22,6 +22,7 @@ type settings struct {
 	fromFirst  bool
 	maxTargets int
 	pace       *Pace // delay-based pacing instead of interval; nil: none
+	lookahead  int   // Prober.Lookahead
 }
 
 // tokenLifetime is how long a token stays known after its send: every
@@ -157,6 +158,12 @@ func (s *session) add(tg Target) *target {
 	return t
 }
 
+// wantsInput reports whether a streaming run takes another target now:
+// always, or with a lookahead while fewer than that many wait to be sent.
+func (s *session) wantsInput() bool {
+	return s.lookahead <= 0 || len(s.pending)+len(s.queue) < s.lookahead
+}
+
 // closeInput records that no more targets will be added.
 func (s *session) closeInput() { s.closed = true }
 
@@ -227,7 +234,7 @@ func (s *session) poll(now time.Time) []*send {
 			continue
 		}
 		train, n := 0, 1
-		if d, ok := r.t.d.(q3Dialect); ok && s.pacer != nil && r.attempts == 0 && r.st.kind == q3Info && !d.status {
+		if d, ok := r.t.d.(q3Dialect); ok && s.pacer != nil && s.lookahead <= 0 && r.attempts == 0 && r.st.kind == q3Info && !d.status {
 			// A packet train measures the path (see Pacer): getinfo
 			// alone, whose replies echo each send's own token.
 			train, n = s.pacer.Train(now, len(s.queue)+len(s.pending)+1)

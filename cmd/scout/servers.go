@@ -344,18 +344,19 @@ func serversDiscover(ctx context.Context, opt serversOptions, out *serversOutput
 	defer pc.Close()
 	out.start()
 	if opt.ordering.order == "adaptive" {
-		return serversOrdered(ctx, opt, out, mconn, pconn, cfg, unresolved)
+		return serversOrdered(ctx, opt, out, mconn, pconn, cfg, unresolved, stderr)
 	}
 	if opt.ordering.order == "landmarks" {
 		return serversLandmarks(ctx, opt, out, mconn, pconn, cfg, unresolved)
 	}
 	log := &probeLog{start: out.began}
 	gn := &gameNames{}
+	nc := startNameCheck(ctx, opt, cfg)
 	sum, err := discover.Discover(ctx, mconn, pconn, cfg, gn.wrap(opt.filter, log.wrap(out.event)))
 	sum.Masters = append(unresolved, sum.Masters...)
 	out.finish(sum)
 	warnLimits(sum, stderr)
-	warnGameName(ctx, opt, cfg, sum, gn, stderr)
+	warnGameName(ctx, opt, sum, gn, nc, stderr)
 	if err == nil && opt.ordering.plot != "" {
 		err = writePlot(opt.ordering.plot, "scout servers --order master", opt.ordering.autoStop,
 			plotSeries("conventional", log.probes, 0, opt.ordering.params()))

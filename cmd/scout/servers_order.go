@@ -127,10 +127,20 @@ func adaptivePlanner(p adaptive.Params, seed uint64) discover.Planner {
 	}
 }
 
-// serversOrdered runs scout servers --order adaptive.
-func serversOrdered(ctx context.Context, opt serversOptions, out *serversOutput, mconn, pconn probe.Conn, cfg discover.Config, unresolved []discover.MasterReport) error {
+// serversOrdered runs scout servers --order adaptive: paced as the
+// default path is (discover.Ordered takes the same Prober), and with the
+// same messages on stderr after the run (a master past a bound, game
+// names).
+func serversOrdered(ctx context.Context, opt serversOptions, out *serversOutput, mconn, pconn probe.Conn, cfg discover.Config, unresolved []discover.MasterReport, stderr io.Writer) error {
 	o := opt.ordering
-	sum, ord, err := discover.Ordered(ctx, mconn, pconn, cfg, geoLocator(geo.Default()), adaptivePlanner(o.params(), o.seed), out.event)
+	if cfg.Prober.Pace != nil {
+		// Paced as the default path: the pacer's window and rate, each
+		// target decided just before it is sent.
+		cfg.Prober.Lookahead = discover.OrderedLookahead
+	}
+	gn := &gameNames{}
+	nc := startNameCheck(ctx, opt, cfg)
+	sum, ord, err := discover.Ordered(ctx, mconn, pconn, cfg, geoLocator(geo.Default()), adaptivePlanner(o.params(), o.seed), gn.wrap(opt.filter, out.event))
 	sum.Masters = append(unresolved, sum.Masters...)
 	rep := newOrderReport(o.order, o.variant, o.params(), sum, ord)
 	out.ordering = &rep
@@ -138,6 +148,8 @@ func serversOrdered(ctx context.Context, opt serversOptions, out *serversOutput,
 	if out.enc == nil {
 		rep.print(out.w)
 	}
+	warnLimits(sum, stderr)
+	warnGameName(ctx, opt, sum, gn, nc, stderr)
 	if o.plot != "" {
 		series := plotSeries("adaptive", ord.Probes, ord.StopAt, o.params())
 		if perr := writePlot(o.plot, "scout servers --order adaptive", o.autoStop, series); perr != nil && err == nil {
