@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/netip"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/scout-discovery/scout/browser"
 	"github.com/scout-discovery/scout/discover"
@@ -53,26 +55,111 @@ asked for is not found.
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// gameNames follows the answered servers' game names, to tell the user
-// when a list was empty or shrank because of one.
+// gameNames follows the listed servers and the answered servers' game
+// names, to tell the user when a list was empty or shrank because of one.
 type gameNames struct {
 	answered int
 	shown    int            // answered and shown by the filters
 	names    map[string]int // gamename (as the server writes it) -> servers
+	listed   map[netip.AddrPort]bool
 }
 
 func (g *gameNames) wrap(filter browser.Filter, each func(discover.Event)) func(discover.Event) {
 	g.names = map[string]int{}
+	g.listed = map[netip.AddrPort]bool{}
 	return func(e discover.Event) {
-		if p, ok := e.(discover.Probed); ok && p.Answered() {
-			g.answered++
-			if filter.Show(p.Result) {
-				g.shown++
+		switch e := e.(type) {
+		case discover.Listed:
+			g.listed[e.Addr] = true
+		case discover.Probed:
+			if e.Answered() {
+				g.answered++
+				if filter.Show(e.Result) {
+					g.shown++
+				}
+				g.names[gameNameOf(e.Result)]++
 			}
-			g.names[gameNameOf(p.Result)]++
 		}
 		each(e)
 	}
+}
+
+// nameCheckGrace is how long a run that found servers waits, after its
+// last result, for the masters' lists under the other game names
+// (nameCheck) before it gives up on them.
+const nameCheckGrace = 200 * time.Millisecond
+
+// nameCheck asks the masters, on a socket of its own while the run goes
+// on, for the servers they list under the other game names of the
+// protocols --game asks for anonymously ([discover.OtherNames]), probing
+// nothing: one more query per master and name (an ioquake3 server with
+// com_gamename OpenArena is listed under OpenArena, not in the anonymous
+// list --game q3 asks for). warnGameName compares them with the run's.
+type nameCheck struct {
+	others []discover.OtherName
+	done   chan struct{}
+	cancel context.CancelFunc
+	sums   []discover.Summary
+	listed []map[string]map[netip.AddrPort]bool // by other name: master name -> servers
+}
+
+// startNameCheck starts the lists; nil when --game has no other name or
+// the socket cannot be had.
+func startNameCheck(ctx context.Context, opt serversOptions, cfg discover.Config) *nameCheck {
+	others := discover.OtherNames(opt.game, game.Builtin(), opt.protocol, opt.ext)
+	if len(others) == 0 || len(cfg.Masters) == 0 {
+		return nil
+	}
+	table, err := loadWorld(opt)
+	if err != nil {
+		return nil
+	}
+	conn, c, err := listen(opt, table)
+	if err != nil {
+		return nil
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	n := &nameCheck{others: others, done: make(chan struct{}), cancel: cancel,
+		sums: make([]discover.Summary, len(others)), listed: make([]map[string]map[netip.AddrPort]bool, len(others))}
+	go func() {
+		defer close(n.done)
+		defer c.Close()
+		for i, o := range others {
+			lcfg := discover.Config{Quiet: cfg.Quiet, Timeout: cfg.Timeout}
+			for _, m := range cfg.Masters {
+				lcfg.Masters = append(lcfg.Masters, discover.Master{Name: m.Name, Addr: m.Addr, Request: o.Request})
+			}
+			l := map[string]map[netip.AddrPort]bool{}
+			n.listed[i] = l
+			n.sums[i], _ = discover.List(cctx, conn, lcfg, func(e discover.Event) {
+				if e, ok := e.(discover.Listed); ok {
+					if l[e.Master] == nil {
+						l[e.Master] = map[netip.AddrPort]bool{}
+					}
+					l[e.Master][e.Addr] = true
+				}
+			})
+		}
+	}()
+	return n
+}
+
+// wait waits for the lists: to their end when full, else at most
+// nameCheckGrace, then ends them with what came.
+func (n *nameCheck) wait(full bool) {
+	if !full {
+		t := time.NewTimer(nameCheckGrace)
+		defer t.Stop()
+		select {
+		case <-n.done:
+		case <-t.C:
+		}
+	}
+	if full {
+		<-n.done
+	}
+	n.cancel()
+	<-n.done
 }
 
 // gameNameOf is the "gamename" a server's info gives ("" when none): the
@@ -116,11 +203,16 @@ func (g *gameNames) summary() string {
 //     for, and some gave the gamename of another catalogue game: the
 //     names, and the --game that asks for that game;
 //   - nothing was listed although masters answered: each answering master
-//     is asked (once, on a new socket, probing nothing) for the other
-//     names of the same protocol in the catalogue ([discover.OtherNames]),
-//     and each that lists servers there is named, with the count and the
-//     --game to use.
-func warnGameName(ctx context.Context, opt serversOptions, cfg discover.Config, sum discover.Summary, g *gameNames, stderr io.Writer) {
+//     that lists servers under another name of the same protocol in the
+//     catalogue (nc, [discover.OtherNames]) is named, with the count and
+//     the --game to use;
+//   - the list was not empty but shrank: each answering master that
+//     lists servers under another name that the run's list did not have
+//     is named, with the count, the name, the queries --game sent and the
+//     --game that finds them.
+//
+// nc may be nil (no other name); warnGameName waits for it.
+func warnGameName(ctx context.Context, opt serversOptions, sum discover.Summary, g *gameNames, nc *nameCheck, stderr io.Writer) {
 	if g.answered > 0 && g.shown == 0 && opt.filter.GameName != "" {
 		fmt.Fprintf(stderr, "scout servers: --gamename %s hid all %d servers that answered; their game names: %s\n",
 			browser.Display(opt.filter.GameName), g.answered, g.summary())
@@ -135,46 +227,43 @@ func warnGameName(ctx context.Context, opt serversOptions, cfg discover.Config, 
 				g.answered, strings.Join(opt.game.Gamenames, " or "), g.summary(), hint)
 		}
 	}
-	if sum.Listed > 0 || ctx.Err() != nil {
+	if nc == nil {
 		return
 	}
-	var answered []discover.Master
-	for _, m := range cfg.Masters {
-		for _, r := range sum.Masters {
-			if r.Addr == m.Addr && r.Answered() {
-				answered = append(answered, m)
-				break
-			}
+	nc.wait(sum.Listed == 0 && ctx.Err() == nil)
+	if ctx.Err() != nil {
+		return
+	}
+	answered := map[netip.AddrPort]bool{}
+	for _, r := range sum.Masters {
+		if r.Answered() {
+			answered[r.Addr] = true
 		}
 	}
-	if len(answered) == 0 {
-		return
-	}
-	others := discover.OtherNames(opt.game, game.Builtin(), opt.protocol, opt.ext)
-	if len(others) == 0 {
-		return
-	}
-	table, err := loadWorld(opt)
-	if err != nil {
-		return
-	}
-	conn, c, err := listen(opt, table)
-	if err != nil {
-		return
-	}
-	defer c.Close()
 	mine, _ := discover.RequestFor(opt.game, opt.protocol, opt.ext)
-	for _, o := range others {
-		lcfg := discover.Config{Quiet: cfg.Quiet, Timeout: cfg.Timeout}
-		for _, m := range answered {
-			lcfg.Masters = append(lcfg.Masters, discover.Master{Name: m.Name, Addr: m.Addr, Request: o.Request})
-		}
-		osum, _ := discover.List(ctx, conn, lcfg, func(discover.Event) {})
-		for _, r := range osum.Masters {
-			if r.Listed-r.Unusable > 0 {
-				fmt.Fprintf(stderr, "scout servers: master %s listed no servers for %s (%s), but lists %d under the game name %s (%s): try --game %s\n",
-					browser.Display(r.Name), opt.game.Name, strings.Join(mine.Describe(), "; "), r.Listed-r.Unusable,
-					o.Game.Name, strings.Join(o.Request.Describe(), "; "), strings.ToLower(o.Game.Name))
+	for i, o := range nc.others {
+		for _, r := range nc.sums[i].Masters {
+			if !answered[r.Addr] {
+				continue
+			}
+			if sum.Listed == 0 {
+				if r.Listed-r.Unusable > 0 {
+					fmt.Fprintf(stderr, "scout servers: master %s listed no servers for %s (%s), but lists %d under the game name %s (%s): try --game %s\n",
+						browser.Display(r.Name), opt.game.Name, strings.Join(mine.Describe(), "; "), r.Listed-r.Unusable,
+						o.Game.Name, strings.Join(o.Request.Describe(), "; "), strings.ToLower(o.Game.Name))
+				}
+				continue
+			}
+			missed := 0
+			for a := range nc.listed[i][r.Name] {
+				if !g.listed[a] {
+					missed++
+				}
+			}
+			if missed > 0 {
+				fmt.Fprintf(stderr, "scout servers: master %s also lists %d servers under the game name %s (%s), which --game %s does not ask for (%s): --game %s finds them\n",
+					browser.Display(r.Name), missed, o.Game.Name, strings.Join(o.Request.Describe(), "; "),
+					strings.ToLower(opt.game.Name), strings.Join(mine.Describe(), "; "), strings.ToLower(o.Game.Name))
 			}
 		}
 	}

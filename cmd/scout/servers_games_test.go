@@ -131,3 +131,41 @@ func TestWarnLimits_NamesTheMasterAndTheBound(t *testing.T) {
 		t.Fatalf("%q, want %q", b.String(), want)
 	}
 }
+
+// TestServers_WarnsWhenTheGameNameShrankTheList: a master lists one
+// server in the anonymous protocol-71 list and two more under OpenArena
+// (and the anonymous one under OpenArena too, which is not counted: it was
+// found). --game q3 finds the one and is told, with the numbers, that the
+// master lists 2 more under a name it does not ask for; --order adaptive
+// says the same. --game openarena asks for both lists and is told
+// nothing.
+func TestServers_WarnsWhenTheGameNameShrankTheList(t *testing.T) {
+	anon := oaServer(t, "Quake3Arena")
+	m := namedMaster(t, map[string][]netip.AddrPort{
+		"":          {anon},
+		"OpenArena": {anon, oaServer(t, "OpenArena"), oaServer(t, "OpenArena")},
+	})
+	want := "master " + m.String() + " also lists 2 servers under the game name OpenArena (getservers OpenArena 71 empty full), which --game quake3arena does not ask for (getservers 71 empty full): --game openarena finds them"
+	for _, order := range []string{"master", "adaptive"} {
+		code, stdout, stderr := runServersCmd(t, "--game", "q3", "--protocol", "71", "--master", m.String(), "--order", order)
+		if code != 0 || !strings.Contains(stderr, want) || strings.Count(stdout, `"type":"server"`) != 1 {
+			t.Errorf("--order %s: exit %d, stdout %q, stderr %q; want 0, one server and %q", order, code, stdout, stderr, want)
+		}
+	}
+	code, stdout, stderr := runServersCmd(t, "--game", "openarena", "--master", m.String())
+	if code != 0 || stderr != "" || strings.Count(stdout, `"type":"server"`) != 3 {
+		t.Errorf("--game openarena: exit %d, stderr %q, %d servers; want 0, nothing, 3", code, stderr, strings.Count(stdout, `"type":"server"`))
+	}
+}
+
+// TestServers_OrderAdaptiveSaysWhatTheDefaultSays: --order adaptive
+// writes the default path's messages: the empty list's game name, and a
+// master past a bound.
+func TestServers_OrderAdaptiveSaysWhatTheDefaultSays(t *testing.T) {
+	m := namedMaster(t, map[string][]netip.AddrPort{"OpenArena": {oaServer(t, "OpenArena")}})
+	code, _, stderr := runServersCmd(t, "--game", "q3", "--protocol", "71", "--master", m.String(), "--order", "adaptive")
+	want := "master " + m.String() + " listed no servers for Quake3Arena (getservers 71 empty full), but lists 1 under the game name OpenArena (getservers OpenArena 71 empty full): try --game openarena"
+	if code != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("empty list: exit %d, stderr %q; want 1 and %q", code, stderr, want)
+	}
+}
