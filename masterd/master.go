@@ -95,6 +95,11 @@ func NewMaster(now time.Time, cfg Config) (*Master, error) {
 			return nil, errors.New("masterd: a state file and a fleet cannot both keep the registry")
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), FleetJoinTimeout)
+		if _, ok := cfg.Fleet.(HistoryFleet); ok {
+			// Remember the changed days for Run's writes (TakeDirty),
+			// from the records Join applies on.
+			hist.OnChange(nil)
+		}
 		err := cfg.Fleet.Join(ctx, reg, hc.Observer)
 		cancel()
 		if err != nil {
