@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -119,5 +121,44 @@ func TestFleet_HistorySharedAndKeptAcrossRestart(t *testing.T) {
 		if p := c.m.History.Points(g.addr, slot, slot+1); len(p) != 1 || p[0].Players != 100+i {
 			t.Errorf("%v an hour ago: %v, want %d players", g.addr, p, 100+i)
 		}
+	}
+}
+
+// kill -9 of a real `scout master --store redis://...`: the player
+// history it recorded was in Redis within FleetHistoryInterval of the
+// servers' verification, and an instance started after the kill reads
+// it back.
+func TestFleet_Kill9KeepsHistory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs scout")
+	}
+	r := startRedis(t)
+	bin := buildScout(t)
+	p := startScout(t, bin, r.URL(), "k0")
+	const n = 10
+	servers := startGameServers(t, n)
+	for _, g := range servers {
+		g.heartbeat(t, p.addr)
+	}
+	if !waitFor(15*time.Second, func() bool { got, _ := answer(p.addr); return got == n }) {
+		got, err := answer(p.addr)
+		t.Fatalf("%d of %d listed (%v)", got, n, err)
+	}
+	listed := time.Now()
+	key := DefaultPrefix + "history:" + fmt.Sprint(web.KeepFrom(listed)+web.RetentionDays-1)
+	rc := r.client(t)
+	ctx := context.Background()
+	if !waitFor(10*time.Second, func() bool { return rc.HLen(ctx, key).Val() == n }) {
+		t.Fatalf("%d of %d servers' history in Redis", rc.HLen(ctx, key).Val(), n)
+	}
+	t.Logf("history of %d servers in Redis %v after they were listed (FleetHistoryInterval %v)", n, time.Since(listed), masterd.FleetHistoryInterval)
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+	if got := rc.HLen(ctx, key).Val(); got != n {
+		t.Fatalf("%d of %d servers' history in Redis after the kill", got, n)
+	}
+	q := startScout(t, bin, r.URL(), "k1")
+	if !waitFor(15*time.Second, func() bool { return strings.Contains(q.log.String(), `"msg":"history restored from the fleet","servers":10,"days":10`) }) {
+		t.Errorf("the instance started after the kill did not read the history back:\n%s", q.log.String())
 	}
 }

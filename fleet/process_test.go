@@ -28,6 +28,7 @@ type scoutProc struct {
 	addr   netip.AddrPort
 	http   string
 	exited chan struct{}
+	log    syncBuffer // its log, JSON lines
 }
 
 func buildScout(t *testing.T) string {
@@ -60,6 +61,7 @@ func startScout(t *testing.T, bin, url, id string) *scoutProc {
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
+			p.log.Write(append(sc.Bytes(), '\n'))
 			var m map[string]any
 			if json.Unmarshal(sc.Bytes(), &m) != nil || m["msg"] != "listening" {
 				continue
