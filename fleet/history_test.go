@@ -158,7 +158,9 @@ func TestFleet_Kill9KeepsHistory(t *testing.T) {
 		t.Fatalf("%d of %d servers' history in Redis after the kill", got, n)
 	}
 	q := startScout(t, bin, r.URL(), "k1")
-	if !waitFor(15*time.Second, func() bool { return strings.Contains(q.log.String(), `"msg":"history restored from the fleet","servers":10,"days":10`) }) {
+	if !waitFor(15*time.Second, func() bool {
+		return strings.Contains(q.log.String(), `"msg":"history restored from the fleet","servers":10,"days":10`)
+	}) {
 		t.Errorf("the instance started after the kill did not read the history back:\n%s", q.log.String())
 	}
 }
