@@ -12,21 +12,31 @@ import (
 // getserversExt that carries the word "landmarks" with its list, then
 // with getserversLandmarksResponse packets: its RTT (Server.RTT, the
 // median of the last RTTSamples) to each server of that list it has
-// measured, and the measurement's age. Never to a query without the word
-// (old clients never see one), never to the short getservers form, never
-// without the list itself: the list's bytes and then these are reserved
-// from the response rate limiter and the byte budget like any reply
-// (all or nothing), so the extension adds at most about 1.6 times the
-// list's bytes (11 bytes an IPv4 entry against 7) and only within the
+// measured, and the measurement's age; then, in a fleet, one run of
+// packets per other landmark whose RTTs it holds (peers.go), each under
+// that landmark's id, so that a client asking any one instance gets every
+// landmark's RTTs. Never to a query without the word (old clients never
+// see one), never to the short getservers form, never without the list
+// itself: the list's bytes and then these are reserved from the response
+// rate limiter and the byte budget like any reply (all or nothing), so
+// the extension adds at most about 1.6 times the list's bytes per
+// landmark (11 bytes an IPv4 entry against 7) and only within the
 // limiter's bounds.
 //
 // The RTTs are read from the registry under its lock for each such query
 // (not cached per snapshot: they change on every verified check without
 // the listing changing); the cost is one pass over the listed servers.
 
-// landmarkEntries returns the RTTs of the servers that f selects at now,
-// by their published address, for those this master has measured.
-func (r *Registry) landmarkEntries(now time.Time, f filter) []q3.LandmarkEntry {
+// landmarkRun is one landmark's RTTs to the servers of a list.
+type landmarkRun struct {
+	id      string
+	entries []q3.LandmarkEntry
+}
+
+// landmarkEntries returns the RTTs to the servers that f selects at now,
+// by their published address: this master's (as self) for those it has
+// measured, then each other landmark's it holds.
+func (r *Registry) landmarkEntries(now time.Time, f filter, self string) []landmarkRun {
 	snap := r.current(now)
 	list := snap.appendMatching(f, 0, nil)
 	if len(list) == 0 {
@@ -36,18 +46,35 @@ func (r *Registry) landmarkEntries(now time.Time, f filter) []q3.LandmarkEntry {
 	for _, a := range list {
 		want[a] = struct{}{}
 	}
-	out := make([]q3.LandmarkEntry, 0, len(list))
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	runs := make([]landmarkRun, 1+len(r.landmarks))
+	runs[0].id = self
+	for i, id := range r.landmarks {
+		runs[1+i].id = id
+	}
 	for _, e := range r.servers {
-		if !e.Listed || e.rtt.n == 0 {
+		if !e.Listed {
 			continue
 		}
 		pub, _ := r.cfg.AddrMap.Map(e.Addr)
 		if _, ok := want[pub]; !ok {
 			continue
 		}
-		out = append(out, q3.LandmarkEntry{Addr: pub, RTT: e.rtt.median(), Age: max(0, now.Sub(e.rtt.at.Time()))})
+		if e.rtt.n > 0 {
+			runs[0].entries = append(runs[0].entries, q3.LandmarkEntry{Addr: pub, RTT: e.rtt.median(), Age: max(0, now.Sub(e.rtt.at.Time()))})
+		}
+		for _, p := range r.peers[e.Addr] {
+			runs[1+p.lm].entries = append(runs[1+p.lm].entries,
+				q3.LandmarkEntry{Addr: pub, RTT: time.Duration(p.rtt) * RTTUnit, Age: max(0, now.Sub(p.at.Time()))})
+		}
+	}
+	out := runs[:0]
+	for i, run := range runs {
+		// A peer under this master's own name is not sent twice.
+		if len(run.entries) > 0 && (i == 0 || run.id != self) {
+			out = append(out, run)
+		}
 	}
 	return out
 }
@@ -55,18 +82,19 @@ func (r *Registry) landmarkEntries(now time.Time, f filter) []q3.LandmarkEntry {
 // sendLandmarks appends the landmark packets for the list f selects,
 // reserved from the response limiter and the budget, all or nothing.
 func (h *Handler) sendLandmarks(now time.Time, to netip.AddrPort, f filter, dst []Outgoing) []Outgoing {
-	entries := h.reg.landmarkEntries(now, f)
-	if len(entries) == 0 {
-		return dst
+	var outs []Outgoing
+	for _, run := range h.reg.landmarkEntries(now, f, h.cfg.Landmark) {
+		pkts, err := q3.EncodeLandmarksResponses(run.id, run.entries, h.cfg.MaxPacketBytes)
+		if err != nil {
+			h.log.Error("encoding landmark RTTs", "landmark", run.id, "err", err)
+			continue
+		}
+		for _, p := range pkts {
+			outs = append(outs, Outgoing{To: to, Kind: KindLandmarksResponse, Payload: p})
+		}
 	}
-	pkts, err := q3.EncodeLandmarksResponses(h.cfg.Landmark, entries, h.cfg.MaxPacketBytes)
-	if err != nil {
-		h.log.Error("encoding landmark RTTs", "err", err)
+	if len(outs) == 0 {
 		return dst
-	}
-	outs := make([]Outgoing, len(pkts))
-	for i, p := range pkts {
-		outs[i] = Outgoing{To: to, Kind: KindLandmarksResponse, Payload: p}
 	}
 	return h.send(now, to, h.cfg.Responses, dst, outs...)
 }

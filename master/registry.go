@@ -146,6 +146,9 @@ type Server struct {
 	// the last was taken.
 	RTT         time.Duration
 	RTTMeasured time.Time
+	// Landmarks are the other landmarks' RTTs to it (a fleet's other
+	// instances, peers.go), nil if none; filled by Servers and Lookup.
+	Landmarks []LandmarkRTT
 }
 
 // Empty reports a server with no client; Full one with as many clients as
@@ -402,6 +405,10 @@ type Registry struct {
 	players map[netip.AddrPort]playerList // listed servers' last player lists (players.go)
 	tally   map[tallyKey]int              // listed servers per game, protocol and gametype (tally.go)
 	share   Share                         // nil: every server is this instance's (share.go)
+	// The other landmarks' RTTs (peers.go): their names, at most
+	// MaxLandmarks, and each server's samples; nil until the first.
+	landmarks []string
+	peers     map[netip.AddrPort][]peerRTT
 }
 
 // NewRegistry returns an empty registry.
@@ -1039,6 +1046,7 @@ func (r *Registry) removeLocked(a netip.AddrPort, e *entry) {
 		delete(r.perKey, k)
 	}
 	delete(r.players, a)
+	delete(r.peers, a)
 	if e.Listed {
 		r.dirty.Store(true)
 		r.version.Add(1)
@@ -1112,7 +1120,9 @@ func (r *Registry) Lookup(a netip.AddrPort) (Server, bool) {
 	if !ok {
 		return Server{}, false
 	}
-	return e.server(), true
+	srv := e.server()
+	srv.Landmarks = r.peerRTTsLocked(a)
+	return srv, true
 }
 
 // Servers appends every listed server to dst (for the HTTP list and for
@@ -1122,7 +1132,9 @@ func (r *Registry) Servers(dst []Server) []Server {
 	defer r.mu.Unlock()
 	for _, e := range r.servers {
 		if e.Listed {
-			dst = append(dst, e.server())
+			s := e.server()
+			s.Landmarks = r.peerRTTsLocked(e.Addr)
+			dst = append(dst, s)
 		}
 	}
 	return dst
