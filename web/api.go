@@ -67,6 +67,9 @@ type Config struct {
 	// Landmark, if set, publishes this master's RTTs to the servers and
 	// describes it at /api/v1/landmarks (landmarks.go).
 	Landmark *Landmark
+	// Peers, if set, returns the other live landmarks of this master's
+	// fleet, described at /api/v1/landmarks after this one (landmarks.go).
+	Peers func() []Landmark
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Logger receives panics recovered (never expected) at Error; nil

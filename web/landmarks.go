@@ -19,6 +19,13 @@ import (
 // (package landmark). The RTTs are those of the view: a view is rebuilt
 // when the listing changes or the history slot turns, so a published RTT
 // is at most one slot (Resolution) older than the registry's.
+//
+// In a fleet (package fleet) every instance that is a landmark shares its
+// RTTs and its description through the shared registry: each server's
+// "landmarks" holds this master's RTT first, then every other landmark's
+// the registry holds (master.Server.Landmarks), and /api/v1/landmarks
+// describes this master and then the fleet's other live landmarks
+// (Config.Peers), so a client asking any one instance gets them all.
 
 // Landmark describes the master as a landmark.
 type Landmark struct {
@@ -48,26 +55,33 @@ type LandmarksJSON struct {
 }
 
 // addLandmarks sets the landmark RTTs of v's rows from servers (the
-// registry's, as v was built from them).
+// registry's, as v was built from them): this master's, if it is a
+// landmark, then the other landmarks'.
 func (a *API) addLandmarks(v *view, servers []master.Server) {
 	lm := a.cfg.Landmark
-	if lm == nil {
-		return
-	}
-	rtt := make(map[netip.AddrPort]int, len(servers))
+	byAddr := make(map[netip.AddrPort]int, len(servers))
 	for i := range servers {
-		if servers[i].RTT > 0 {
-			rtt[servers[i].Addr] = i
+		if (lm != nil && servers[i].RTT > 0) || len(servers[i].Landmarks) > 0 {
+			byAddr[servers[i].Addr] = i
 		}
 	}
+	ms := func(d time.Duration) float64 { return math.Round(float64(d)/float64(100*time.Microsecond)) / 10 }
 	for i := range v.rows {
-		j, ok := rtt[v.rows[i].reg]
+		j, ok := byAddr[v.rows[i].reg]
 		if !ok {
 			continue
 		}
 		s := &servers[j]
-		ms := math.Round(float64(s.RTT)/float64(100*time.Microsecond)) / 10
-		v.rows[i].Landmarks = []LandmarkRTTJSON{{ID: lm.ID, RTTMs: ms, Measured: s.RTTMeasured.UTC()}}
+		out := make([]LandmarkRTTJSON, 0, 1+len(s.Landmarks))
+		if lm != nil && s.RTT > 0 {
+			out = append(out, LandmarkRTTJSON{ID: lm.ID, RTTMs: ms(s.RTT), Measured: s.RTTMeasured.UTC()})
+		}
+		for _, p := range s.Landmarks {
+			if lm == nil || p.Landmark != lm.ID {
+				out = append(out, LandmarkRTTJSON{ID: p.Landmark, RTTMs: ms(p.RTT), Measured: p.Measured.UTC()})
+			}
+		}
+		v.rows[i].Landmarks = out
 	}
 }
 
@@ -75,6 +89,13 @@ func (a *API) landmarks(w http.ResponseWriter, r *http.Request, now time.Time, _
 	out := LandmarksJSON{Landmarks: []Landmark{}}
 	if a.cfg.Landmark != nil {
 		out.Landmarks = append(out.Landmarks, *a.cfg.Landmark)
+	}
+	if a.cfg.Peers != nil {
+		for _, p := range a.cfg.Peers() {
+			if a.cfg.Landmark == nil || p.ID != a.cfg.Landmark.ID {
+				out.Landmarks = append(out.Landmarks, p)
+			}
+		}
 	}
 	v := a.current(now)
 	key := "landmarks"

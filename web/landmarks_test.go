@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -65,5 +66,55 @@ func TestAPI_Landmarks(t *testing.T) {
 	g.getJSON(t, "/api/v1/landmarks", &ls2)
 	if ls2.Landmarks == nil || len(ls2.Landmarks) != 0 {
 		t.Errorf("/api/v1/landmarks of a master not a landmark = %+v", ls2)
+	}
+}
+
+// In a fleet each server's landmarks are this master's RTT, then every
+// other landmark's the registry holds (master.Registry.ApplyLandmarkRTT,
+// as package fleet applies them), and /api/v1/landmarks lists this
+// landmark and then the fleet's others (Config.Peers); an instance that is
+// not a landmark still gives the others'.
+func TestAPI_LandmarksOfAFleet(t *testing.T) {
+	nyc := web.Landmark{ID: "nyc-1", Address: "127.0.0.2:27950", Place: "NewYork"}
+	peers := func() []web.Landmark { return []web.Landmark{nyc} }
+	for _, self := range []*web.Landmark{{ID: "fra-1", Place: "Frankfurt"}, nil} {
+		f := start(t, testWorld(), 0, web.Config{Landmark: self, Peers: peers}, nil)
+		measured := time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
+		want := map[string]float64{}
+		for i, s := range f.m.Registry.Servers(nil) {
+			d := time.Duration(100+i) * time.Millisecond
+			if !f.m.Registry.ApplyLandmarkRTT(s.Addr, nyc.ID, d, measured) {
+				t.Fatalf("ApplyLandmarkRTT(%v) refused", s.Addr)
+			}
+			pub, _ := f.m.Registry.Config().AddrMap.Map(s.Addr)
+			want[pub.String()] = float64(100 + i)
+		}
+		var l web.ListJSON
+		f.getJSON(t, "/api/v1/servers", &l)
+		for _, s := range l.Servers {
+			ls := s.Landmarks
+			if self != nil {
+				if len(ls) != 2 || ls[0].ID != self.ID {
+					t.Fatalf("%s: landmarks %+v, want %s's then nyc-1's", s.Name, ls, self.ID)
+				}
+				ls = ls[1:]
+			}
+			if len(ls) != 1 || ls[0].ID != nyc.ID || ls[0].RTTMs != want[s.Address] || !ls[0].Measured.Equal(measured) {
+				t.Errorf("%s: landmarks %+v, want nyc-1 at %v ms", s.Address, s.Landmarks, want[s.Address])
+			}
+		}
+		var lj web.LandmarksJSON
+		f.getJSON(t, "/api/v1/landmarks", &lj)
+		var ids []string
+		for _, x := range lj.Landmarks {
+			ids = append(ids, x.ID)
+		}
+		wantIDs := []string{"nyc-1"}
+		if self != nil {
+			wantIDs = []string{"fra-1", "nyc-1"}
+		}
+		if fmt.Sprint(ids) != fmt.Sprint(wantIDs) {
+			t.Errorf("/api/v1/landmarks ids %v, want %v", ids, wantIDs)
+		}
 	}
 }
