@@ -276,6 +276,7 @@ func (z *Rendezvous) owner(a netip.AddrPort, round uint64) int {
 	}
 	return 0 // not reached: the ranks are a permutation of 0..n-1
 }
+
 // weight is FNV-1a over the instance id and the address, then a 64-bit
 // finalizer (splitmix64's) so that nearby addresses weigh independently.
 // It is part of the fleet's protocol: every instance must compute it the
