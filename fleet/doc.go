@@ -24,6 +24,8 @@
 //	                  of that day (package web's day chunk, one byte per
 //	                  5-minute slot); expires when web.History stops
 //	                  keeping the day (history.go)
+//	PREFIX rtts       hash: landmark RTTs, one per server and landmark
+//	PREFIX landmarks  hash: the live landmarks' descriptions (landmarks.go)
 //
 // A value is its version, the server's last verification in Unix
 // nanoseconds as 20 decimal digits (so that Redis compares versions as
@@ -41,12 +43,13 @@
 // A heartbeat is verified by the instance that received it (the game
 // server answers the address it sent to). Re-probes and the silence of
 // listed servers are divided among the live instances by rendezvous
-// hashing of the server's address, rotated by its round (the re-probe
-// period its last verification fell in, which every instance computes
-// alike from the shared record; master.Rendezvous, master.Round): each
-// server is re-probed once per period by the fleet, and by every live
-// instance within len(live) periods (2×len(live) when a late re-probe
-// moved its round on by two), so that each instance, a landmark placed
+// hashing of the server's address, rotated by its round (the period of
+// the server's re-probe grid its last verification fell in, which every
+// instance computes alike from the shared record; master.Rendezvous,
+// master.Round): each server is re-probed once per period by the fleet,
+// at the points of its grid, and by every live instance within len(live)
+// periods after its first re-probe (a re-probe later than half an
+// interval skips one), so that each instance, a landmark placed
 // where it runs, measures its RTT to every server. An instance beats every
 // Config.Beat (ZADD with Redis's own clock, so hosts' clocks do not
 // matter) and is live while its last beat is within Config.Dead; a stopped
@@ -67,7 +70,9 @@
 //   - a re-probe: none to send it; its verification is the line above; an
 //     unanswered one that drops the server, one EVALSHA (HGET, HDEL, XADD);
 //   - per instance, every Config.Beat: one EVALSHA (TIME, ZADD,
-//     ZREMRANGEBYSCORE, ZRANGE), and a blocking XREAD always waiting;
+//     ZRANGEBYSCORE, ZRANGE, HMGET; HSET of its description when it is a
+//     landmark; ZREM and HDEL when an instance died), and a blocking
+//     XREAD always waiting;
 //   - per instance, every masterd.FleetHistoryInterval with history
 //     changed: one pipeline of one EVALSHA per day touched (and per
 //     PageSize servers), writing the changed days of its own share only
@@ -75,6 +80,9 @@
 //     every instance records every server's samples, so a server's new
 //     owner writes its day with the next sample. At start, one HSCAN
 //     page per PageSize servers and day kept.
+//   - with landmarks (landmarks.go): no more round trips; a landmark's
+//     verification's script does one more HSET (its RTT), and a
+//     removal's one HDEL per landmark.
 //
 // TestFleet_RedisOpsPerEvent counts them with INFO commandstats.
 //

@@ -2,12 +2,15 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/web"
 )
 
 var apiHead = regexp.MustCompile(`"version":[0-9]+,"generated":"[^"]*",`)
@@ -151,12 +155,20 @@ func TestFleet_SameServerAtOnceLeavesOneRecord(t *testing.T) {
 // per period by the fleet, not once per instance, and by every instance
 // within 2×3 periods (master.Rendezvous: 3 with no late re-probe); when
 // an instance dies its share moves to the others within one period.
+//
+// Each instance is a landmark: once every instance re-probed every
+// server, any one instance gives every landmark's RTT to every server, in
+// the JSON API and in the landmark extension, and describes all three at
+// /api/v1/landmarks.
 func TestFleet_ReprobeShareMovesWhenAnInstanceDies(t *testing.T) {
 	const period = 2 * time.Second
 	r := startRedis(t)
 	var ins []*instance
+	places := []string{"Frankfurt", "NewYork", "Tokyo"}
 	for i := range 3 {
-		ins = append(ins, startInstance(t, fastConfig(r.URL(), fmt.Sprint("i", i)), period))
+		fc := fastConfig(r.URL(), fmt.Sprint("i", i))
+		fc.Landmark = &web.Landmark{Place: places[i]}
+		ins = append(ins, startInstance(t, fc, period))
 	}
 	if !waitFor(5*time.Second, func() bool {
 		for _, in := range ins {
@@ -203,9 +215,12 @@ func TestFleet_ReprobeShareMovesWhenAnInstanceDies(t *testing.T) {
 	for _, g := range servers {
 		rs := g.reprobes(start)
 		most = max(most, len(rs))
+		// Once per period of the server's grid (master.Phase): the
+		// re-probes fall at its points, each up to the 1 s tick late,
+		// so two in one grid period would be two owners.
 		for i := 1; i < len(rs); i++ {
-			if gap := rs[i].at.Sub(rs[i-1].at); gap < period*8/10 {
-				t.Errorf("%v re-probed twice in %v (by %v and %v): not once per period", g.addr, gap, rs[i-1].from, rs[i].from)
+			if k := master.Round(g.addr, rs[i].at, period); k == master.Round(g.addr, rs[i-1].at, period) {
+				t.Errorf("%v re-probed twice in its grid period %d, %v apart (by %v and %v): not once per period", g.addr, k, rs[i].at.Sub(rs[i-1].at), rs[i-1].from, rs[i].from)
 			}
 		}
 		for _, e := range rs {
@@ -213,6 +228,70 @@ func TestFleet_ReprobeShareMovesWhenAnInstanceDies(t *testing.T) {
 		}
 	}
 	t.Logf("re-probes per instance: %v; every server re-probed from all 3 after at most %d re-probes, %v", byInstance, most, time.Since(start).Round(time.Millisecond))
+
+	// Every instance holds the three landmarks' RTTs to every server (its
+	// own and the two others', applied from the stream).
+	ids := []string{"i0", "i1", "i2"}
+	if !waitFor(5*time.Second, func() bool {
+		for _, in := range ins {
+			for _, s := range in.m.Registry.Servers(nil) {
+				if s.RTT <= 0 || len(s.Landmarks) != 2 {
+					return false
+				}
+			}
+		}
+		return true
+	}) {
+		for _, in := range ins {
+			for _, s := range in.m.Registry.Servers(nil)[:1] {
+				t.Errorf("%s: %v: own RTT %v, others %+v", in.node.ID(), s.Addr, s.RTT, s.Landmarks)
+			}
+		}
+		t.Fatal("the instances do not hold every landmark's RTTs")
+	}
+	for _, in := range ins {
+		got := landmarkRTTs(t, in.addr)
+		if len(got) != 3 {
+			t.Fatalf("%s's landmark extension gave %d landmarks (%v), want 3", in.node.ID(), len(got), got)
+		}
+		for _, id := range ids {
+			if len(got[id]) != len(servers) {
+				t.Errorf("%s's landmark extension gave %d of %d servers' RTTs from %s", in.node.ID(), len(got[id]), len(servers), id)
+			}
+		}
+		var l web.ListJSON
+		rec := httptest.NewRecorder()
+		in.m.API.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/servers", nil))
+		if err := json.Unmarshal(rec.Body.Bytes(), &l); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range l.Servers {
+			var lms []string
+			for _, x := range s.Landmarks {
+				lms = append(lms, x.ID)
+			}
+			if len(lms) != 3 || lms[0] != in.node.ID() {
+				t.Errorf("%s: /api/v1/servers: %s's landmarks %v, want its own then the two others'", in.node.ID(), s.Address, lms)
+			}
+		}
+		if len(l.Servers) != len(servers) {
+			t.Errorf("%s: /api/v1/servers lists %d", in.node.ID(), len(l.Servers))
+		}
+		var lj web.LandmarksJSON
+		rec = httptest.NewRecorder()
+		in.m.API.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/landmarks", nil))
+		if err := json.Unmarshal(rec.Body.Bytes(), &lj); err != nil {
+			t.Fatal(err)
+		}
+		var described []string
+		for _, l := range lj.Landmarks {
+			described = append(described, l.ID+"@"+l.Place)
+		}
+		slices.Sort(described)
+		if want := []string{"i0@Frankfurt", "i1@NewYork", "i2@Tokyo"}; !slices.Equal(described, want) {
+			t.Errorf("%s: /api/v1/landmarks %v, want %v", in.node.ID(), described, want)
+		}
+	}
 
 	// i2 dies (no clean leave).
 	dead := ins[2]

@@ -160,7 +160,7 @@ func startInstanceTimeout(t testing.TB, fc Config, reprobe, timeout time.Duratio
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := masterd.NewMaster(time.Now(), masterd.Config{
+	mc := masterd.Config{
 		Listen:       []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
 		Registry:     master.Config{AllowLoopback: true, MaxServersPerAddress: -1, Catalogue: catalogue(t, reprobe), Timeout: timeout},
 		NoQueryLimit: true,
@@ -168,7 +168,13 @@ func startInstanceTimeout(t testing.TB, fc Config, reprobe, timeout time.Duratio
 		Fleet:        node,
 		HTTP:         "127.0.0.1:0",
 		Logger:       log,
-	})
+	}
+	if fc.Landmark != nil { // a landmark, as scout master --landmark-place makes it
+		lm := *fc.Landmark
+		lm.ID = node.ID()
+		mc.API.Landmark, mc.Handler.Landmark = &lm, lm.ID
+	}
+	m, err := masterd.NewMaster(time.Now(), mc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,6 +375,43 @@ func list(t testing.TB, m netip.AddrPort) map[netip.AddrPort]bool {
 		if r.End != q3.EndNone {
 			ended = true
 			c.SetReadDeadline(time.Now().Add(q3.EndGrace))
+		}
+	}
+}
+
+// landmarkRTTs asks the master at m for its list of protocol 68 servers
+// with the landmarks' RTTs (getserversExt ... landmarks) over UDP and
+// returns the RTTs by landmark and server.
+func landmarkRTTs(t testing.TB, m netip.AddrPort) map[string]map[netip.AddrPort]time.Duration {
+	t.Helper()
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	q, _ := q3.GetServers{Ext: true, GameName: "Quake3Arena", Protocol: 68, Empty: true, Full: true, Other: []string{q3.LandmarksKeyword}}.AppendBinary(nil)
+	if _, err := c.WriteToUDPAddrPort(q, m); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]map[netip.AddrPort]time.Duration{}
+	buf := make([]byte, 65536)
+	// The landmark packets follow the list's at once; the read ends
+	// after q3.EndGrace of silence.
+	for {
+		c.SetReadDeadline(time.Now().Add(q3.EndGrace))
+		n, _, err := c.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			return got
+		}
+		r, err := q3.ParseLandmarksResponse(buf[:n])
+		if err != nil {
+			continue // the list
+		}
+		if got[r.Landmark] == nil {
+			got[r.Landmark] = map[netip.AddrPort]time.Duration{}
+		}
+		for _, e := range r.Entries {
+			got[r.Landmark][e.Addr] = e.RTT
 		}
 	}
 }

@@ -10,13 +10,14 @@ import (
 const (
 	opPut = iota
 	opDel
+	opRTT // another landmark's RTT (landmarks.go)
 )
 
 // stats are the node's counters, read at scrape time.
 type stats struct {
 	written, superseded atomic.Uint64 // scripts that wrote / found a newer record
 	queueDropped        atomic.Uint64
-	applied             [2]atomic.Uint64 // peers' changes applied, by op
+	applied             [3]atomic.Uint64 // peers' changes applied, by op
 	refused, corrupt    atomic.Uint64
 	errors, outages     atomic.Uint64
 	resyncs, behind     atomic.Uint64
@@ -70,6 +71,7 @@ func (n *Node) Collect(ch chan<- prometheus.Metric) {
 	counter(d("queue_dropped_total", "Writes dropped because the queue held MaxQueued addresses."), n.stats.queueDropped.Load())
 	counter(d("applied_total", "Other instances' changes applied to this registry, by op.", "op"), n.stats.applied[opPut].Load(), "put")
 	counter(d("applied_total", "Other instances' changes applied to this registry, by op.", "op"), n.stats.applied[opDel].Load(), "remove")
+	counter(d("applied_total", "Other instances' changes applied to this registry, by op.", "op"), n.stats.applied[opRTT].Load(), "landmark_rtt")
 	counter(d("refused_total", "Other instances' records this registry refused (full, or refused by its configuration)."), n.stats.refused.Load())
 	counter(d("corrupt_total", "Records or changes in Redis that could not be read."), n.stats.corrupt.Load())
 	counter(d("redis_errors_total", "Failed Redis round trips."), n.stats.errors.Load())

@@ -17,6 +17,7 @@ import (
 
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/master/store"
+	"github.com/scout-discovery/scout/web"
 )
 
 // Defaults of Config.
@@ -76,6 +77,11 @@ type Config struct {
 	MaxQueued int
 	Timeout   time.Duration
 	Logger    *slog.Logger
+	// Landmark, if set, makes this instance one of the fleet's landmarks
+	// (landmarks.go): its RTT to each server it verifies is shared with
+	// the verification's write, and its description with its beat. Its
+	// ID must be the instance's (New sets an empty one to it).
+	Landmark *web.Landmark
 }
 
 // op is a queued write: the latest state of one address.
@@ -94,6 +100,8 @@ type Node struct {
 	hash   string
 	stream string
 	insts  string
+	rtts   string // landmark RTTs (landmarks.go)
+	lms    string // landmark descriptions (landmarks.go)
 	put    *redis.Script
 	del    *redis.Script
 	beat   *redis.Script
@@ -109,7 +117,8 @@ type Node struct {
 	queue   map[netip.AddrPort]op
 	writing int // writes taken from queue by a pipeline not yet done
 	live    []string
-	downAt  time.Time // when Redis became unreachable; zero while up
+	peers   []web.Landmark // the other live landmarks' descriptions
+	downAt  time.Time      // when Redis became unreachable; zero while up
 	lastErr string
 
 	stats stats
@@ -148,6 +157,16 @@ func New(cfg Config) (*Node, error) {
 	orDur(&cfg.Timeout, DefaultTimeout)
 	orInt(&cfg.PageSize, DefaultPageSize)
 	orInt(&cfg.ReadCount, DefaultReadCount)
+	if cfg.Landmark != nil {
+		lm := *cfg.Landmark
+		if lm.ID == "" {
+			lm.ID = cfg.ID
+		}
+		if lm.ID != cfg.ID {
+			return nil, fmt.Errorf("fleet: the landmark %q must have the instance's id %q", lm.ID, cfg.ID)
+		}
+		cfg.Landmark = &lm
+	}
 	if cfg.Dead <= cfg.Beat {
 		return nil, fmt.Errorf("fleet: an instance is dead %v after its last beat, not more than one beat (%v)", cfg.Dead, cfg.Beat)
 	}
@@ -163,6 +182,8 @@ func New(cfg Config) (*Node, error) {
 		hash:   cfg.Prefix + "servers",
 		stream: cfg.Prefix + "changes",
 		insts:  cfg.Prefix + "instances",
+		rtts:   cfg.Prefix + "rtts",
+		lms:    cfg.Prefix + "landmarks",
 		put:    redis.NewScript(putScript),
 		del:    redis.NewScript(delScript),
 		beat:   redis.NewScript(beatScript),
@@ -177,23 +198,53 @@ func New(cfg Config) (*Node, error) {
 // ID returns the instance's name in the fleet.
 func (n *Node) ID() string { return n.cfg.ID }
 
-// The scripts. Versions are 20-digit strings, compared as strings.
+// The scripts. Versions are 20-digit strings, compared as strings. put
+// also writes this instance's landmark RTT to the server, if it sends one
+// (ARGV[5] the rtts field, ARGV[6] its value: landmarks.go), whether or
+// not the record itself was newer, and says so in the stream entry (l, r);
+// it returns 1 when the record was written, 2 when only the RTT was, 0
+// when nothing was. del also removes the server's RTT fields of the
+// landmarks named in ARGV[5..]. beat writes this instance's landmark
+// description (ARGV[3], if any), forgets the dead instances' and returns
+// the live instances and their descriptions.
 const (
 	putScript = `local cur = redis.call('HGET', KEYS[1], ARGV[1])
-if cur and string.sub(cur, 1, 20) >= string.sub(ARGV[2], 1, 20) then return 0 end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'a', ARGV[1], 'v', ARGV[2], 'i', ARGV[4])
-return 1`
+local newer = not cur or string.sub(cur, 1, 20) < string.sub(ARGV[2], 1, 20)
+local rtt = ARGV[5] ~= ''
+if rtt then redis.call('HSET', KEYS[3], ARGV[5], ARGV[6]) end
+if newer then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+  if rtt then
+    redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'a', ARGV[1], 'v', ARGV[2], 'i', ARGV[4], 'l', ARGV[4], 'r', ARGV[6])
+  else
+    redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'a', ARGV[1], 'v', ARGV[2], 'i', ARGV[4])
+  end
+  return 1
+end
+if rtt then
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'a', ARGV[1], 'i', ARGV[4], 'l', ARGV[4], 'r', ARGV[6])
+  return 2
+end
+return 0`
 	delScript = `local cur = redis.call('HGET', KEYS[1], ARGV[1])
 if not cur or string.sub(cur, 1, 20) > ARGV[2] then return 0 end
 redis.call('HDEL', KEYS[1], ARGV[1])
+for k = 5, #ARGV do redis.call('HDEL', KEYS[3], ARGV[1] .. ' ' .. ARGV[k]) end
 redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'a', ARGV[1], 'd', ARGV[2], 'i', ARGV[4])
 return 1`
 	beatScript = `local t = redis.call('TIME')
 local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZADD', KEYS[1], ms, ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ms - tonumber(ARGV[2]))
-return redis.call('ZRANGE', KEYS[1], 0, -1)`
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[3]) end
+local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ms - tonumber(ARGV[2]))
+if #dead > 0 then
+  redis.call('ZREM', KEYS[1], unpack(dead))
+  redis.call('HDEL', KEYS[2], unpack(dead))
+end
+local live = redis.call('ZRANGE', KEYS[1], 0, -1)
+local d = {}
+if #live > 0 then d = redis.call('HMGET', KEYS[2], unpack(live)) end
+return {live, d}`
 )
 
 // version is a record's version: its verification time in Unix
@@ -334,6 +385,7 @@ func (n *Node) Run(ctx context.Context) {
 		}
 	}
 	n.rdb.ZRem(sctx, n.insts, n.cfg.ID)
+	n.rdb.HDel(sctx, n.lms, n.cfg.ID)
 	n.rdb.Close()
 }
 
@@ -398,25 +450,31 @@ func (n *Node) beatLoop(ctx context.Context) {
 	}
 }
 
-// doBeat says this instance is live, reads the live set and sets the
+// doBeat says this instance is live (and describes it as a landmark),
+// reads the live set and the landmarks' descriptions, and sets the
 // registry's share from it.
 func (n *Node) doBeat(ctx context.Context) error {
 	start := time.Now()
-	res, err := n.beat.Run(ctx, n.rdb, []string{n.insts}, n.cfg.ID, n.cfg.Dead.Milliseconds()).StringSlice()
+	res, err := n.beat.Run(ctx, n.rdb, []string{n.insts, n.lms}, n.cfg.ID, n.cfg.Dead.Milliseconds(), n.description()).Slice()
 	n.stats.observe(start)
 	if err != nil {
 		return err
 	}
 	n.succeeded()
-	slices.Sort(res)
+	live, peers := n.parseBeat(res)
+	slices.Sort(live)
 	n.mu.Lock()
-	changed := !slices.Equal(res, n.live)
-	n.live = res
+	changed := !slices.Equal(live, n.live)
+	n.live = live
+	n.peers = peers
 	n.mu.Unlock()
 	if changed {
-		n.log.Info("fleet", "live", res)
-		n.reg.SetShare(master.NewRendezvous(n.cfg.ID, res))
+		n.log.Info("fleet", "live", live)
+		n.reg.SetShare(master.NewRendezvous(n.cfg.ID, live))
 	}
+	// Every beat, not only on a change: an RTT applied from the stream
+	// before its landmark was seen live is kept only if it is live now.
+	n.reg.ForgetLandmarks(func(id string) bool { return slices.Contains(live, id) })
 	return nil
 }
 

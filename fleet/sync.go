@@ -100,12 +100,18 @@ func (n *Node) loadScripts(ctx context.Context) error {
 func (n *Node) write(ctx context.Context, batch map[netip.AddrPort]op) error {
 	start := time.Now()
 	pipe := n.rdb.Pipeline()
-	keys := []string{n.hash, n.stream}
+	keys := []string{n.hash, n.stream, n.rtts}
+	var ids []any // the landmarks whose records a removal deletes
 	for a, o := range batch {
 		if o.srv != nil {
-			pipe.EvalSha(ctx, n.put.Hash(), keys, a.String(), encode(*o.srv), n.cfg.StreamLen, n.cfg.ID)
+			field, value := n.putRTT(a, *o.srv)
+			pipe.EvalSha(ctx, n.put.Hash(), keys, a.String(), encode(*o.srv), n.cfg.StreamLen, n.cfg.ID, field, value)
 		} else {
-			pipe.EvalSha(ctx, n.del.Hash(), keys, a.String(), fmtVersion(o.ver), n.cfg.StreamLen, n.cfg.ID)
+			if ids == nil {
+				ids = n.landmarkIDs()
+			}
+			args := append([]any{a.String(), fmtVersion(o.ver), n.cfg.StreamLen, n.cfg.ID}, ids...)
+			pipe.EvalSha(ctx, n.del.Hash(), keys, args...)
 		}
 	}
 	cmds, err := pipe.Exec(ctx)
@@ -254,27 +260,37 @@ func (n *Node) streamLost(ctx context.Context) (loss, error) {
 	return lossNone, nil
 }
 
-// applyMessage applies one change of another instance.
+// applyMessage applies one change of another instance: a put (v), its
+// landmark RTT (l, r) if any, or a removal (d).
 func (n *Node) applyMessage(now time.Time, m redis.XMessage) {
 	if id, _ := m.Values["i"].(string); id == n.cfg.ID {
 		return
 	}
 	addr, _ := m.Values["a"].(string)
-	if v, ok := m.Values["v"].(string); ok {
+	v, put := m.Values["v"].(string)
+	lm, _ := m.Values["l"].(string)
+	r, rtt := m.Values["r"].(string)
+	if put {
 		s, err := decode(addr, v)
-		if err != nil {
+		switch {
+		case err != nil:
 			n.stats.corrupt.Add(1)
 			n.log.Warn("a change in the stream cannot be read", "id", m.ID, "err", err)
-			return
-		}
-		if ch, why := n.reg.Apply(now, s); why != master.OK {
-			n.stats.refused.Add(1)
-		} else if ch != master.ChangeNone {
-			n.stats.applied[opPut].Add(1)
-			if n.obs != nil {
-				n.obs.Verified(s.LastVerified, s)
+		default:
+			if ch, why := n.reg.Apply(now, s); why != master.OK {
+				n.stats.refused.Add(1)
+			} else if ch != master.ChangeNone {
+				n.stats.applied[opPut].Add(1)
+				if n.obs != nil {
+					n.obs.Verified(s.LastVerified, s)
+				}
 			}
 		}
+	}
+	if rtt {
+		n.applyRTT(addr, lm, r)
+	}
+	if put || rtt {
 		return
 	}
 	d, _ := m.Values["d"].(string)
@@ -362,6 +378,10 @@ func (n *Node) resync(ctx context.Context, drop bool) error {
 	if err := ctx.Err(); err != nil {
 		return err // the read stopped short
 	}
+	rtts, err := n.resyncRTTs(ctx)
+	if err != nil {
+		return err
+	}
 	removed := 0
 	if drop {
 		n.mu.Lock()
@@ -381,7 +401,7 @@ func (n *Node) resync(ctx context.Context, drop bool) error {
 	n.lastID, n.synced = lastID, true
 	n.stats.resyncs.Add(1)
 	n.succeeded()
-	n.log.Info("read the shared registry", "servers", read, "removed", removed, "took", time.Since(start).Round(time.Millisecond), "stream_id", lastID)
+	n.log.Info("read the shared registry", "servers", read, "landmark_rtts", rtts, "removed", removed, "took", time.Since(start).Round(time.Millisecond), "stream_id", lastID)
 	return nil
 }
 

@@ -641,9 +641,9 @@ func (r *Registry) Verify(now time.Time, src netip.AddrPort, rep Reply) (Server,
 	if keep := c.cause == CauseHeartbeat || c.cause == CauseFlatline; !keep || !wasListed || e.NextProbe == 0 || gameChanged {
 		e.NextProbe = 0
 		if g, ok := r.cfg.Catalogue.ByName(e.Game); ok && g.Reprobe.Interval > 0 {
-			e.NextProbe = stampOf(now.Add(g.Reprobe.Interval))
+			e.NextProbe = r.reprobeAtLocked(e, now, g.Reprobe.Interval)
 		} else if e.hbGame == nil {
-			e.NextProbe = stampOf(now.Add(game.DefaultReprobeInterval))
+			e.NextProbe = r.reprobeAtLocked(e, now, game.DefaultReprobeInterval)
 		}
 	}
 	if listing {

@@ -17,14 +17,19 @@ import (
 //
 // # Rounds
 //
-// A server's round is its last verification time divided by its re-probe
-// interval (Round): the number of the re-probe period it was last
-// verified in. Every instance holds the same LastVerified (the newest
-// verification wins, Apply), so every instance computes the same round,
-// and the owner of the round re-probes it. Its verification lands about
-// one interval later, so the round moves on by one each period (by two
-// when the re-probe was late by enough to cross a period's boundary). A
-// restored server, re-verified by no one yet, is in round 0.
+// In a fleet a server's re-probes fall on its own grid: the instants
+// k×interval + Phase(address), its re-probe interval apart (the next
+// re-probe is due at the first grid point at least half an interval after
+// its last verification, reprobeAtLocked). Its round is the grid period
+// its last verification fell in (Round). Every instance holds the same
+// LastVerified (the newest verification wins, Apply), so every instance
+// computes the same round, and the owner of the round re-probes it at the
+// next grid point; that verification falls in the next period, so the
+// round moves on by exactly one each period, however late within half
+// an interval the re-probe went (a re-probe later than that skips a
+// round). A restored server, re-verified by no one yet, is in round 0.
+// A master alone keeps its plain schedule: the next re-probe one interval
+// after the last verification.
 
 // Share says which listed servers this instance re-probes and expires:
 // Mine(a, round) for server a in its round (Round). Mine is called with
@@ -34,14 +39,32 @@ type Share interface {
 	Mine(a netip.AddrPort, round uint64) bool
 }
 
-// Round is the round of a server last verified at lastVerified whose
-// re-probe interval is interval: lastVerified's Unix nanoseconds divided
-// by interval; 0 for a zero lastVerified or interval.
-func Round(lastVerified time.Time, interval time.Duration) uint64 {
-	if lastVerified.IsZero() || interval <= 0 || lastVerified.UnixNano() <= 0 {
+// Phase is the offset of a's re-probe grid within its interval: a hash of
+// the address, so that a fleet's re-probes spread over the period.
+func Phase(a netip.AddrPort, interval time.Duration) time.Duration {
+	if interval <= 0 {
 		return 0
 	}
-	return uint64(lastVerified.UnixNano()) / uint64(interval)
+	var key [18]byte
+	b16 := a.Addr().Unmap().As16()
+	copy(key[:], b16[:])
+	binary.BigEndian.PutUint16(key[16:], a.Port())
+	return time.Duration(weight("phase", key[:]) % uint64(interval))
+}
+
+// Round is the round of the server at a, last verified at lastVerified,
+// whose re-probe interval is interval: the number of the grid period
+// (interval long, offset by Phase) lastVerified fell in; 0 for a zero
+// lastVerified or interval.
+func Round(a netip.AddrPort, lastVerified time.Time, interval time.Duration) uint64 {
+	if lastVerified.IsZero() || interval <= 0 {
+		return 0
+	}
+	t := lastVerified.UnixNano() - int64(Phase(a, interval))
+	if t <= 0 {
+		return 0
+	}
+	return uint64(t) / uint64(interval)
 }
 
 // roundLocked is e's round (Round; 0 while restored).
@@ -50,7 +73,20 @@ func (r *Registry) roundLocked(e *entry) uint64 {
 		return 0
 	}
 	_, interval := r.reprobeOf(e)
-	return Round(e.LastVerified.Time(), interval)
+	return Round(e.Addr, e.LastVerified.Time(), interval)
+}
+
+// reprobeAtLocked is when e, verified at from, is re-probed next: from +
+// interval alone; in a fleet (a Share set) the first point of its grid
+// (k×interval + Phase) at or after from + interval/2.
+func (r *Registry) reprobeAtLocked(e *entry, from time.Time, interval time.Duration) stamp {
+	if r.share == nil || interval <= 0 {
+		return stampOf(from.Add(interval))
+	}
+	ph := int64(Phase(e.Addr, interval))
+	t := from.Add(interval/2).UnixNano() - ph
+	k := (t + int64(interval) - 1) / int64(interval) // ceil, t > 0
+	return stamp(k*int64(interval) + ph)
 }
 
 // DefaultShareRecheck is how long a listed server whose re-probe is due
@@ -155,7 +191,7 @@ func (r *Registry) Apply(now time.Time, s Server) (Change, Reason) {
 	e.LastVerified, e.restored = ver, false
 	e.Missed = 0
 	_, interval := r.reprobeOf(e)
-	e.NextProbe = stampOf(s.LastVerified.Add(interval))
+	e.NextProbe = r.reprobeAtLocked(e, s.LastVerified, interval)
 	if e.expiry(r.cfg.Timeout) <= stampOf(now) {
 		// Silent for Timeout already: kept as a restored server, timed
 		// from now and re-verified at once by its owner.
@@ -197,9 +233,10 @@ func (r *Registry) ApplyRemoval(a netip.AddrPort, verified time.Time) bool {
 // (and every len(Live)-th round) the owner is the plain rendezvous owner,
 // and over len(Live) consecutive rounds every live instance owns the
 // server once: each instance is a landmark that measures every server
-// within len(Live) re-probe periods (within 2×len(Live) when a re-probe
-// was late across a period's boundary and its round moved on by two:
-// the instance it skipped comes in the next cycle), while each round still has exactly one owner, so the fleet
+// within len(Live) re-probe periods after the first (whose round may have
+// moved on by two from the listing's; so does a re-probe later than half
+// an interval: the instance it skipped comes in the next cycle), while
+// each round still has exactly one owner, so the fleet
 // re-probes each server once per period. Every instance that sees the
 // same live set computes the same owner for every (server, round), with
 // no coordination. When an instance leaves, the ranking of the others for

@@ -85,6 +85,9 @@ func NewMaster(now time.Time, cfg Config) (*Master, error) {
 	}
 	ac := cfg.API
 	ac.Registry, ac.History, ac.Logger = reg, hist, log
+	if lf, ok := cfg.Fleet.(interface{ Landmarks() []web.Landmark }); ok && ac.Peers == nil {
+		ac.Peers = lf.Landmarks // the fleet's other landmarks, at /api/v1/landmarks
+	}
 	api, err := web.New(ac)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -59,12 +60,30 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			return 1
 		}
 		fleet.RedisLog(log)
-		node, err := fleet.New(fleet.Config{Redis: set.Store, ID: set.FleetID, Logger: log})
+		fc := fleet.Config{Redis: set.Store, ID: set.FleetID, Logger: log}
+		if lm := cfg.API.Landmark; lm != nil {
+			// In a fleet a landmark is named by its instance's id:
+			// --landmark-id or --fleet-id, whichever is given, else a
+			// random one.
+			if set.LandmarkID != "" && set.FleetID != "" && set.LandmarkID != set.FleetID {
+				fmt.Fprintln(stderr, "scout master: in a fleet the landmark's id is its --fleet-id: give one of --landmark-id and --fleet-id, or the same")
+				return 1
+			}
+			fc.ID = cmp.Or(set.FleetID, set.LandmarkID)
+			c := *lm
+			fc.Landmark = &c
+		}
+		node, err := fleet.New(fc)
 		if err != nil {
 			fmt.Fprintf(stderr, "scout master: --store: %v\n", err)
 			return 1
 		}
 		cfg.Fleet = node
+		if lm := cfg.API.Landmark; lm != nil {
+			c := *lm
+			c.ID = node.ID()
+			cfg.API.Landmark, cfg.Handler.Landmark = &c, c.ID
+		}
 	}
 	if set.State != "" {
 		s, err := store.Open(set.State, store.Options{Timeout: storeTimeout, RefuseDamaged: set.Refuse})

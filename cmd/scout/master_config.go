@@ -28,6 +28,7 @@ type masterSettings struct {
 	Refuse     bool       // --refuse-damaged-state
 	Store      string     // --store redis://...
 	FleetID    string     // --fleet-id
+	LandmarkID string     // --landmark-id
 	LogLevel   slog.Level // -v
 	LogOff     bool       // -v 0
 	LogJSON    bool       // --log-format json
@@ -69,6 +70,7 @@ func (o masterOptions) settings(ctx context.Context) (masterSettings, error) {
 		Refuse:     o.RefuseDamaged,
 		Store:      o.Store,
 		FleetID:    o.FleetID,
+		LandmarkID: o.LandmarkID,
 		LogJSON:    o.LogFormat == "json",
 		PrintGames: o.PrintGames,
 	}
