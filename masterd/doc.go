@@ -1,7 +1,10 @@
 // Package masterd runs scout's master server: the thin shell around the
 // pure decision core in package master. It owns everything the core does
 // not: the UDP sockets (one goroutine per socket, replies sent in one
-// sendmmsg per reply with UDP segmentation offload on Linux), the clock
+// sendmmsg per reply with UDP segmentation offload on Linux; per socket,
+// a sender goroutine for long replies and an encoder goroutine for the
+// first reply of a large listing's query shape, so that neither holds up
+// the socket loop, see DefaultDeferEncoding), the clock
 // (each datagram is timestamped at the read; a ticker drives expiry and
 // re-probes every TickInterval), the state writer that hands listing
 // changes to a Store (master/store) off the packet path as a group commit
@@ -18,7 +21,10 @@
 // instances instead of kept in a Store: NewMaster joins the fleet (reads
 // the shared registry), the handler hands its changes to the fleet, Run
 // runs it, /metrics gains its scout_fleet_* figures and the legacy
-// /servers reads the shared registry itself.
+// /servers reads the shared registry itself. When the fleet is a
+// HistoryFleet (package fleet's is) the player history is kept there too:
+// read back at NewMaster, its changed days written every
+// FleetHistoryInterval.
 //
 // It is configured by one typed Config that library users fill directly
 // (the demo, discobench, tests); every zero field has a sensible default.

@@ -3,6 +3,7 @@ package masterd
 import (
 	"crypto/rand"
 	"errors"
+	"hash/fnv"
 	"net"
 	"net/netip"
 	"os"
@@ -116,8 +117,8 @@ func benchMillion(b *testing.B) {
 			change = func() { registerMillion(b, m.Handler, next, next+1); next++ }
 		}
 		r := fullAnswer(b, addr, full, probe, change)
-		b.Logf("%s answer: %d packets, %d bytes, last packet after %v; probe before: worst %v; during: worst %v (%d probes, %d unanswered)",
-			phase, r.packets, r.bytes, r.took, r.before, r.during, r.probes, r.lost)
+		b.Logf("%s answer: %d packets (%d repeated), %d bytes, last packet after %v; probe before: worst %v; during: worst %v (%d probes, %d unanswered)",
+			phase, r.packets, r.repeated, r.bytes, r.took, r.before, r.during, r.probes, r.lost)
 		b.ReportMetric(r.took.Seconds()*1e3, phase+"-answer-ms")
 		b.ReportMetric(r.during.Seconds()*1e3, phase+"-worst-pause-ms")
 		b.ReportMetric(float64(r.packets), phase+"-packets")
@@ -171,6 +172,7 @@ func registerMillion(b *testing.B, h *master.Handler, from, to int) {
 
 type answerRun struct {
 	packets, bytes int
+	repeated       int           // packets received before, byte for byte
 	took           time.Duration // request to the last packet received
 	before, during time.Duration // worst probe round trip
 	probes, lost   int
@@ -220,6 +222,7 @@ func fullAnswer(b *testing.B, addr netip.AddrPort, req, probe []byte, change fun
 			b.Error(err)
 			return
 		}
+		seen := map[uint64]bool{}
 		wait := time.Minute // the first packet: snapshot and encoding
 		for {
 			fc.SetReadDeadline(time.Now().Add(wait))
@@ -234,6 +237,13 @@ func fullAnswer(b *testing.B, addr netip.AddrPort, req, probe []byte, change fun
 			}
 			r.packets++
 			r.bytes += n
+			h := fnv.New64a()
+			h.Write(buf[:n])
+			if seen[h.Sum64()] {
+				r.repeated++
+			}
+			seen[h.Sum64()] = true
+
 			r.took = time.Since(t)
 		}
 	}()
