@@ -149,6 +149,7 @@ func Start(ctx context.Context, cfg Config) (*Env, error) {
 		Listen:       []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
 		Registry:     master.Config{AllowLoopback: true},
 		NoQueryLimit: !cfg.FloodProtection,
+		GCPercent:    -1, // the world's runtime tuning (world.TuneRuntime) holds
 	})
 	if err != nil {
 		cancel()

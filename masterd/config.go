@@ -30,6 +30,16 @@ const (
 	// DefaultHTTPReadHeaderTimeout bounds reading an HTTP request's
 	// header.
 	DefaultHTTPReadHeaderTimeout = 5 * time.Second
+	// DefaultGCPercent is the Go garbage collector's target percentage
+	// Run sets (Config.GCPercent). A master's live heap is its list,
+	// steady between registrations, and its answers are cached, so it
+	// makes little garbage; the runtime's default, 100, lets the heap
+	// grow to twice the live data before each collection, which is most
+	// of what a listed server costs the process beyond its live bytes.
+	// With 25 the heap grows to 1.25 times: BENCHMARKS.md "Memory per
+	// listed server" gives the VmRSS per server and the CPU per answer
+	// and per registration at both settings.
+	DefaultGCPercent = 25
 )
 
 // Limit is a per-source flood protection in dpmaster's terms: a source
@@ -118,6 +128,18 @@ type Config struct {
 	// /healthz, /servers); empty serves none (the handler can still be
 	// mounted elsewhere with Master.HTTPHandler).
 	HTTP string
+	// GCPercent is the Go garbage collector's target percentage that Run
+	// sets for the whole process while it runs (runtime/debug's
+	// SetGCPercent; the old value is back when Run returns, or when the
+	// last of several Masters running at once returns: the first one's
+	// setting holds), unless the GOGC environment variable is set, which
+	// wins. 0 means
+	// DefaultGCPercent; negative leaves the runtime's setting alone (for
+	// a process that tunes it itself, as the demo's emulated world does).
+	// GOMEMLIMIT, the runtime's soft memory limit, applies as the runtime
+	// documents; none is set by default (a master's memory grows with its
+	// list, which no fixed limit fits).
+	GCPercent int
 	// Observer, if set, is told of every verified reply after the
 	// history (master.HandlerConfig.Observer).
 	Observer master.Observer
@@ -147,6 +169,7 @@ func (c Config) withDefaults() Config {
 	c.ReadBuffer = cmp.Or(c.ReadBuffer, DefaultReadBuffer)
 	c.OutRate = cmp.Or(c.OutRate, master.DefaultOutboundBytesPerSecond)
 	c.OutBurst = cmp.Or(c.OutBurst, master.DefaultOutboundBurst)
+	c.GCPercent = cmp.Or(c.GCPercent, DefaultGCPercent)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -242,6 +244,7 @@ func (m *Master) HTTPAddr() net.Addr {
 func (m *Master) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	defer tuneGC(m.Config.GCPercent)()
 	var wg sync.WaitGroup
 	serve := func(c *net.UDPConn, motd bool) {
 		wg.Go(func() {
@@ -290,6 +293,37 @@ func (m *Master) Run(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// gcTuning counts the Runs that set the GC percent (Config.GCPercent):
+// the first sets it, the last to return puts back the value from before
+// the first.
+var gcTuning struct {
+	sync.Mutex
+	runs int
+	old  int
+}
+
+// tuneGC sets the process's GC percent to percent, unless percent is not
+// positive or the GOGC environment variable is set, and returns the
+// function that undoes it.
+func tuneGC(percent int) (restore func()) {
+	if percent <= 0 || os.Getenv("GOGC") != "" {
+		return func() {}
+	}
+	gcTuning.Lock()
+	defer gcTuning.Unlock()
+	if gcTuning.runs == 0 {
+		gcTuning.old = debug.SetGCPercent(percent)
+	}
+	gcTuning.runs++
+	return func() {
+		gcTuning.Lock()
+		defer gcTuning.Unlock()
+		if gcTuning.runs--; gcTuning.runs == 0 {
+			debug.SetGCPercent(gcTuning.old)
+		}
+	}
 }
 
 // Close closes the sockets and the HTTP listener. It is idempotent.

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/netip"
 	"path/filepath"
+	"runtime/debug"
+	"runtime/metrics"
 	"testing"
 	"time"
 
@@ -169,4 +171,59 @@ func TestConfig_ZeroIsDefaults(t *testing.T) {
 	if _, err := NewMaster(time.Now(), Config{Responses: master.ResponseLimits{VictimRate: -1}}); err == nil {
 		t.Error("a negative response rate accepted")
 	}
+}
+
+// gcPercent reads the process's GC percent.
+func gcPercent() int {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return int(s[0].Value.Uint64())
+}
+
+// TestRun_SetsGCPercent: Run sets Config.GCPercent (DefaultGCPercent by
+// default) while it runs and puts the old value back, the first of two
+// Masters running at once holds until the last returns, and GOGC in the
+// environment or a negative GCPercent leave the runtime's setting alone.
+func TestRun_SetsGCPercent(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	cfg := func(p int) Config {
+		return Config{Listen: []netip.AddrPort{ap("127.0.0.1:0")}, Registry: master.Config{AllowLoopback: true}, NoQueryLimit: true, GCPercent: p}
+	}
+	// answered returns once m answers a query: Run has begun.
+	answered := func(m *Master) {
+		t.Helper()
+		c := udp4(t)
+		req, _ := q3.GetServers{Protocol: 68, Empty: true, Full: true}.AppendBinary(nil)
+		c.WriteToUDP(req, net.UDPAddrFromAddrPort(m.Addrs()[0]))
+		readMsg(t, c)
+	}
+	t.Setenv("GOGC", "")
+	m1, stop1 := startMaster(t, cfg(0))
+	answered(m1)
+	if p := gcPercent(); p != DefaultGCPercent {
+		t.Errorf("GC percent %d while running, want %d", p, DefaultGCPercent)
+	}
+	m2, stop2 := startMaster(t, cfg(60))
+	answered(m2)
+	stop1()
+	if p := gcPercent(); p != DefaultGCPercent {
+		t.Errorf("GC percent %d with the second master still running, want the first's %d", p, DefaultGCPercent)
+	}
+	stop2()
+	if p := gcPercent(); p != 100 {
+		t.Errorf("GC percent %d after Run, want 100 back", p)
+	}
+	m3, stop3 := startMaster(t, cfg(-1))
+	answered(m3)
+	if p := gcPercent(); p != 100 {
+		t.Errorf("GCPercent -1: GC percent %d, want 100 untouched", p)
+	}
+	stop3()
+	t.Setenv("GOGC", "100")
+	m4, stop4 := startMaster(t, cfg(0))
+	answered(m4)
+	if p := gcPercent(); p != 100 {
+		t.Errorf("GOGC set: GC percent %d, want 100 untouched", p)
+	}
+	stop4()
 }
