@@ -52,6 +52,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -105,6 +106,13 @@ type Config struct {
 	Attempts int
 	// Register bounds the wait for the master to list every server.
 	Register time.Duration
+	// Landmarks are the cities of the masters (population.Cities names),
+	// each a landmark (landmarks.go); nil means DefaultLandmarks. The
+	// first lists the world for every run.
+	Landmarks []string
+	// LandmarkPlan, if set, adds the landmark run ("landmarks", before
+	// the oracle): scout servers --order landmarks' planner.
+	LandmarkPlan LandmarkPlan
 	// Log, when set, gets a line at each stage.
 	Log io.Writer
 }
@@ -140,7 +148,10 @@ type Run struct {
 	// LastPlayable is when the last of them answered, since the run began.
 	Found        int
 	LastPlayable time.Duration
-	Err          error
+	// Landmarks are the landmark run's landmarks (the masters that
+	// answered with their RTTs); nil for the other runs.
+	Landmarks []string
+	Err       error
 }
 
 // Report is the outcome of a demonstration.
@@ -157,8 +168,10 @@ type Report struct {
 	// of them the master listed, which discovery can find.
 	WorldPlayable, Playable int
 	StopRTT                 time.Duration
-	// Runs are conventional, the adaptive variants in Config order, and
-	// the oracle.
+	// Masters are the landmark masters; the first listed the world.
+	Masters []LandmarkMaster
+	// Runs are conventional, the adaptive variants in Config order, the
+	// landmark run (with Config.LandmarkPlan) and the oracle.
 	Runs []Run
 	Took time.Duration
 }
@@ -167,20 +180,26 @@ type Report struct {
 // servers at their public addresses with the delays from place, and the
 // true RTT of each server.
 func Build(cfg Config) (world.World, population.Place, error) {
+	w, place, _, err := build(cfg)
+	return w, place, err
+}
+
+// build is Build, with the population the world was made from.
+func build(cfg Config) (world.World, population.Place, *population.World, error) {
 	cfg = cfg.withDefaults()
 	place, ok := population.Places()[cfg.Place]
 	if !ok {
-		return world.World{}, place, fmt.Errorf("demo: unknown place %q (known: %v)", cfg.Place, placeNames())
+		return world.World{}, place, nil, fmt.Errorf("demo: unknown place %q (known: %v)", cfg.Place, placeNames())
 	}
 	pop, err := population.Build(population.FittedVantage(population.ET, cfg.Servers, cfg.Seed))
 	if err != nil {
-		return world.World{}, place, err
+		return world.World{}, place, nil, err
 	}
 	rtts := pop.RTTs(place)
 	gen, err := world.Generate(world.Spec{Servers: len(pop.Servers), Games: world.Mix{{Game: world.ET, Weight: 1}},
 		Full: 0.1, Empty: 0.5, Seed: cfg.Seed})
 	if err != nil {
-		return world.World{}, place, err
+		return world.World{}, place, nil, err
 	}
 	w := world.World{Version: world.FormatVersion, Seed: cfg.Seed}
 	hosts := map[netip.Addr]netip.Addr{}
@@ -198,7 +217,7 @@ func Build(cfg Config) (world.World, population.Place, error) {
 		s.Country, s.ASN = ps.Country, ps.ASN
 		w.Servers = append(w.Servers, s)
 	}
-	return w, place, nil
+	return w, place, pop, nil
 }
 
 // loopbackHost is the i-th server host: 127.1.0.1 upwards, skipping .0 and
@@ -247,6 +266,9 @@ func (cfg Config) withDefaults() Config {
 	if cfg.Register == 0 {
 		cfg.Register = DefaultRegister
 	}
+	if cfg.Landmarks == nil {
+		cfg.Landmarks = DefaultLandmarks
+	}
 	return cfg
 }
 
@@ -277,7 +299,11 @@ func Start(ctx context.Context, cfg Config) (env *Env, stop func(), err error) {
 	start := time.Now()
 	cfg = cfg.withDefaults()
 	rep := Report{StopRTT: cfg.StopRTT}
-	w, place, err := Build(cfg)
+	w, place, pop, err := build(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	cities, err := landmarkCities(cfg.Landmarks)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -298,58 +324,98 @@ func Start(ctx context.Context, cfg Config) (env *Env, stop func(), err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	halt := func() { cancel(); wg.Wait() }
+	var conns []*net.UDPConn
 	defer func() {
 		if err != nil {
+			for _, c := range conns {
+				c.Close()
+			}
 			halt()
 		}
 	}()
 
-	// The master, on a loopback socket wrapped with the world's table.
-	mconn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		return nil, nil, err
+	// The masters, each a landmark on a loopback IP of its own (the world
+	// answers it with its city's RTTs), on sockets wrapped with the
+	// world's table.
+	requesters := map[netip.Addr][]world.Link{}
+	var addrs []netip.AddrPort
+	for k, c := range cities {
+		mconn, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(landmarkHost(k), 0)))
+		if err != nil {
+			return nil, nil, err
+		}
+		conns = append(conns, mconn)
+		a := mconn.LocalAddr().(*net.UDPAddr).AddrPort()
+		addrs = append(addrs, a)
+		requesters[a.Addr()] = landmarkLinks(pop, c, cfg.Loss)
+		rep.Masters = append(rep.Masters, LandmarkMaster{City: c, Addr: a, ClientRTT: place.Access + population.CityRTT(place.City, c)})
 	}
-	masterAddr := mconn.LocalAddr().(*net.UDPAddr).AddrPort()
 	// RealTime: replies leave on time on a loaded machine where the process
 	// may (root or CAP_SYS_NICE); silently ordinary otherwise.
-	emu, err := world.Listen(w, world.Config{Masters: []netip.AddrPort{masterAddr}, RealTime: true})
+	emu, err := world.Listen(w, world.Config{Masters: addrs, Requesters: requesters, RealTime: true})
 	if err != nil {
-		mconn.Close()
 		return nil, nil, err
 	}
 	table := emu.Table()
-	m, err := newMaster()
-	if err != nil {
-		emu.Close()
-		mconn.Close()
-		return nil, nil, err
+	var regs []*master.Registry
+	for k, c := range cities {
+		m, err := newMaster(landmarkID(c))
+		if err != nil {
+			emu.Close()
+			return nil, nil, err
+		}
+		regs = append(regs, m.Registry)
+		mconn := conns[k]
+		wg.Go(func() {
+			defer mconn.Close()
+			m.Server.Serve(ctx, loopnat.Wrap(mconn, table), false)
+		})
+		wg.Go(func() { m.Server.Tick(ctx, masterd.TickInterval) })
 	}
-	wg.Go(func() {
-		defer mconn.Close()
-		m.Server.Serve(ctx, loopnat.Wrap(mconn, table), false)
-	})
-	wg.Go(func() { m.Server.Tick(ctx, masterd.TickInterval) })
+	conns = nil // the masters' goroutines close them
 	wg.Go(func() {
 		if err := emu.Run(ctx); err != nil {
 			cfg.logf("world: %v", err)
 		}
 	})
 
-	// Registration: heartbeat, getinfo challenge, infoResponse, listed.
-	rep.Listed, err = waitListed(ctx, m.Registry, len(w.Servers), cfg.Register)
-	rep.Registration = time.Since(start)
-	if err != nil {
-		return nil, nil, err
+	// Registration: heartbeat, getinfo challenge, infoResponse, listed,
+	// at every master.
+	var listed []int
+	for _, reg := range regs {
+		n, err := waitListed(ctx, reg, len(w.Servers), cfg.Register)
+		if err != nil {
+			return nil, nil, err
+		}
+		listed = append(listed, n)
 	}
-	cfg.logf("master %v: %d of %d servers registered by heartbeat in %.1fs", masterAddr, rep.Listed, rep.Servers, rep.Registration.Seconds())
+	rep.Listed, _ = regs[0].Counts() // after every master's wait: the first's list when discovery begins
+	rep.Registration = time.Since(start)
+	for k, m := range rep.Masters {
+		cfg.logf("master %v in %s (the player's RTT to it %v): %d of %d servers registered by heartbeat",
+			m.Addr, m.City.Name, m.ClientRTT.Round(time.Millisecond), listed[k], rep.Servers)
+	}
+	cfg.logf("registration took %.1fs", rep.Registration.Seconds())
 	rep.Playable = 0
-	for _, s := range m.Registry.Servers(nil) {
+	for _, s := range regs[0].Servers(nil) {
 		if r, ok := truth[s.Addr]; ok && r < rep.StopRTT {
 			rep.Playable++
 		}
 	}
 
-	return &Env{Master: masterAddr, Table: table, Report: rep, Truth: truth}, halt, nil
+	return &Env{Master: addrs[0], Table: table, Report: rep, Truth: truth}, halt, nil
+}
+
+// landmarkID is city's name as a landmark id (q3.LandmarksResponse's
+// characters).
+func landmarkID(c population.City) string {
+	b := []byte(c.Name)
+	for i, ch := range b {
+		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '.' || ch == '-') {
+			b[i] = '-'
+		}
+	}
+	return string(b)
 }
 
 // Demo runs the demonstration until every run has ended or ctx ends.
@@ -390,6 +456,21 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 			return adaptive.New(ts, p, rand.New(rand.NewPCG(cfg.Seed, 0xad+uint64(k))))
 		})
 	}
+	lmRun := -1
+	var lmMu sync.Mutex
+	var lmReports []discover.MasterReport
+	if cfg.LandmarkPlan != nil {
+		lmRun = len(runs)
+		scout := adaptive.Scout()
+		scout.StopRTT = rep.StopRTT
+		runs = append(runs, Run{Name: "landmarks", Params: &scout})
+		plans = append(plans, func(ts []adaptive.Target) (adaptive.Strategy, error) {
+			lmMu.Lock()
+			reps := slices.Clone(lmReports)
+			lmMu.Unlock()
+			return cfg.LandmarkPlan(ts, reps)
+		})
+	}
 	runs = append(runs, Run{Name: "oracle"})
 	plans = append(plans, func(ts []adaptive.Target) (adaptive.Strategy, error) {
 		return adaptive.NewOracle(ts, func(t adaptive.Target) (time.Duration, bool) {
@@ -401,6 +482,31 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 	names := make([]string, 0, len(cfg.Variants))
 	for _, v := range cfg.Variants {
 		names = append(names, fmt.Sprintf("%s (%s clusters, auto-stop at %v)", v.Name, v.Params.ClusterBy, v.Params.StopRTT))
+	}
+	// The landmark run asks every master, each through a relay that
+	// gives the player's RTT to its city.
+	lmBase := base
+	var relays sync.WaitGroup // ended by cancel
+	if lmRun >= 0 {
+		// getserversExt: the landmark extension's form (ET's own client
+		// asks with getservers).
+		ext, err := discover.RequestFor(g, 0, true)
+		if err != nil {
+			return rep, err
+		}
+		lmBase.Masters, lmBase.Landmarks = nil, true
+		for _, m := range rep.Masters {
+			ra, err := relay(ctx, &relays, m.Addr, m.ClientRTT)
+			if err != nil {
+				return rep, err
+			}
+			lmBase.Masters = append(lmBase.Masters, discover.Master{Name: m.City.Name, Addr: ra, Request: ext})
+		}
+		var cities []string
+		for _, m := range rep.Masters {
+			cities = append(cities, fmt.Sprintf("%s (%v away)", m.City.Name, m.ClientRTT.Round(time.Millisecond)))
+		}
+		names = append(names, "landmarks ("+strings.Join(cities, ", ")+")")
 	}
 	cfg.logf("discovering: conventional (master order, window %d), %s and oracle, side by side",
 		cfg.Window, strings.Join(names, ", "))
@@ -421,9 +527,21 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 			}
 			defer mc.Close()
 			pc, mw := loopnat.Wrap(c, table), loopnat.Wrap(mc, table)
-			if plans[i] == nil {
+			switch {
+			case plans[i] == nil:
 				r.Summary, r.Ordering.Probes, r.Err = conventional(ctx, mw, pc, base)
-			} else {
+			case i == lmRun:
+				r.Summary, r.Ordering, r.Err = discover.Ordered(ctx, mw, pc, lmBase, locate, plans[i], func(e discover.Event) {
+					if d, ok := e.(discover.MasterDone); ok {
+						lmMu.Lock()
+						lmReports = append(lmReports, d.MasterReport)
+						if d.Landmark != "" {
+							r.Landmarks = append(r.Landmarks, d.Landmark)
+						}
+						lmMu.Unlock()
+					}
+				})
+			default:
 				r.Summary, r.Ordering, r.Err = discover.Ordered(ctx, mw, pc, base, locate, plans[i], func(discover.Event) {})
 			}
 			r.Found, r.LastPlayable = Found(r.Ordering.Probes, truth, rep.StopRTT)
@@ -433,6 +551,7 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 	rep.Runs = runs
 	rep.Took = time.Since(start)
 	cancel()
+	relays.Wait()
 	var errs []error
 	for _, r := range runs {
 		if r.Err != nil {
@@ -462,14 +581,15 @@ func conventional(ctx context.Context, mconn, pconn probe.Conn, cfg discover.Con
 	return sum, probes, err
 }
 
-// newMaster builds scout's master for the demo: loopback clients allowed to
-// query, no flood protection (three clients ask once each), no outbound
-// budget to speak of; the socket is the caller's.
-func newMaster() (*masterd.Master, error) {
+// newMaster builds one of the demo's masters, the landmark named landmark:
+// loopback clients allowed to query, no flood protection (the clients ask
+// once each), no outbound budget to speak of; the socket is the caller's.
+func newMaster(landmark string) (*masterd.Master, error) {
 	return masterd.NewMaster(time.Now(), masterd.Config{
 		Listen:       []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
 		NoQueryLimit: true,
 		OutRate:      1_000_000_000,
+		Handler:      master.HandlerConfig{Landmark: landmark},
 	})
 }
 

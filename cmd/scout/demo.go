@@ -26,8 +26,11 @@ Enemy Territory servers (2,000 by default) placed in real networks of real
 countries with the delays a player in Melbourne sees (--place: AU, JP, CH,
 DE): the world model of scout sim's tables (2008 prefixes and ASes, real
 server lists' country mix, the latency model with its per-vantage residual),
-1% loss and jitter. The servers register with the master by heartbeat; then
-four clients discover the world side by side over real sockets:
+1% loss and jitter. Three masters in Frankfurt, New York and Tokyo (each on a
+loopback IP of its own, which the world answers with its city's RTTs) are
+landmarks: the servers register with each by heartbeat, and each measures
+its RTT to every server as it verifies it. Then five clients discover the
+world side by side over real sockets:
 
   conventional     master order, probing while the list arrives, 16 in
                    flight (the Enemy Territory client)
@@ -37,6 +40,11 @@ four clients discover the world side by side over real sockets:
                    the last 100 probes (RTTbottom) reaches 200 ms
   adaptive, scout  this project's variant (scout servers --variant scout):
                    country+AS clusters, two-round calibration, bound stop rule
+  landmarks        scout servers --order landmarks: every master asked for its
+                   RTTs with the list, through a relay giving the player's RTT
+                   to its city; servers probed by ascending estimate, stop when
+                   every unprobed server's lower bound less the margin is past
+                   --auto-stop
   oracle           exactly the playable servers, nearest first (it knows the
                    true RTTs, which no client does: the bound)
 
@@ -49,8 +57,8 @@ time is written to --out (scout-demo.svg and .png). Nothing leaves
 127.0.0.0/8: the master and the clients see the servers' public addresses
 through a translation table (package loopnat).`
 
-// Demo plot size, in pixels: two rows of two panels.
-const demoPlotWidth, demoPlotHeight = 1200, 860
+// Demo plot size, in pixels: three rows of two panels.
+const demoPlotWidth, demoPlotHeight = 1200, 1260
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("demo", "[flags]", demoAbout, stderr)
@@ -89,6 +97,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	default:
 		return bad("unknown --cluster-by %q", *by)
 	}
+	cfg.LandmarkPlan = demoLandmarkPlan(*autoStop, cfg.Seed)
 	cfg.Log = stdout
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fmt.Fprintf(stderr, "scout demo: --out: %v\n", err)
@@ -132,8 +141,8 @@ func demoChart(rep demo.Report) rttplot.Chart {
 			p, stopAt = *r.Params, r.Ordering.StopAt
 		}
 		s := plotSeries(r.Name, r.Ordering.Probes, stopAt, p)
-		if r.Name == "oracle" {
-			s.Bottom = nil // no auto-stop to judge
+		if r.Name == "oracle" || r.Landmarks != nil {
+			s.Bottom = nil // no RTTbottom rule to judge
 		}
 		s.Name = fmt.Sprintf("%s: %d of %d playable found", r.Name, r.Found, rep.Playable)
 		if r.LastPlayable > 0 {
@@ -152,7 +161,7 @@ func demoChart(rep demo.Report) rttplot.Chart {
 		Height:  demoPlotHeight,
 		Key:     true,
 		Caption: fmt.Sprintf("RTTbottom: the 2nd-percentile RTT of the last %d probes (Armitage's Algorithm 2); the paper's adaptive run stops when it reaches "+
-			"RTTstop, scout's by its bound rule. Playable: the RTT the emulator gives the server before jitter is under %s; "+
+			"RTTstop, scout's by its bound rule, landmarks' when every unprobed server's lower bound (landmark RTTs, less a margin) is past RTTstop. Playable: the RTT the emulator gives the server before jitter is under %s; "+
 			"a run found it when the server answered, whatever RTT jitter gave the reply. The oracle probes exactly the playable servers, nearest first.",
 			window, strconv.FormatFloat(float64(rep.StopRTT)/float64(time.Millisecond), 'f', -1, 64)+" ms"),
 	}
@@ -178,6 +187,20 @@ func printDemo(w io.Writer, rep demo.Report) {
 	conv := rep.Runs[0]
 	for _, a := range rep.Runs {
 		if a.Params == nil {
+			continue
+		}
+		if a.Name == "landmarks" {
+			fmt.Fprintf(w, "%s: %d landmarks %v; ", a.Name, len(a.Landmarks), a.Landmarks)
+			if a.Ordering.Stopped {
+				share := 100 * float64(a.Ordering.Stop.Sent) / float64(max(a.Summary.Listed, 1))
+				fmt.Fprintf(w, "stopped at %s after %d probes (%.1f%% of the list)\n", s(a.Ordering.StopAt), a.Ordering.Stop.Sent, share)
+			} else {
+				fmt.Fprintln(w, "the stop rule did not fire: it probed every server")
+			}
+			if conv.Summary.Probe.Sent > 0 && conv.LastPlayable > 0 {
+				fmt.Fprintf(w, "  last playable server in %.0f%% of conventional's time, with %.0f%% of its probes\n",
+					100*a.LastPlayable.Seconds()/conv.LastPlayable.Seconds(), 100*float64(a.Summary.Probe.Sent)/float64(conv.Summary.Probe.Sent))
+			}
 			continue
 		}
 		clusters, initial := 0, 0

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/scout-discovery/scout/adaptive"
 	"github.com/scout-discovery/scout/demo"
 )
 
@@ -29,7 +30,7 @@ func TestDemo_SmallWorldComparison(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr.String())
 	}
-	for _, want := range []string{"conventional", "adaptive, paper", "adaptive, scout", "oracle", "initial probes", "playable found", "auto-stop"} {
+	for _, want := range []string{"conventional", "adaptive, paper", "adaptive, scout", "landmarks", "oracle", "initial probes", "playable found", "auto-stop", "landmarks: 3 landmarks"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -61,22 +62,37 @@ func TestDemo_SmallWorldComparison(t *testing.T) {
 // allowed), the scout variant finds nine in ten at least and misses more
 // than one only by its auto-stop (see below), the paper's variant may stop
 // before some (its rule is the paper's, whose Table 2 runs miss servers
-// too) but never sends more probes than conventional, and the oracle
-// probes only playable servers.
+// too) but never sends more probes than conventional, the landmark run
+// (three landmark masters, scout servers --order landmarks' planner)
+// hears from the three landmarks, finds nine in ten at least, misses more
+// than one only by its stop rule and never sends more probes than
+// conventional, and the oracle probes only playable servers.
 func TestDemo_Invariants(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a 300-server world for several seconds")
 	}
-	rep, err := demo.Demo(t.Context(), demo.Config{Servers: 300, Seed: 5})
+	rep, err := demo.Demo(t.Context(), demo.Config{Servers: 300, Seed: 5, LandmarkPlan: demoLandmarkPlan(adaptive.Paper().StopRTT, 5)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Runs) != 4 {
+	if len(rep.Runs) != 5 {
 		t.Fatalf("%d runs", len(rep.Runs))
 	}
-	conv, paper, scout, oracle := rep.Runs[0], rep.Runs[1], rep.Runs[2], rep.Runs[3]
-	t.Logf("listed %d, playable %d; found: conventional %d, paper %d, scout %d, oracle %d",
-		rep.Listed, rep.Playable, conv.Found, paper.Found, scout.Found, oracle.Found)
+	conv, paper, scout, lm, oracle := rep.Runs[0], rep.Runs[1], rep.Runs[2], rep.Runs[3], rep.Runs[4]
+	if lm.Name != "landmarks" || oracle.Name != "oracle" {
+		t.Fatalf("runs %s, %s: want landmarks, oracle", lm.Name, oracle.Name)
+	}
+	t.Logf("listed %d, playable %d; found: conventional %d, paper %d, scout %d, landmarks %d (%d probes, landmarks %v), oracle %d",
+		rep.Listed, rep.Playable, conv.Found, paper.Found, scout.Found, lm.Found, lm.Summary.Probe.Sent, lm.Landmarks, oracle.Found)
+	if len(lm.Landmarks) != len(demo.DefaultLandmarks) {
+		t.Errorf("the landmark run heard from %v, want the %d landmark masters", lm.Landmarks, len(demo.DefaultLandmarks))
+	}
+	if lm.Found > rep.Playable || lm.Found < rep.Playable*9/10 || (lm.Found < rep.Playable-1 && !lm.Ordering.Stopped) {
+		t.Errorf("landmarks found %d playable of %d listed, stopped %v", lm.Found, rep.Playable, lm.Ordering.Stopped)
+	}
+	if lm.Summary.Probe.Sent > conv.Summary.Probe.Sent {
+		t.Errorf("landmarks sent %d probes, conventional %d", lm.Summary.Probe.Sent, conv.Summary.Probe.Sent)
+	}
 	if rep.Listed < rep.Servers*95/100 {
 		t.Errorf("master listed %d of %d", rep.Listed, rep.Servers)
 	}

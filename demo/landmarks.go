@@ -1,0 +1,124 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/scout-discovery/scout/adaptive"
+	"github.com/scout-discovery/scout/discover"
+	"github.com/scout-discovery/scout/population"
+	"github.com/scout-discovery/scout/world"
+)
+
+// Landmarks (issue 13). The demo's masters are landmarks placed in cities
+// (Config.Landmarks; Frankfurt, New York and Tokyo by default), each on a
+// loopback IP of its own (127.0.1.k), to which the world gives the RTTs
+// its place implies (world.Config.Requesters: the same latency model as
+// the player's, from the landmark's city, with no access delay, as
+// WonderProxy's datacentre nodes measured the mesh); every server
+// heartbeats to each, so each measures its RTT to every server when it
+// verifies it. The first also lists the world for the other runs. The
+// landmark run asks all of them with getserversExt ... landmarks through a
+// relay each that delays the master's replies by the player's RTT to the
+// landmark's city (the place's access delay plus the model's city-to-city
+// RTT), so the client's own RTT to each landmark is what its place
+// implies, and orders and stops with Config.LandmarkPlan (scout servers
+// --order landmarks' planner, which cmd/scout gives).
+
+// DefaultLandmarks are the landmark masters' cities: the real-mesh
+// evaluation's three hubs (EVALUATION.md, "Landmarks").
+var DefaultLandmarks = []string{"Frankfurt", "NewYork", "Tokyo"}
+
+// LandmarkPlan builds the landmark run's strategy from the targets and the
+// landmark masters' reports (their published RTTs and the client's RTT to
+// each).
+type LandmarkPlan func(targets []adaptive.Target, reports []discover.MasterReport) (adaptive.Strategy, error)
+
+// LandmarkMaster is one of the demo's masters.
+type LandmarkMaster struct {
+	City population.City
+	Addr netip.AddrPort // its own (loopback) socket
+	// ClientRTT is the player's RTT to it: its relay's delay.
+	ClientRTT time.Duration
+}
+
+// landmarkCities returns the cities of names.
+func landmarkCities(names []string) ([]population.City, error) {
+	var out []population.City
+	for _, n := range names {
+		found := false
+		for _, c := range population.Cities() {
+			if c.Name == n {
+				out = append(out, c)
+				found = true
+				break
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("demo: landmark %q is not a city of the latency model", n)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("demo: no landmark master")
+	}
+	return out, nil
+}
+
+// landmarkHost is the k-th landmark master's loopback IP, 127.0.1.k+1.
+func landmarkHost(k int) netip.Addr { return netip.AddrFrom4([4]byte{127, 0, 1, byte(k + 1)}) }
+
+// landmarkLinks returns the world's link to each server as seen from
+// city: the model's RTT from there (population.World.RTTs, no access
+// delay), the same jitter rule and loss as the player's.
+func landmarkLinks(pop *population.World, city population.City, loss float64) []world.Link {
+	rtts := pop.RTTs(population.Place{Name: "landmark/" + city.Country + "/" + city.Name, City: city})
+	out := make([]world.Link, len(rtts))
+	for i, d := range rtts {
+		d = min(d, world.MaxRTT)
+		out[i] = world.Link{RTT: world.Duration(d), Jitter: world.Duration(2 * (1100*time.Microsecond + d/200)), Loss: loss}
+	}
+	return out
+}
+
+// relay stands for the network between the player and a landmark master:
+// it forwards the client's datagrams to the master at once and the
+// master's back after delay (the path's whole RTT), over real UDP on
+// loopback. It serves one client (the last that sent).
+func relay(ctx context.Context, wg *sync.WaitGroup, to netip.AddrPort, delay time.Duration) (netip.AddrPort, error) {
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	wg.Go(func() {
+		<-ctx.Done()
+		c.Close()
+	})
+	wg.Go(func() {
+		var mu sync.Mutex
+		var client netip.AddrPort
+		buf := make([]byte, 65536)
+		for {
+			n, from, err := c.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			pkt := append([]byte(nil), buf[:n]...)
+			if from != to {
+				mu.Lock()
+				client = from
+				mu.Unlock()
+				c.WriteToUDPAddrPort(pkt, to)
+				continue
+			}
+			mu.Lock()
+			back := client
+			mu.Unlock()
+			time.AfterFunc(delay, func() { c.WriteToUDPAddrPort(pkt, back) })
+		}
+	})
+	return c.LocalAddr().(*net.UDPAddr).AddrPort(), nil
+}
