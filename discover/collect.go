@@ -97,6 +97,10 @@ type MasterReport struct {
 	Landmark        string                           `json:"landmark,omitempty"`
 	LandmarkPackets int                              `json:"landmark_packets,omitempty"`
 	LandmarkRTTs    map[netip.AddrPort]time.Duration `json:"-"`
+	// OtherLandmarks are the other landmarks' RTTs the master published
+	// (a fleet instance publishes every instance's), by landmark id, then
+	// by server address; the client has not measured its own RTT to them.
+	OtherLandmarks map[string]map[netip.AddrPort]time.Duration `json:"-"`
 }
 
 // Answered reports whether the master sent a usable list.

@@ -16,10 +16,13 @@ import (
 // getserversLandmarksResponse packets a landmark master sends after its
 // list are kept in its MasterReport: the landmark's id and its RTT to each
 // server. MasterReport.RTT is the client's own round trip to the master:
-// the last query to the first packet of its reply. A landmark packet that
-// does not parse counts as garbled; its entries are bounded like the
-// list's (Config.MaxServers), and a packet naming another landmark than
-// the master's first is refused.
+// the last query to the first packet of its reply. The first id a master
+// sends is taken as its own (a master sends its own run first); a fleet
+// instance then sends the other instances' runs under their ids, kept in
+// MasterReport.OtherLandmarks (at most MaxOtherLandmarks ids). A landmark
+// packet that does not parse counts as garbled, as does one naming an id
+// past that bound; the entries of each id are bounded like the list's
+// (Config.MaxServers).
 
 // landmarkHeader starts a getserversLandmarksResponse.
 var landmarkHeader = []byte(q3.Prefix + q3.LandmarksResponseCommand)
@@ -52,25 +55,52 @@ func (s *session) receiveLandmarks(now time.Time, m *collecting, b []byte) bool 
 		return false
 	}
 	r, err := q3.ParseLandmarksResponse(b)
-	if err == nil && m.rep.Landmark != "" && r.Landmark != m.rep.Landmark {
-		err = fmt.Errorf("landmark %q after %q from the same master", r.Landmark, m.rep.Landmark)
+	var rtts map[netip.AddrPort]time.Duration
+	if err == nil {
+		rtts, err = m.landmarkRun(r.Landmark)
 	}
 	if err != nil {
 		m.rep.Garbled++
 		m.lastErr = err
 		return true
 	}
-	m.rep.Landmark = r.Landmark
 	m.rep.LandmarkPackets++
-	if m.rep.LandmarkRTTs == nil {
-		m.rep.LandmarkRTTs = map[netip.AddrPort]time.Duration{}
-	}
 	max := s.cfg.maxServers(m.Protocol)
 	for _, e := range r.Entries {
-		if len(m.rep.LandmarkRTTs) >= max {
+		if len(rtts) >= max {
 			break
 		}
-		m.rep.LandmarkRTTs[netip.AddrPortFrom(e.Addr.Addr().Unmap(), e.Addr.Port())] = e.RTT
+		rtts[netip.AddrPortFrom(e.Addr.Addr().Unmap(), e.Addr.Port())] = e.RTT
 	}
 	return true
+}
+
+// MaxOtherLandmarks bounds the other landmarks' ids a master's report
+// keeps (master.MaxLandmarks is the fleet's own bound, 32).
+const MaxOtherLandmarks = 64
+
+// landmarkRun returns the map that landmark id's entries go to: the
+// master's own (its first id) or another landmark's.
+func (m *collecting) landmarkRun(id string) (map[netip.AddrPort]time.Duration, error) {
+	if m.rep.Landmark == "" {
+		m.rep.Landmark = id
+	}
+	if id == m.rep.Landmark {
+		if m.rep.LandmarkRTTs == nil {
+			m.rep.LandmarkRTTs = map[netip.AddrPort]time.Duration{}
+		}
+		return m.rep.LandmarkRTTs, nil
+	}
+	rtts, ok := m.rep.OtherLandmarks[id]
+	if !ok {
+		if len(m.rep.OtherLandmarks) >= MaxOtherLandmarks {
+			return nil, fmt.Errorf("landmark %q: more than %d other landmarks from one master (discover.MaxOtherLandmarks)", id, MaxOtherLandmarks)
+		}
+		if m.rep.OtherLandmarks == nil {
+			m.rep.OtherLandmarks = map[string]map[netip.AddrPort]time.Duration{}
+		}
+		rtts = map[netip.AddrPort]time.Duration{}
+		m.rep.OtherLandmarks[id] = rtts
+	}
+	return rtts, nil
 }

@@ -2,6 +2,7 @@ package discover
 
 import (
 	"bytes"
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -29,9 +30,10 @@ func landmarkPacket(t testing.TB, id string, es ...q3.LandmarkEntry) []byte {
 }
 
 // With Config.Landmarks the getserversExt query carries the word, the
-// landmark packet after the list is kept in the master's report with the
-// client's own RTT to the master; without it the word is absent and such
-// a packet is garbage.
+// landmark packets after the list are kept in the master's report, the
+// first id's as its own with the client's own RTT to the master, another
+// id's (a fleet instance's peers) under that id; without it the word is
+// absent and such a packet is garbage.
 func TestSession_Landmarks(t *testing.T) {
 	for _, on := range []bool{true, false} {
 		cfg := Config{Landmarks: on, Masters: []Master{{Name: "A", Addr: masterA, Request: extRequest(t)}}}
@@ -54,11 +56,12 @@ func TestSession_Landmarks(t *testing.T) {
 			t.Errorf("RTT %v, packets %d", r.RTT, r.Packets)
 		}
 		if on {
-			if r.Landmark != "fra-1" || r.LandmarkPackets != 1 || r.Garbled != 1 || len(r.LandmarkRTTs) != 2 ||
-				r.LandmarkRTTs[srv(1)] != 12*time.Millisecond || r.LandmarkRTTs[srv(2)] != 40*time.Millisecond {
+			if r.Landmark != "fra-1" || r.LandmarkPackets != 2 || r.Garbled != 0 || len(r.LandmarkRTTs) != 2 ||
+				r.LandmarkRTTs[srv(1)] != 12*time.Millisecond || r.LandmarkRTTs[srv(2)] != 40*time.Millisecond ||
+				len(r.OtherLandmarks) != 1 || len(r.OtherLandmarks["other"]) != 1 || r.OtherLandmarks["other"][srv(3)] != time.Millisecond {
 				t.Errorf("report %+v", r)
 			}
-		} else if r.Landmark != "" || r.LandmarkRTTs != nil || r.Garbled != 2 {
+		} else if r.Landmark != "" || r.LandmarkRTTs != nil || r.OtherLandmarks != nil || r.Garbled != 2 {
 			t.Errorf("not asked, yet %+v", r)
 		}
 	}
@@ -93,4 +96,23 @@ func FuzzSessionLandmarks(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A master naming more than MaxOtherLandmarks other ids gets the rest
+// counted as garbled, not kept.
+func TestSession_OtherLandmarksBounded(t *testing.T) {
+	cfg := Config{Landmarks: true, Masters: []Master{{Name: "A", Addr: masterA, Request: extRequest(t)}}}
+	s := newSession(cfg, t0)
+	for _, o := range s.poll(t0) {
+		s.wrote(t0, o, nil)
+	}
+	list, _ := q3.ServersResponse{Ext: true, Servers: []netip.AddrPort{srv(1)}, End: q3.EndEOT}.AppendBinary(nil)
+	s.receive(at(10*time.Millisecond), masterA, list)
+	for i := range MaxOtherLandmarks + 3 {
+		s.receive(at(11*time.Millisecond), masterA, landmarkPacket(t, fmt.Sprintf("lm-%d", i), q3.LandmarkEntry{Addr: srv(1), RTT: time.Millisecond}))
+	}
+	r := s.masters[0].rep
+	if r.Landmark != "lm-0" || len(r.OtherLandmarks) != MaxOtherLandmarks || r.Garbled != 2 {
+		t.Errorf("own %q, %d others, %d garbled", r.Landmark, len(r.OtherLandmarks), r.Garbled)
+	}
 }

@@ -3,8 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"time"
 
 	"github.com/scout-discovery/scout/adaptive"
 	"github.com/scout-discovery/scout/discover"
@@ -20,36 +24,62 @@ import (
 const landmarkMargin = 54
 
 // landmarkInput builds the landmark planner's input from the masters'
-// reports: each master that answered as a landmark is one; the client's
-// RTT to it is its list query's round trip (MasterReport.RTT); a server's
-// vector holds each landmark's published RTT to it, NaN where that
-// landmark has not measured it. The landmarks' RTTs to each other are
-// bounded from the servers' vectors (landmark.MatrixFromVectors: no packet
-// more), for Repair, and the client's access delay is estimated from its
-// vector and that matrix (landmark.AccessHeight).
+// reports: each master that answered as a landmark is one, and the
+// client's RTT to it is its list query's round trip (MasterReport.RTT);
+// the other landmarks a master published (a fleet instance's peers,
+// MasterReport.OtherLandmarks) are more, with no client RTT: they serve
+// Repair and the landmarks' matrix. A server's vector holds each
+// landmark's published RTT to it, NaN where that landmark has not
+// measured it. The landmarks' RTTs to each other are bounded from the
+// servers' vectors (landmark.MatrixFromVectors: no packet more), for
+// Repair, and the client's access delay is estimated from its vector and
+// that matrix (landmark.AccessHeight). At most landmark.MaxLandmarks
+// landmarks are used, the measured ones first.
 func landmarkInput(ts []adaptive.Target, reps []discover.MasterReport) (landmark.PlanInput, []string) {
 	in := landmark.PlanInput{Targets: ts}
-	var lms []discover.MasterReport
 	var names []string
+	var rtts []map[netip.AddrPort]time.Duration
+	index := map[string]int{}
+	add := func(id string, client float64, m map[netip.AddrPort]time.Duration) {
+		if k, ok := index[id]; ok {
+			if math.IsNaN(in.Client[k]) && !math.IsNaN(client) {
+				in.Client[k], rtts[k] = client, m
+			}
+			return
+		}
+		if len(names) >= landmark.MaxLandmarks {
+			return
+		}
+		index[id] = len(names)
+		names = append(names, id)
+		in.Client = append(in.Client, client)
+		rtts = append(rtts, m)
+	}
 	for _, r := range reps {
 		if r.Landmark != "" && r.RTT > 0 {
-			lms = append(lms, r)
-			names = append(names, r.Landmark)
-			in.Client = append(in.Client, ms(r.RTT))
+			add(r.Landmark, ms(r.RTT), r.LandmarkRTTs)
+		}
+	}
+	for _, r := range reps {
+		if r.Landmark != "" && r.RTT <= 0 {
+			add(r.Landmark, math.NaN(), r.LandmarkRTTs)
+		}
+		for _, id := range slices.Sorted(maps.Keys(r.OtherLandmarks)) {
+			add(id, math.NaN(), r.OtherLandmarks[id])
 		}
 	}
 	in.Vectors = make([]landmark.Vector, len(ts))
 	for i, t := range ts {
-		v := make(landmark.Vector, len(lms))
-		for k, r := range lms {
+		v := make(landmark.Vector, len(names))
+		for k, m := range rtts {
 			v[k] = math.NaN()
-			if d, ok := r.LandmarkRTTs[t.Addr]; ok {
+			if d, ok := m[t.Addr]; ok {
 				v[k] = ms(d)
 			}
 		}
 		in.Vectors[i] = v
 	}
-	in.Landmarks = landmark.MatrixFromVectors(in.Vectors, len(lms))
+	in.Landmarks = landmark.MatrixFromVectors(in.Vectors, len(names))
 	in.ClientHeight = landmark.AccessHeight(in.Client, in.Landmarks)
 	return in, names
 }
