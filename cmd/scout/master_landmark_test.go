@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
 
 func TestParseLandmarkPlace(t *testing.T) {
 	for _, c := range []struct {
@@ -95,5 +99,16 @@ func TestMasterSettings_Landmark(t *testing.T) {
 		if s.API.Landmark == nil || s.API.Landmark.ID != c.id || s.Handler.Landmark != c.id || s.API.Landmark.Place != c.place {
 			t.Errorf("%q: API %+v, handler %q", c.args, s.API.Landmark, s.Handler.Landmark)
 		}
+	}
+}
+
+// In a fleet a landmark is named by its instance's id: --landmark-id and
+// a different --fleet-id are refused before anything starts.
+func TestMaster_FleetLandmarkIDIsTheFleetID(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"master", "--store", "redis://127.0.0.1:1/0", "-l", "127.0.0.1:0",
+		"--landmark-place", "Tokyo", "--landmark-id", "tyo-1", "--fleet-id", "other"}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "in a fleet the landmark's id is its --fleet-id") {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
 	}
 }
