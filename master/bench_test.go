@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/scout-discovery/scout/infostring"
@@ -77,5 +78,28 @@ func BenchmarkRegistry_LiveHeapPerServer(b *testing.B) {
 		b.ReportMetric(float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc))/n, "B/server")
 		b.ReportMetric(float64(unsafe.Sizeof(entry{})), "entry-B")
 		runtime.KeepAlive(f)
+	}
+}
+
+// BenchmarkSourceLimiter_BytesPerSource reports the live heap the
+// per-source table holds per source tracked, with DefaultMaxSources
+// sources (one IPv4 address each, as game servers heartbeat).
+func BenchmarkSourceLimiter_BytesPerSource(b *testing.B) {
+	now := time.Unix(1_800_000_000, 0)
+	for range b.N {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		l, err := NewSourceLimiter(DefaultThrottle, DefaultDecayTime, DefaultMaxSources)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range DefaultMaxSources {
+			l.Allow(now, netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 18, byte(i >> 8), byte(i)}), 27960))
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/DefaultMaxSources, "B/source")
+		runtime.KeepAlive(l)
 	}
 }

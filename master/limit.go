@@ -2,6 +2,7 @@ package master
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 	"sync"
 	"time"
@@ -17,7 +18,9 @@ const (
 	// DefaultDecayTime is dpmaster's --fp-decay-time.
 	DefaultDecayTime = 3 * time.Second
 	// DefaultMaxSources is the size of the per-source table (dpmaster's
-	// --max-clients, 512 there). 40 bytes or so per entry.
+	// --max-clients, 512 there). 53 bytes of heap per source tracked
+	// (BenchmarkSourceLimiter_BytesPerSource); a source stays tracked
+	// until the table is full and it has decayed.
 	DefaultMaxSources = 16384
 )
 
@@ -42,8 +45,8 @@ type SourceLimiter struct {
 	max       int
 
 	mu        sync.Mutex
-	tat       map[netip.Prefix]time.Time
-	nextSweep time.Time // no decayed entry can exist before this time
+	tat       map[addrKey]stamp // 16-byte key and 8-byte value: a 24-byte map slot, where a netip.Prefix and a time.Time take 56
+	nextSweep stamp             // no decayed entry can exist before this time
 }
 
 // NewSourceLimiter returns a limiter with dpmaster's semantics. throttle
@@ -56,32 +59,30 @@ func NewSourceLimiter(throttle int, decay time.Duration, max int) (*SourceLimite
 		decay:     decay,
 		tolerance: time.Duration(throttle-2) * decay,
 		max:       max,
-		tat:       make(map[netip.Prefix]time.Time),
+		tat:       make(map[addrKey]stamp),
 	}, nil
 }
 
 // Allow decides whether a request from src at now may be answered, and
 // counts it if so.
 func (l *SourceLimiter) Allow(now time.Time, src netip.AddrPort) Reason {
-	k := sourceKey(src.Addr())
+	k, n := addrKeyOf(src.Addr()), stamp(now.UnixNano())
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t, ok := l.tat[k]
 	if !ok {
-		if len(l.tat) >= l.max && !l.sweepLocked(now) {
+		if len(l.tat) >= l.max && !l.sweepLocked(n) {
 			return ReasonSourceTableFull
 		}
-		t = now
+		t = n
 	}
-	if t.Before(now) {
-		t = now
-	}
+	t = max(t, n)
 	// t is when the backlog drains; the request is allowed if the backlog
 	// before it is at most throttle-2 decays (so after it, throttle-1).
-	if t.Sub(now) > l.tolerance {
+	if time.Duration(t-n) > l.tolerance {
 		return ReasonRateLimited
 	}
-	l.tat[k] = t.Add(l.decay)
+	l.tat[k] = t + stamp(l.decay)
 	return OK
 }
 
@@ -89,16 +90,16 @@ func (l *SourceLimiter) Allow(now time.Time, src netip.AddrPort) Reason {
 // room now. A sweep that frees nothing records when the earliest entry will
 // decay, so a flood of new sources costs one sweep per decay, not one per
 // packet.
-func (l *SourceLimiter) sweepLocked(now time.Time) bool {
-	if now.Before(l.nextSweep) {
+func (l *SourceLimiter) sweepLocked(now stamp) bool {
+	if now < l.nextSweep {
 		return false
 	}
-	var earliest time.Time
+	earliest := stamp(math.MaxInt64)
 	for k, t := range l.tat {
-		if !t.After(now) {
+		if t <= now {
 			delete(l.tat, k)
-		} else if earliest.IsZero() || t.Before(earliest) {
-			earliest = t
+		} else {
+			earliest = min(earliest, t)
 		}
 	}
 	if len(l.tat) < l.max {
