@@ -98,6 +98,15 @@ type PlanInput struct {
 	// Landmarks is the K x K matrix of the landmarks' RTTs to each other,
 	// for Repair; nil with Repair off.
 	Landmarks [][]float64
+	// LandmarksDerived says Landmarks was derived from the servers'
+	// vectors (MatrixFromVectors) instead of measured: Repair then clips
+	// the servers' vectors but not the client's, whose entries are its own
+	// measurements. A derived entry can be shorter than the landmarks' RTT
+	// (through a server on a better route than theirs), and clipping the
+	// client's entry to it lowers |c_k - s_k| for every server near L_k:
+	// in the simulator, Tokyo's European servers (EVALUATION.md,
+	// "Landmarks", "What the live client derives").
+	LandmarksDerived bool
 	// ClientHeight is the client's access delay (ms): the part of every
 	// path it has that it shares with none of them, such as a consumer
 	// line's first hop. 0 when unknown (the plain triangle bounds). See
@@ -202,7 +211,7 @@ func NewPlanner(in PlanInput, p PlanParams, rng *rand.Rand) (*Planner, error) {
 	}
 	pl := &Planner{p: p, index: make(map[netip.AddrPort]int32, len(in.Targets)), slotOf: make([]int32, len(in.Targets))}
 	client := in.Client
-	if p.Repair {
+	if p.Repair && !in.LandmarksDerived {
 		client = Repair(client, in.Landmarks)
 	}
 	if h > 0 {

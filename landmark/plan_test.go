@@ -431,3 +431,28 @@ func TestPlanner_Calibrate(t *testing.T) {
 		}
 	}
 }
+
+// With a derived matrix the client's own vector is not repaired: here its
+// entry for L1 (150 ms) would be clipped to 15 through L0, bringing the
+// server near L1 to a lower bound of 5 ms instead of 130.
+func TestPlanner_DerivedMatrixLeavesTheClientUnrepaired(t *testing.T) {
+	in := PlanInput{
+		Targets:   []adaptive.Target{{Addr: addrOf(1)}},
+		Vectors:   []Vector{{10, 20}},
+		Client:    Vector{5, 150},
+		Landmarks: [][]float64{{0, 10}, {10, 0}},
+	}
+	for _, c := range []struct {
+		derived bool
+		lo      float64
+	}{{false, 5}, {true, 130}} {
+		in.LandmarksDerived = c.derived
+		pl, err := NewPlanner(in, DefaultPlanParams(), rand.New(rand.NewPCG(1, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pl.slots[0].lo; got != c.lo {
+			t.Errorf("derived %v: lower bound %v, want %v", c.derived, got, c.lo)
+		}
+	}
+}

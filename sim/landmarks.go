@@ -37,7 +37,8 @@ type LandmarkSet struct {
 	// matrix (for Repair) is landmark.MatrixFromVectors of the servers'
 	// vectors instead of the mesh's, and the client's height is
 	// landmark.AccessHeight of its vector and that matrix instead of its
-	// true access delay (KnowAccess is then ignored).
+	// true access delay (KnowAccess is then ignored); Repair then leaves
+	// the client's own vector as measured (PlanInput.LandmarksDerived).
 	Derive bool
 }
 
@@ -108,7 +109,7 @@ func runLandmarks(w *population.World, ms *MeshSpec, place population.Place, tar
 		pi := landmark.PlanInput{Targets: targets, Vectors: vs, Client: client, Landmarks: lm}
 		switch {
 		case ls.Derive:
-			pi.Landmarks = landmark.MatrixFromVectors(vs, len(client))
+			pi.Landmarks, pi.LandmarksDerived = landmark.MatrixFromVectors(vs, len(client)), true
 			pi.ClientHeight = landmark.AccessHeight(client, pi.Landmarks)
 		case ls.KnowAccess:
 			pi.ClientHeight = float64(place.Access) / float64(time.Millisecond)

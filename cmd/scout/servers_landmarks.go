@@ -79,7 +79,7 @@ func landmarkInput(ts []adaptive.Target, reps []discover.MasterReport) (landmark
 		}
 		in.Vectors[i] = v
 	}
-	in.Landmarks = landmark.MatrixFromVectors(in.Vectors, len(names))
+	in.Landmarks, in.LandmarksDerived = landmark.MatrixFromVectors(in.Vectors, len(names)), true
 	in.ClientHeight = landmark.AccessHeight(in.Client, in.Landmarks)
 	return in, names
 }

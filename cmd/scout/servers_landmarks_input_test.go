@@ -39,7 +39,7 @@ func TestLandmarkInput_OwnThenOtherLandmarks(t *testing.T) {
 	if va[0] != 10 || va[1] != 91 || va[2] != 250 || !math.IsNaN(vb[0]) || vb[1] != 160 || vb[2] != 5 {
 		t.Errorf("vectors %v %v", va, vb)
 	}
-	if len(in.Landmarks) != 3 || in.Landmarks[0][1] != 101 || in.Landmarks[1][2] != 165 {
+	if !in.LandmarksDerived || len(in.Landmarks) != 3 || in.Landmarks[0][1] != 101 || in.Landmarks[1][2] != 165 {
 		t.Errorf("matrix %v", in.Landmarks)
 	}
 }
