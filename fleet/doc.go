@@ -48,8 +48,8 @@
 // instance computes alike from the shared record; master.Rendezvous,
 // master.Round): each server is re-probed once per period by the fleet,
 // at the points of its grid, and by every live instance within len(live)
-// periods after its first re-probe (a re-probe later than half an
-// interval skips one), so that each instance, a landmark placed
+// periods (a re-probe answered a whole interval late skips one), so that
+// each instance, a landmark placed
 // where it runs, measures its RTT to every server. An instance beats every
 // Config.Beat (ZADD with Redis's own clock, so hosts' clocks do not
 // matter) and is live while its last beat is within Config.Dead; a stopped

@@ -185,9 +185,9 @@ func TestFleet_ReprobeShareMovesWhenAnInstanceDies(t *testing.T) {
 		g.heartbeat(t, ins[k%3].addr)
 	}
 	start := time.Now()
-	// Every server re-probed by every instance: within 6 re-probes (a
-	// re-probe is late by up to the 1 s tick, half this period, so rounds
-	// often move on by two), 6 periods and the ticks' lateness.
+	// Every server re-probed by every instance: within 3 re-probes (its
+	// round moves on by one a period however late the 1 s tick makes
+	// them); the wait allows twice that.
 	from := func(g *gameServer) map[netip.AddrPort]bool {
 		m := map[netip.AddrPort]bool{}
 		for _, e := range g.reprobes(start) {

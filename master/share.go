@@ -18,18 +18,19 @@ import (
 // # Rounds
 //
 // In a fleet a server's re-probes fall on its own grid: the instants
-// k×interval + Phase(address), its re-probe interval apart (the next
-// re-probe is due at the first grid point at least half an interval after
-// its last verification, reprobeAtLocked). Its round is the grid period
-// its last verification fell in (Round). Every instance holds the same
+// k×interval + Phase(address), its re-probe interval apart; the next
+// re-probe is due at the first point of the grid after its last
+// verification (reprobeAtLocked). Its round is the grid period its last
+// verification fell in (Round). Every instance holds the same
 // LastVerified (the newest verification wins, Apply), so every instance
-// computes the same round, and the owner of the round re-probes it at the
-// next grid point; that verification falls in the next period, so the
-// round moves on by exactly one each period, however late within half
-// an interval the re-probe went (a re-probe later than that skips a
-// round). A restored server, re-verified by no one yet, is in round 0.
-// A master alone keeps its plain schedule: the next re-probe one interval
-// after the last verification.
+// computes the same round and the same next grid point, and the owner of
+// the round re-probes it there; that verification falls in the next
+// period, so the round moves on by exactly one each period, however late
+// the re-probe went and however long its reply took, short of a whole
+// interval. A heartbeat's verification in between leaves both alone (it
+// falls in the same period). A restored server, re-verified by no one
+// yet, is in round 0. A master alone keeps its plain schedule: the next
+// re-probe one interval after the last verification.
 
 // Share says which listed servers this instance re-probes and expires:
 // Mine(a, round) for server a in its round (Round). Mine is called with
@@ -78,15 +79,15 @@ func (r *Registry) roundLocked(e *entry) uint64 {
 
 // reprobeAtLocked is when e, verified at from, is re-probed next: from +
 // interval alone; in a fleet (a Share set) the first point of its grid
-// (k×interval + Phase) at or after from + interval/2.
+// (k×interval + Phase) after from, the start of the round after from's.
+// A new server's first re-probe may so come sooner than an interval after
+// its listing.
 func (r *Registry) reprobeAtLocked(e *entry, from time.Time, interval time.Duration) stamp {
 	if r.share == nil || interval <= 0 {
 		return stampOf(from.Add(interval))
 	}
-	ph := int64(Phase(e.Addr, interval))
-	t := from.Add(interval/2).UnixNano() - ph
-	k := (t + int64(interval) - 1) / int64(interval) // ceil, t > 0
-	return stamp(k*int64(interval) + ph)
+	k := Round(e.Addr, from, interval)
+	return stamp(int64(k+1)*int64(interval) + int64(Phase(e.Addr, interval)))
 }
 
 // DefaultShareRecheck is how long a listed server whose re-probe is due
@@ -233,10 +234,10 @@ func (r *Registry) ApplyRemoval(a netip.AddrPort, verified time.Time) bool {
 // (and every len(Live)-th round) the owner is the plain rendezvous owner,
 // and over len(Live) consecutive rounds every live instance owns the
 // server once: each instance is a landmark that measures every server
-// within len(Live) re-probe periods after the first (whose round may have
-// moved on by two from the listing's; so does a re-probe later than half
-// an interval: the instance it skipped comes in the next cycle), while
-// each round still has exactly one owner, so the fleet
+// within len(Live) re-probe periods (a re-probe answered a whole
+// interval late moves the round on by two: the instance it skipped comes
+// in the next cycle), while each round still has exactly one owner, so
+// the fleet
 // re-probes each server once per period. Every instance that sees the
 // same live set computes the same owner for every (server, round), with
 // no coordination. When an instance leaves, the ranking of the others for

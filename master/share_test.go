@@ -282,10 +282,17 @@ func TestRendezvous_RotatesOwnerEachRound(t *testing.T) {
 // Three registries sharing one fleet's records (Apply), each with its
 // Rendezvous, re-probe every server once per period between them, at the
 // points of its grid (Phase), and each has measured its RTT to every
-// server in the three periods after the first re-probe (whose round may
-// have moved on by two from the listing's: the first grid point is at
-// least half an interval after it).
+// server in the first three.
+//
+// Ticks of 0.6 interval make every re-probe late by up to that: the round
+// still moves on by exactly one a period.
 func TestRegistry_RotationMeasuresFromEveryInstance(t *testing.T) {
+	for _, tick := range []time.Duration{time.Second, game.Q3AReprobeInterval * 6 / 10} {
+		t.Run(tick.String(), func(t *testing.T) { rotationMeasures(t, tick) })
+	}
+}
+
+func rotationMeasures(t *testing.T, tick time.Duration) {
 	live := []string{"a", "b", "c"}
 	regs := make([]*Registry, len(live))
 	for i, id := range live {
@@ -301,17 +308,19 @@ func TestRegistry_RotationMeasuresFromEveryInstance(t *testing.T) {
 			}
 		}
 	}
-	const periods = 4 // the window below holds exactly 4 grid points
+	const periods = 4 // the window below holds 4 grid points
 	interval := game.Q3AReprobeInterval
 	rtt := map[int]time.Duration{0: 20 * time.Millisecond, 1: 90 * time.Millisecond, 2: 250 * time.Millisecond}
-	probed := map[netip.AddrPort][]int{} // re-probing instance per period, in order
-	for now := t0; now.Before(t0.Add(interval/2 + periods*interval)); now = now.Add(time.Second) {
+	probed := map[netip.AddrPort][]int{}    // re-probing instance per period, in order
+	rounds := map[netip.AddrPort][]uint64{} // the grid period each re-probe went out in
+	for now := t0; now.Before(t0.Add(periods * interval)); now = now.Add(tick) {
 		for i, r := range regs {
 			for _, p := range r.DueProbes(now, nil, 0) {
 				if p.Try != 0 {
 					continue
 				}
 				probed[p.To] = append(probed[p.To], i)
+				rounds[p.To] = append(rounds[p.To], Round(p.To, now, interval))
 				rep := infoReply(p.Challenge.Text)
 				if p.Requests&game.GetStatus != 0 {
 					rep.Kind, rep.Players = ReplyStatus, 3
@@ -331,15 +340,21 @@ func TestRegistry_RotationMeasuresFromEveryInstance(t *testing.T) {
 	}
 	for _, a := range addrs {
 		ps := probed[a]
-		if len(ps) != periods {
+		// The last grid point may fall after the last tick.
+		if len(ps) < periods-1 || len(ps) > periods {
 			t.Fatalf("%v re-probed %d times in %d periods (by %v), want once per period", a, len(ps), periods, ps)
 		}
+		for k := 1; k < len(ps); k++ {
+			if rounds[a][k] != rounds[a][k-1]+1 {
+				t.Fatalf("%v re-probed in grid periods %v, want one each", a, rounds[a])
+			}
+		}
 		seen := map[int]bool{}
-		for _, i := range ps[1:] {
+		for _, i := range ps[:3] {
 			seen[i] = true
 		}
 		if len(seen) != len(live) {
-			t.Errorf("%v re-probed by %v in %d periods, want by every instance in the last 3", a, ps, periods)
+			t.Errorf("%v re-probed by %v in %d periods, want by every instance in the first 3", a, ps, periods)
 		}
 		for i, r := range regs {
 			s, _ := r.Lookup(a)

@@ -1,0 +1,242 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/scout-discovery/scout/discover"
+	"github.com/scout-discovery/scout/fleet"
+	"github.com/scout-discovery/scout/game"
+	"github.com/scout-discovery/scout/internal/peer"
+	"github.com/scout-discovery/scout/master"
+	"github.com/scout-discovery/scout/masterd"
+	"github.com/scout-discovery/scout/population"
+	"github.com/scout-discovery/scout/web"
+	"github.com/scout-discovery/scout/world"
+)
+
+// TestServers_OrderLandmarksFleet is issue 13's live run against a fleet:
+// three instances sharing a real redis-server, placed in Frankfurt, New
+// York and Tokyo (each on a loopback IP of its own, which the world
+// answers with its city's RTTs), and 45 emulated servers in 45 of the
+// model's cities that heartbeat to the Frankfurt instance only. The other
+// two learn the servers from Redis and measure them only by the rotating
+// re-probes (every 2 s here); each instance's RTTs reach the others
+// through Redis. Once every instance holds every landmark's RTT to every
+// server, a client in Sydney (its RTT to each instance through a
+// delaying relay) runs scout servers --order landmarks against the three,
+// and must find every playable server (model RTT under 200 ms) with
+// fewer probes than the list.
+func TestServers_OrderLandmarksFleet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a world, a redis-server and three masters")
+	}
+	peer.Need(t, "redis-server", "apt-get install redis-server")
+	stopRedis, url, err := startRedisServer(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stopRedis)
+	city := map[string]population.City{}
+	cities := population.Cities()
+	for _, c := range cities {
+		city[c.Name] = c
+	}
+	client := city["Sydney"]
+	places := []string{"Frankfurt", "NewYork", "Tokyo"}
+	id := byte(os.Getpid()%200 + 1)
+
+	const n = 45
+	var w world.World
+	w.Version, w.Seed = 1, 9
+	var srvCity []population.City
+	for i := range n {
+		c := cities[(i*len(cities))/n]
+		srvCity = append(srvCity, c)
+		w.Servers = append(w.Servers, world.Server{
+			Public:   netip.AddrPortFrom(netip.AddrFrom4([4]byte{5, 10, byte(i / 200), byte(i%200 + 1)}), 27960),
+			Loopback: netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 5, id, byte(i + 1)}), 27960),
+			Game:     world.Q3A, Hostname: "srv-" + c.Name, Map: "q3dm17", MaxClients: 8,
+		})
+	}
+	var maps []master.Mapping
+	for _, s := range w.Servers {
+		maps = append(maps, master.Mapping{From: netip.AddrPortFrom(s.Loopback.Addr(), 0), To: netip.AddrPortFrom(s.Public.Addr(), 0)})
+	}
+	am, err := master.NewAddrMap(maps...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var games []*game.Game
+	for _, g := range game.Builtin() {
+		if g.Name == "Quake3Arena" {
+			c := *g
+			c.Reprobe.Interval = 2 * time.Second
+			g = &c
+		}
+		games = append(games, g)
+	}
+	cat, err := game.NewCatalogue(games...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := func(from population.City) []world.Link {
+		ls := make([]world.Link, n)
+		for i := range ls {
+			ls[i] = world.Link{RTT: world.Duration(population.CityRTT(from, srvCity[i]))}
+		}
+		return ls
+	}
+	requesters := map[netip.Addr][]world.Link{netip.MustParseAddr("127.0.0.1"): links(client)}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	var ms []*masterd.Master
+	var addrs, relays []netip.AddrPort
+	for k, p := range places {
+		node, err := fleet.New(fleet.Config{Redis: url, ID: p, Beat: 100 * time.Millisecond, Dead: 500 * time.Millisecond,
+			Landmark: &web.Landmark{Place: p}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lm := &web.Landmark{ID: p, Place: p}
+		m, err := masterd.NewMaster(time.Now(), masterd.Config{
+			Listen:   []netip.AddrPort{netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 6, id, byte(k + 1)}), 0)},
+			Registry: master.Config{AddrMap: am, Catalogue: cat},
+			Handler:  master.HandlerConfig{Landmark: p},
+			API:      web.Config{Landmark: lm},
+			Fleet:    node,
+			Logger:   slog.New(slog.DiscardHandler),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Listen(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { m.Run(ctx) })
+		a := m.Addrs()[0]
+		ms, addrs = append(ms, m), append(addrs, a)
+		requesters[a.Addr()] = links(city[p])
+		relays = append(relays, delayRelay(t, a, population.CityRTT(client, city[p])))
+	}
+	// The servers heartbeat to Frankfurt alone.
+	em, err := world.Listen(w, world.Config{Masters: addrs[:1], Requesters: requesters})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg.Go(func() { em.Run(ctx) })
+	// Every instance holds its own RTT and the two others' to every server.
+	full := func() bool {
+		for _, m := range ms {
+			ss := m.Registry.Servers(nil)
+			if len(ss) != n {
+				return false
+			}
+			for _, s := range ss {
+				if s.RTT <= 0 || len(s.Landmarks) != len(places)-1 {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	start := time.Now()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !full() {
+		if time.Since(start) > 60*time.Second {
+			for k, m := range ms {
+				measured := 0
+				for _, s := range m.Registry.Servers(nil) {
+					if s.RTT > 0 {
+						measured++
+					}
+				}
+				t.Logf("%s: %d servers measured", places[k], measured)
+			}
+			t.Fatal("the fleet did not measure every server from every landmark within 60 s")
+		}
+		<-tick.C
+	}
+	measuredIn := time.Since(start)
+	// The published RTTs are the world's for each landmark's city.
+	for k, m := range ms {
+		for _, s := range m.Registry.Servers(nil) {
+			i := int(s.Addr.Addr().As4()[3]) - 1
+			want := population.CityRTT(city[places[k]], srvCity[i])
+			if s.RTT < want || s.RTT > want+250*time.Millisecond {
+				t.Errorf("%s's RTT to %s = %v, emulated %v", places[k], srvCity[i].Name, s.RTT, want)
+			}
+		}
+	}
+
+	mapPath := filepath.Join(t.TempDir(), "world-map.json")
+	f, err := os.Create(mapPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := em.Table().WriteTo(f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	playable := map[netip.AddrPort]bool{}
+	for i, s := range w.Servers {
+		if population.CityRTT(client, srvCity[i]) < 200*time.Millisecond {
+			playable[s.Public] = true
+		}
+	}
+	summary := func(order string) (map[string]any, int) {
+		t.Helper()
+		args := []string{"servers", "--game", "Quake3Arena", "--world-map", mapPath, "--order", order, "--json", "--max-time", "60s"}
+		for _, r := range relays {
+			args = append(args, "--master", r.String())
+		}
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+			t.Fatalf("--order %s: exit %d\n%s\n%s", order, code, stdout.String(), stderr.String())
+		}
+		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+		var sum map[string]any
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
+			t.Fatal(err)
+		}
+		found := 0
+		for _, l := range lines[:len(lines)-1] {
+			var srv discover.ServerJSON
+			if json.Unmarshal([]byte(l), &srv) != nil || srv.Type != "server" || srv.Error != "" || srv.RTTms <= 0 {
+				continue
+			}
+			if a, err := netip.ParseAddrPort(srv.Address); err == nil && playable[netip.AddrPortFrom(a.Addr(), 27960)] {
+				found++
+			}
+		}
+		return sum, found
+	}
+	lm, lmFound := summary("landmarks")
+	conv, convFound := summary("master")
+	ord, _ := lm["order"].(map[string]any)
+	t.Logf("every server measured from the 3 landmarks %v after start; playable %d of %d; landmarks: %v probes, found %d, order %v; conventional: %v probes, found %d",
+		measuredIn.Round(time.Millisecond), len(playable), n, lm["probes"], lmFound, ord, conv["probes"], convFound)
+	if ord == nil || len(ord["landmarks"].([]any)) != 3 {
+		t.Fatalf("landmarks order summary %v", ord)
+	}
+	if lmFound < len(playable) || convFound < len(playable) {
+		t.Errorf("found %d (landmarks), %d (conventional) of %d playable", lmFound, convFound, len(playable))
+	}
+	if lm["probes"].(float64) >= conv["probes"].(float64) {
+		t.Errorf("landmarks probed %v, conventional %v", lm["probes"], conv["probes"])
+	}
+}
