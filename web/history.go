@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/binary"
 	"net/netip"
 	"slices"
 	"sync"
@@ -21,10 +22,10 @@ import (
 // BenchmarkHistory_MemoryPerServer), the days encoded as runs
 // (history_enc.go):
 //
-//	just registered (one sample)                 109 B
-//	8 days, one count (nobody plays: most)       164 B
-//	8 days, the count changing 12 times a day    341 B
-//	8 days, a new count at every slot (worst)  2,427 B
+//	just registered (one sample)                  79 B
+//	8 days, one count (nobody plays: most)       181 B
+//	8 days, the count changing 12 times a day    357 B
+//	8 days, a new count at every slot (worst)  2,444 B
 //
 // against 431 B and 2,811 B in every case for the raw days kept before.
 // A day never takes more than its 288 counts plus 7 bytes. On disk
@@ -56,21 +57,25 @@ type Day struct {
 // masterd's state writer takes its changed days (TakeDirty) into the state
 // store's commits and gives them back at start (Load).
 //
-// Each server's days are kept encoded in one byte slice (a series, see
-// history_enc.go): runs of one count, and the counts as they are where
-// they change too often for runs to be shorter. Every call decodes the
-// days it reads or changes.
+// Each server's days are kept encoded (a series, see history_enc.go): runs
+// of one count, and the counts as they are where they change too often
+// for runs to be shorter; in the map's slot when they fit in 21 bytes,
+// else in a byte slice of their own. Every call decodes the days it reads
+// or changes.
 //
 // mu guards everything, the scratch buffers included.
 type History struct {
 	notify func() // OnChange's; called after mu is released
 
 	mu      sync.Mutex
-	servers map[histKey][]byte    // each server's series (history_enc.go), never empty
-	dirty   map[dirtyKey]struct{} // days changed since TakeDirty; nil before OnChange
-	samples uint64                // samples recorded, for the tests and the metrics
-	refused uint64                // samples of servers beyond MaxHistoryServers
+	servers map[histKey]seriesSlot // each server's series (history_enc.go), never empty
+	big     [][]byte               // the series too long for their slot, by index
+	free    []uint32               // indices of big not in use
+	dirty   map[dirtyKey]struct{}  // days changed since TakeDirty; nil before OnChange
+	samples uint64                 // samples recorded, for the tests and the metrics
+	refused uint64                 // samples of servers beyond MaxHistoryServers
 
+	cur  seriesSlot // the slot being read (its bytes are what load returns)
 	refs [RetentionDays + 1]dayRef
 	raw  [SlotsPerDay]uint8
 	body []byte // the changed day's body
@@ -92,6 +97,38 @@ func (k histKey) addrPort() netip.AddrPort {
 	return netip.AddrPortFrom(netip.AddrFrom16(k.ip).Unmap(), k.port)
 }
 
+// seriesSlot is one server's series as History's map holds it: in the
+// slot itself when it fits in inlineSeries bytes (the first day or two of
+// a server whose count rarely changes: most servers), else in History.big
+// at an index. It holds no pointer, so the collector never scans the map.
+type seriesSlot struct {
+	n uint8 // bytes in b; outOfLine: b[:4] is the index in History.big
+	b [inlineSeries]byte
+}
+
+const (
+	inlineSeries = 21   // a 40-byte map slot with the key
+	outOfLine    = 0xFF // seriesSlot.n of a series in History.big
+)
+
+// load returns s's series (aliasing h.cur or h.big).
+func (h *History) load(s seriesSlot) []byte {
+	h.cur = s
+	if s.n == outOfLine {
+		return h.big[binary.LittleEndian.Uint32(s.b[:4])]
+	}
+	return h.cur.b[:s.n]
+}
+
+// release frees s's place in h.big, if it has one.
+func (h *History) release(s seriesSlot) {
+	if s.n == outOfLine {
+		i := binary.LittleEndian.Uint32(s.b[:4])
+		h.big[i] = nil
+		h.free = append(h.free, i)
+	}
+}
+
 type dirtyKey struct {
 	k   histKey
 	day int32
@@ -99,7 +136,7 @@ type dirtyKey struct {
 
 // NewHistory returns an empty history.
 func NewHistory() *History {
-	return &History{servers: map[histKey][]byte{}}
+	return &History{servers: map[histKey]seriesSlot{}}
 }
 
 // OnChange sets a function called (without History's lock held) after a
@@ -151,12 +188,12 @@ func (h *History) record(k histKey, day int32, idx int64, c uint8) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.samples++
-	enc, ok := h.servers[k]
+	old, ok := h.servers[k]
 	if !ok && len(h.servers) >= MaxHistoryServers {
 		h.refused++
 		return false
 	}
-	refs, i, ok := h.open(enc, day)
+	refs, i, ok := h.open(h.load(old), day)
 	if !ok {
 		return false // older than every day kept
 	}
@@ -164,7 +201,7 @@ func (h *History) record(k histKey, day int32, idx int64, c uint8) bool {
 		return false
 	}
 	h.raw[idx] = c
-	h.put(k, enc, refs, i)
+	h.put(k, old, refs, i)
 	if h.dirty != nil {
 		h.dirty[dirtyKey{k, day}] = struct{}{}
 	}
@@ -192,29 +229,53 @@ func (h *History) open(enc []byte, day int32) (refs []dayRef, i int, ok bool) {
 }
 
 // put encodes h.raw as refs[i]'s body and stores refs, without the oldest
-// days past RetentionDays, as k's series (in enc's array when it fits).
-func (h *History) put(k histKey, enc []byte, refs []dayRef, i int) {
+// days past RetentionDays, as k's series in place of old.
+func (h *History) put(k histKey, old seriesSlot, refs []dayRef, i int) {
 	h.body = appendBody(h.body[:0], &h.raw)
 	refs[i].body = h.body
 	if len(refs) > RetentionDays {
 		refs = refs[len(refs)-RetentionDays:]
 	}
-	h.store(k, enc, refs)
+	h.store(k, old, refs)
 }
 
-// store writes refs as k's series, in enc's array when it fits and is not
-// more than twice what is needed, else in a new one; no days deletes k.
-func (h *History) store(k histKey, enc []byte, refs []dayRef) {
+// store writes refs as k's series in place of old: in its slot when it
+// fits, else in h.big, in old's array there when it fits and is not more
+// than twice what is needed; no days deletes k.
+func (h *History) store(k histKey, old seriesSlot, refs []dayRef) {
 	if len(refs) == 0 {
+		h.release(old)
 		delete(h.servers, k)
 		return
 	}
-	h.buf = appendSeries(h.buf[:0], refs)
+	h.buf = appendSeries(h.buf[:0], refs) // refs may alias old's bytes: written before they change
 	n := len(h.buf)
+	if n <= inlineSeries {
+		h.release(old)
+		s := seriesSlot{n: uint8(n)}
+		copy(s.b[:], h.buf)
+		h.servers[k] = s
+		return
+	}
+	s := old
+	if s.n != outOfLine {
+		s = seriesSlot{n: outOfLine}
+		i := uint32(len(h.big))
+		if len(h.free) > 0 {
+			i = h.free[len(h.free)-1]
+			h.free = h.free[:len(h.free)-1]
+		} else {
+			h.big = append(h.big, nil)
+		}
+		binary.LittleEndian.PutUint32(s.b[:4], i)
+	}
+	i := binary.LittleEndian.Uint32(s.b[:4])
+	enc := h.big[i]
 	if n > cap(enc) || cap(enc) > 2*n {
 		enc = slices.Grow([]byte(nil), n) // capacity rounded up to the allocator's size class
 	}
-	h.servers[k] = append(enc[:0], h.buf...)
+	h.big[i] = append(enc[:0], h.buf...)
+	h.servers[k] = s
 }
 
 // KeepFrom is the first day (days since the Unix epoch) History keeps at
@@ -241,7 +302,7 @@ func (h *History) Points(a netip.AddrPort, from, to int64) []Point {
 func (h *History) Recent(a netip.AddrPort, to int64, n int) []int {
 	out := make([]int, 0, n)
 	h.mu.Lock()
-	refs := parseDays(h.servers[histKeyOf(a)], h.refs[:0])
+	refs := parseDays(h.load(h.servers[histKeyOf(a)]), h.refs[:0])
 	// Backwards from to-1, day by day, until n samples or a day.
 	for i := len(refs) - 1; i >= 0 && len(out) < n; i-- {
 		base := int64(refs[i].day) * int64(SlotsPerDay)
@@ -278,7 +339,7 @@ func (h *History) Stats(a netip.AddrPort, from, to int64) (avg float64, peak, n 
 func (h *History) each(a netip.AddrPort, from, to int64, fn func(slot int64, c uint8)) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, d := range parseDays(h.servers[histKeyOf(a)], h.refs[:0]) {
+	for _, d := range parseDays(h.load(h.servers[histKeyOf(a)]), h.refs[:0]) {
 		base := int64(d.day) * int64(SlotsPerDay)
 		if base+int64(SlotsPerDay) <= from || base >= to {
 			continue
@@ -302,7 +363,7 @@ func (h *History) TakeDirty() []Day {
 	defer h.mu.Unlock()
 	out := make([]Day, 0, len(h.dirty))
 	for dk := range h.dirty {
-		refs := parseDays(h.servers[dk.k], h.refs[:0])
+		refs := parseDays(h.load(h.servers[dk.k]), h.refs[:0])
 		if i, ok := slices.BinarySearchFunc(refs, dk.day, func(d dayRef, n int32) int { return int(d.day - n) }); ok {
 			d := Day{Addr: dk.k.addrPort(), Day: dk.day}
 			decodeBody(refs[i].body, &d.Counts)
@@ -337,12 +398,12 @@ func (h *History) Load(days []Day) {
 	defer h.mu.Unlock()
 	for _, ld := range days {
 		k := histKeyOf(ld.Addr)
-		enc, ok := h.servers[k]
+		old, ok := h.servers[k]
 		if !ok && len(h.servers) >= MaxHistoryServers {
 			h.refused++
 			continue
 		}
-		refs, i, ok := h.open(enc, ld.Day)
+		refs, i, ok := h.open(h.load(old), ld.Day)
 		if !ok {
 			continue
 		}
@@ -351,7 +412,7 @@ func (h *History) Load(days []Day) {
 				h.raw[j] = c
 			}
 		}
-		h.put(k, enc, refs, i)
+		h.put(k, old, refs, i)
 	}
 }
 
@@ -362,14 +423,14 @@ func (h *History) Prune(now time.Time) (firstDay int32) {
 	firstDay = KeepFrom(now)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for k, enc := range h.servers {
-		refs := parseDays(enc, h.refs[:0])
+	for k, s := range h.servers {
+		refs := parseDays(h.load(s), h.refs[:0])
 		i := 0
 		for i < len(refs) && refs[i].day < firstDay {
 			i++
 		}
 		if i > 0 {
-			h.store(k, enc, refs[i:])
+			h.store(k, s, refs[i:])
 		}
 	}
 	for k := range h.dirty {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -119,6 +120,9 @@ func TestHistory_SameAsReference(t *testing.T) {
 						t.Fatalf("seed %d op %d: Stats %v %v %v, reference %v %v %v", seed, op, ga, gp, gn, wa, wp, wn)
 					}
 				}
+				if err := checkSlots(h); err != "" {
+					t.Fatalf("seed %d op %d: %s", seed, op, err)
+				}
 				if changes != refChanges {
 					t.Fatalf("seed %d op %d: %d changes notified, reference %d", seed, op, changes, refChanges)
 				}
@@ -130,6 +134,25 @@ func TestHistory_SameAsReference(t *testing.T) {
 			}
 		}
 	}
+}
+
+// checkSlots checks that every series kept out of line has its own index
+// in h.big and that every other index of h.big is free.
+func checkSlots(h *History) string {
+	used := map[uint32]bool{}
+	for _, s := range h.servers {
+		if s.n == outOfLine {
+			i := binary.LittleEndian.Uint32(s.b[:4])
+			if used[i] || len(h.big[i]) <= inlineSeries {
+				return fmt.Sprintf("big series %d shared or short (%d bytes)", i, len(h.big[i]))
+			}
+			used[i] = true
+		}
+	}
+	if len(used)+len(h.free) != len(h.big) {
+		return fmt.Sprintf("%d big series in use, %d free, %d in all", len(used), len(h.free), len(h.big))
+	}
+	return ""
 }
 
 func sortDays(d []Day) {
