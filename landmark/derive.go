@@ -1,6 +1,9 @@
 package landmark
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // What a live client can derive from what the masters already publish,
 // without a packet more: the landmarks' RTTs to each other, for Repair,
@@ -54,6 +57,15 @@ func MatrixFromVectors(vs []Vector, k int) [][]float64 {
 	return lm
 }
 
+// MinEmbedLandmarks is the fewest landmarks AccessHeight embeds: in 2
+// dimensions with heights, K landmarks have 3K-3 free coordinates (less a
+// translation and a rotation) and K(K-1)/2 RTTs between them, so the fit
+// is determined only from K = 6. With fewer the fit's heights are
+// arbitrary, and far from the client so are the pairs' estimates, so
+// the estimate is 0 (no height) rather than a guess that would raise
+// every lower bound by twice it.
+const MinEmbedLandmarks = 6
+
 // AccessHeight estimates a client's access delay (its height: the part of
 // every path it shares with none of them) from its vector and the
 // landmarks' matrix, as the smaller of two estimates, each of which may
@@ -65,9 +77,10 @@ func MatrixFromVectors(vs []Vector, k int) [][]float64 {
 //     when a landmark is near the client, far too high when none is
 //     (Melbourne with Frankfurt, New York and Tokyo: 113 ms for 20);
 //   - the embedding: the height of the client placed by Space.Place in
-//     the GNP space (2 dimensions and heights) fitted to lm; 0 when the
-//     space cannot be fitted or cannot place the client (fewer than 4
-//     landmarks measured it).
+//     the GNP space (2 dimensions and heights) fitted to lm; 0 when fewer
+//     than MinEmbedLandmarks landmarks have both the client's RTT and
+//     their RTTs to each other, or the space cannot be fitted or place
+//     the client.
 //
 // On WonderProxy's mesh with the hub landmarks and a client in Melbourne
 // with 20 ms of access, the pairs say 113.4 ms and the embedding 0 with
@@ -90,6 +103,15 @@ func AccessHeight(client Vector, lm [][]float64) float64 {
 		}
 	}
 	if math.IsInf(h, 1) || !(h > 0) {
+		return 0
+	}
+	var n int
+	for k, c := range client {
+		if !math.IsNaN(c) && k < len(lm) && slices.ContainsFunc(lm[k], func(x float64) bool { return !math.IsNaN(x) && x > 0 }) {
+			n++
+		}
+	}
+	if n < MinEmbedLandmarks {
 		return 0
 	}
 	sp, err := FitSpace(lm, 2)

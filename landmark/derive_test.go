@@ -82,3 +82,25 @@ func TestAccessHeight_NearTheTrueHeight(t *testing.T) {
 		t.Errorf("one measured landmark: %v, want 0", h)
 	}
 }
+
+// With fewer than MinEmbedLandmarks landmarks the embedding is not trusted
+// and the estimate is 0, whatever the pairs say.
+func TestAccessHeight_TooFewLandmarksToEmbed(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for k := 3; k < MinEmbedLandmarks; k++ {
+		lms := points(r, k)
+		d := make([][]float64, k)
+		for j := range d {
+			d[j] = make([]float64, k)
+			for o := range d[j] {
+				if j != o {
+					d[j][o] = lms[j].Dist(lms[o])
+				}
+			}
+		}
+		c := Coord{X: []float64{400, 400}, H: 5}
+		if h := AccessHeight(vectorOf(c, lms), d); h != 0 {
+			t.Errorf("%d landmarks: %v, want 0", k, h)
+		}
+	}
+}

@@ -13,9 +13,9 @@ import (
 // client's vector (the mesh's RTTs plus its true access delay: Melbourne
 // 20 ms, the others 1 ms, as in scout sim), the figures EVALUATION.md and
 // landmark.AccessHeight's doc quote (go test -run AccessHeight_RealMesh
-// -v ./landmark/evaluate). With 3 landmarks the embedding cannot place a
-// client, so the estimate is 0; with 8 it must not overstate Melbourne's
-// 20 ms by more than the random-space test's bound.
+// -v ./landmark/evaluate). With 3 landmarks (fewer than
+// landmark.MinEmbedLandmarks) the estimate is 0; with 8 it must not
+// overstate the access delay by more than the random-space test's bound.
 func TestAccessHeight_RealMesh(t *testing.T) {
 	m, err := mesh.LoadWonderProxy(peer.SharedData(t, mesh.WonderProxyPings))
 	if err != nil {
