@@ -64,7 +64,7 @@ func (r *Registry) landmarkEntries(now time.Time, f filter, self string) []landm
 		if e.rtt.n > 0 {
 			runs[0].entries = append(runs[0].entries, q3.LandmarkEntry{Addr: pub, RTT: e.rtt.median(), Age: max(0, now.Sub(e.rtt.at.Time()))})
 		}
-		for _, p := range r.peers[e.Addr] {
+		for _, p := range r.peers[keyOf(e.Addr)] {
 			runs[1+p.lm].entries = append(runs[1+p.lm].entries,
 				q3.LandmarkEntry{Addr: pub, RTT: time.Duration(p.rtt) * RTTUnit, Age: max(0, now.Sub(p.at.Time()))})
 		}

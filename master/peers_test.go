@@ -3,6 +3,7 @@ package master
 import (
 	"fmt"
 	"net/netip"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -113,5 +114,34 @@ func TestRegistry_ApplyLandmarkRTTBounds(t *testing.T) {
 	}
 	if n := len(r.peers); n != 0 {
 		t.Errorf("%d servers' peer RTTs kept after the server went", n)
+	}
+}
+
+// BenchmarkRegistry_PeerRTTBytesPerServer reports the live heap that the
+// other landmarks' RTTs add per listed server in a fleet of three
+// landmarks (two others' samples per server), at 16,384 servers.
+func BenchmarkRegistry_PeerRTTBytesPerServer(b *testing.B) {
+	const n = 16384
+	for b.Loop() {
+		r := newTestRegistry(b, Config{AllowLoopback: true, MaxServersPerAddress: -1, MaxPending: n})
+		addrs := make([]netip.AddrPort, n)
+		for i := range addrs {
+			addrs[i] = netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 18, byte(i >> 8), byte(i)}), 27960)
+			register(b, r, t0, addrs[i])
+		}
+		var m0, m1 runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m0)
+		for _, a := range addrs {
+			for _, lm := range []string{"nyc-1", "tyo-1"} {
+				if !r.ApplyLandmarkRTT(a, lm, 90*time.Millisecond, t0) {
+					b.Fatal("refused")
+				}
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&m1)
+		b.ReportMetric(float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc))/n, "B/server")
+		runtime.KeepAlive(r)
 	}
 }

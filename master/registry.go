@@ -408,7 +408,7 @@ type Registry struct {
 	// The other landmarks' RTTs (peers.go): their names, at most
 	// MaxLandmarks, and each server's samples; nil until the first.
 	landmarks []string
-	peers     map[netip.AddrPort][]peerRTT
+	peers     map[serverKey][]peerRTT
 }
 
 // NewRegistry returns an empty registry.
@@ -1046,7 +1046,7 @@ func (r *Registry) removeLocked(a netip.AddrPort, e *entry) {
 		delete(r.perKey, k)
 	}
 	delete(r.players, a)
-	delete(r.peers, a)
+	delete(r.peers, keyOf(a))
 	if e.Listed {
 		r.dirty.Store(true)
 		r.version.Add(1)
