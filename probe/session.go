@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	mrand "math/rand/v2"
 	"net/netip"
 	"time"
 )
@@ -67,7 +66,8 @@ type session struct {
 	finished  []*target     // results not yet taken
 	found     []Result      // broadcast: servers found, not yet taken
 	foundAt   map[netip.AddrPort]bool
-	pacer     *Pacer // with settings.pace
+	pacer     *Pacer               // with settings.pace
+	hosts     map[netip.Addr]*host // paced: the targets of each address (session_pace.go)
 	// lastMatched is the send the datagram being received answered, for
 	// the pacer; nil when it answered none.
 	lastMatched *send
@@ -155,6 +155,9 @@ func (s *session) add(tg Target) *target {
 		s.dialects = append(s.dialects, tg.Dialect)
 	}
 	s.pending = append(s.pending, t)
+	if s.pacer != nil {
+		s.addHost(t)
+	}
 	return t
 }
 
@@ -219,11 +222,7 @@ func (s *session) poll(now time.Time) []*send {
 			s.retries = s.retries[1:]
 		} else {
 			if s.pacer != nil && len(s.queue) > 1 {
-				// Paced by the link: the next send is drawn from the queue.
-				// A master lists a hosting network's servers together, and
-				// servers at one distance probed back to back answer in one
-				// burst, which queues on the player's link at any rate.
-				j := mrand.IntN(len(s.queue))
+				j := s.draw()
 				s.queue[0], s.queue[j] = s.queue[j], s.queue[0]
 			}
 			r = s.queue[0]
@@ -268,50 +267,6 @@ func (s *session) poll(now time.Time) []*send {
 		s.retries = nil
 	}
 	return out
-}
-
-// retryWait is how long a send of r written at at waits for its reply
-// before r is sent again: the timeout, or paced, the pacer's retry
-// timeout for a send that is not the request's last. Not for A2S: its
-// replies carry no token, so a reply to the first send that comes after
-// a retry would be timed from the retry.
-func (s *session) retryWait(r *request, at time.Time) time.Duration {
-	if _, noEcho := r.t.d.(a2sDialect); s.pacer != nil && r.attempts < s.attempts && !noEcho {
-		return s.pacer.RetryTimeout(at, s.timeout)
-	}
-	return s.timeout
-}
-
-// rekey brings the deadlines of the sends waiting forward when the
-// pacer's retry timeout has fallen by a tenth or more since they were
-// set (it falls as the RTTs of the run come in: a send early in a run
-// waits the full timeout), so that a reply lost early is not retried
-// last. Deadlines only move earlier.
-func (s *session) rekey(now time.Time) {
-	if s.pacer == nil {
-		return
-	}
-	rto := s.pacer.RetryTimeout(now, s.timeout)
-	if s.rto == 0 {
-		s.rto = s.timeout
-	}
-	if rto >= s.rto*9/10 {
-		return
-	}
-	s.rto = rto
-	moved := false
-	for _, r := range s.waiting {
-		if r.last == nil || r.last.at.IsZero() {
-			continue
-		}
-		if d := r.last.at.Add(s.retryWait(r, now)); d.Before(r.deadline) {
-			r.deadline = d
-			moved = true
-		}
-	}
-	if moved {
-		heap.Init(&s.waiting)
-	}
 }
 
 // pace sets the earliest time of the next send after a send at now. The
@@ -489,6 +444,9 @@ func (s *session) receive(now time.Time, from netip.AddrPort, b []byte) {
 	}
 	if rtt := now.Sub(from0); t.res.RTT == 0 || rtt < t.res.RTT {
 		t.res.RTT = max(rtt, time.Nanosecond) // answered means RTT > 0
+	}
+	if s.pacer != nil {
+		s.learnHost(t, now.Sub(sd.at), now)
 	}
 	for _, st := range next {
 		s.begin(t, st)
