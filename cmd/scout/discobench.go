@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -45,6 +46,10 @@ request size (an estimate). The master lists loopback addresses only (no
 address translation), so quakestat can take part; nothing leaves
 loopback. scout servers is run as this executable's 'servers' command.
 
+--baseline BIN adds the client scout-before: BIN's own 'servers' command
+with scout's arguments (an earlier build, for before and after in one
+run; it runs first in each round).
+
 --link 10mbit --link-queue 250ms gives the clients an access link (see
 'scout world -h'); each run then also reports its transfer bound, the
 reply bytes over the link's rate plus the world's largest RTT, and the
@@ -54,6 +59,7 @@ wall time against it.`
 type discobenchClient struct {
 	name  string
 	scout []string // scout servers arguments; nil for quakestat
+	bin   string   // the scout executable; "" for this one
 	qstat []string // quakestat flags
 }
 
@@ -76,6 +82,7 @@ func runDiscobench(ctx context.Context, args []string, stdout, stderr io.Writer)
 	only := fs.String("only", "", "comma-separated client names to run (default: all)")
 	asJSON := fs.Bool("json", false, "print every measurement as a JSON line")
 	lf := addLinkFlags(fs)
+	baseline := fs.String("baseline", "", "a scout executable `BIN` (an earlier build) run as the client scout-before with scout's arguments")
 	tune := fs.Bool("tune", true, "run the world as scout world --realtime does: world.TuneRuntime (more Ps, rarer GC) and its releaser on a SCHED_FIFO thread where allowed")
 	if code, done := parseFlags(fs, args); done {
 		return code
@@ -91,6 +98,15 @@ func runDiscobench(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return 2
 	}
 	clients := discobenchClients
+	if *baseline != "" {
+		if _, err := os.Stat(*baseline); err != nil {
+			fmt.Fprintf(stderr, "scout discobench: --baseline: %v\n", err)
+			return 2
+		}
+		before := discobenchClients[0]
+		before.name, before.bin = "scout-before", *baseline
+		clients = append([]discobenchClient{before}, clients...)
+	}
 	if *only != "" {
 		names := strings.Split(*only, ",")
 		clients = slices.DeleteFunc(slices.Clone(clients), func(c discobenchClient) bool { return !slices.Contains(names, c.name) })
@@ -137,7 +153,7 @@ func runDiscobench(ctx context.Context, args []string, stdout, stderr io.Writer)
 		for _, c := range clients {
 			var m discobench.Measurement
 			if c.scout != nil {
-				m, _, err = env.Scout(ctx, c.name, self, c.scout...)
+				m, _, err = env.Scout(ctx, c.name, cmp.Or(c.bin, self), c.scout...)
 			} else {
 				m, _, err = env.Quakestat(ctx, c.name, reqSize, c.qstat...)
 			}
