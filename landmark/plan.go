@@ -46,6 +46,10 @@ type PlanParams struct {
 	// paths through other landmarks first (Repair); it needs
 	// PlanInput.Landmarks.
 	Repair bool
+	// KeepClient leaves the client's own vector out of Repair: its RTTs
+	// are the paths its packets take, detours included (always so when
+	// PlanInput.LandmarksDerived).
+	KeepClient bool
 	// Estimator orders the probes; "" is EstUpper.
 	Estimator Estimator
 	// Stop is the quantity the stop rule compares with Threshold + Margin:
@@ -211,7 +215,7 @@ func NewPlanner(in PlanInput, p PlanParams, rng *rand.Rand) (*Planner, error) {
 	}
 	pl := &Planner{p: p, index: make(map[netip.AddrPort]int32, len(in.Targets)), slotOf: make([]int32, len(in.Targets))}
 	client := in.Client
-	if p.Repair && !in.LandmarksDerived {
+	if p.Repair && !p.KeepClient && !in.LandmarksDerived {
 		client = Repair(client, in.Landmarks)
 	}
 	if h > 0 {

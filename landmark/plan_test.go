@@ -432,9 +432,9 @@ func TestPlanner_Calibrate(t *testing.T) {
 	}
 }
 
-// With a derived matrix the client's own vector is not repaired: here its
-// entry for L1 (150 ms) would be clipped to 15 through L0, bringing the
-// server near L1 to a lower bound of 5 ms instead of 130.
+// With a derived matrix, or KeepClient, the client's own vector is not
+// repaired: here its entry for L1 (150 ms) would be clipped to 15 through
+// L0, bringing the server near L1 to a lower bound of 5 ms instead of 130.
 func TestPlanner_DerivedMatrixLeavesTheClientUnrepaired(t *testing.T) {
 	in := PlanInput{
 		Targets:   []adaptive.Target{{Addr: addrOf(1)}},
@@ -443,16 +443,18 @@ func TestPlanner_DerivedMatrixLeavesTheClientUnrepaired(t *testing.T) {
 		Landmarks: [][]float64{{0, 10}, {10, 0}},
 	}
 	for _, c := range []struct {
-		derived bool
-		lo      float64
-	}{{false, 5}, {true, 130}} {
+		derived, keep bool
+		lo            float64
+	}{{false, false, 5}, {true, false, 130}, {false, true, 130}} {
 		in.LandmarksDerived = c.derived
-		pl, err := NewPlanner(in, DefaultPlanParams(), rand.New(rand.NewPCG(1, 1)))
+		p := DefaultPlanParams()
+		p.KeepClient = c.keep
+		pl, err := NewPlanner(in, p, rand.New(rand.NewPCG(1, 1)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := pl.slots[0].lo; got != c.lo {
-			t.Errorf("derived %v: lower bound %v, want %v", c.derived, got, c.lo)
+			t.Errorf("derived %v, keep client %v: lower bound %v, want %v", c.derived, c.keep, got, c.lo)
 		}
 	}
 }

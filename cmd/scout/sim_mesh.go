@@ -35,6 +35,7 @@ type simMeshFlags struct {
 	stopAfter  *int
 	derive     *bool
 	margin     *string
+	keepClient *bool
 }
 
 func addSimMeshFlags(fs *flag.FlagSet) *simMeshFlags {
@@ -52,6 +53,7 @@ func addSimMeshFlags(fs *flag.FlagSet) *simMeshFlags {
 		calibrate:  fs.Bool("calibrate", true, "with --mesh: also run each K with the candidates the bound keeps handed to Armitage's planner with scout's constants (landmarks-K+scout)"),
 		stopAfter:  fs.Int("stop-after", 50, "with --mesh: also run each K with the run rule (landmarks-K+run): stop after this many unplayable outcomes in a row of servers estimated unplayable (landmark.PlanParams.StopAfter; 0: no such column)"),
 		margin:     fs.String("margin", "", "with --mesh: the stop margin in `MS` for every K instead of the one fitted on the mesh at --margin-quantile (negative: the rule stops before the bound says; for fitting a margin on training seeds)"),
+		keepClient: fs.Bool("keep-client", false, "with --mesh: Repair leaves the client's own vector as measured (landmark.PlanParams.KeepClient; always so with --derive)"),
 		derive:     fs.Bool("derive", false, "with --mesh: the client derives what the live one derives instead of being told: the landmarks' RTTs to each other from the servers' vectors (landmark.MatrixFromVectors) and its access delay from its vector (landmark.AccessHeight); --know-access is then ignored"),
 		unmeasured: fs.Float64("unmeasured", 0, "with --mesh: share of servers no landmark has measured yet (left to Armitage's planner)"),
 	}
@@ -130,7 +132,7 @@ func (f *simMeshFlags) spec() (*sim.MeshSpec, []string, error) {
 			fitted = "given by --margin"
 		}
 		ls := sim.LandmarkSet{Name: "landmarks-" + strconv.Itoa(k), Unmeasured: *f.unmeasured, KnowAccess: *f.access, Derive: *f.derive}
-		ls.Params = landmark.PlanParams{Threshold: 200, Margin: margin, Drop: *f.drop, Repair: *f.repair, Estimator: est, Stop: stop}
+		ls.Params = landmark.PlanParams{Threshold: 200, Margin: margin, Drop: *f.drop, Repair: *f.repair, KeepClient: *f.keepClient, Estimator: est, Stop: stop}
 		var names []string
 		for _, l := range lms {
 			c, ok := byMesh[l]
@@ -154,8 +156,8 @@ func (f *simMeshFlags) spec() (*sim.MeshSpec, []string, error) {
 			lc.Params.Calibrate = &sc
 			calibrated = append(calibrated, lc)
 		}
-		notes = append(notes, fmt.Sprintf("%s: %s, stop on %s, margin %.1f ms (%s), drop %d, repair %v, order by %s, client height known %v, derived %v",
-			ls.Name, strings.Join(names, " "), stop, margin, fitted, *f.drop, *f.repair, est, *f.access, *f.derive))
+		notes = append(notes, fmt.Sprintf("%s: %s, stop on %s, margin %.1f ms (%s), drop %d, repair %v, order by %s, client height known %v, derived %v, client kept %v",
+			ls.Name, strings.Join(names, " "), stop, margin, fitted, *f.drop, *f.repair, est, *f.access, *f.derive, *f.keepClient))
 	}
 	ms.Landmarks = append(append(ms.Landmarks, runs...), calibrated...)
 	return ms, notes, nil
