@@ -32,9 +32,10 @@ arriving. Lists from several masters are merged; a master that does not
 answer is reported and the others still count. With --lan, getinfo is
 broadcast to ports 27960-27963 instead, as the Quake III client does.
 
-Send patterns (--strategy): auto (the default: paced by the link, from
-200 probes/s up to what the replies show the line carries without
-queueing, at most 5,000/s or --bandwidth; see package probe's Pacer), et
+Send patterns (--strategy): auto (the default: paced by the link: a few
+packet trains measure what the line carries, upstream and down, the
+rate starts at 0.8 of it and backs off when the replies show queueing,
+at most 5,000/s or --bandwidth; see package probe's Pacer), et
 (Enemy Territory's 16 in flight), q4 (bursts of 32 then 300 ms), qstat
 (20 in flight, one every 10 ms, RTT from the first send: for comparison
 only). --rate paces the probes at a fixed rate instead and sizes the
@@ -145,7 +146,7 @@ func parseServersFlags(args []string, stderr io.Writer) (serversOptions, int, bo
 	strategy := fs.String("strategy", "auto", "send pattern: auto, et, q4 or qstat")
 	window := fs.Int("window", 0, "probes in flight at most (default: the strategy's, or what --rate needs)")
 	rate := fs.Float64("rate", 0, "probes per second, retries included (0: as fast as the window allows)")
-	bandwidth := fs.String("bandwidth", "", "upstream to use for probes, bits/s with k or M (e.g. 512k): the cap of --strategy auto (which cannot see the upstream; its own cap, 5,000/s, is 2 Mbit/s of Quake III requests: give a slower upstream here), or sets --rate")
+	bandwidth := fs.String("bandwidth", "", "upstream to use for probes, bits/s with k or M (e.g. 512k): the cap of --strategy auto (whose packet trains measure the line, upstream included, at the start of a run, but not an upstream that slows later: give it here), or sets --rate")
 	timeout := fs.Duration("timeout", probe.DefaultTimeout, "how long each probe waits for its reply")
 	retries := fs.Int("retries", probe.DefaultAttempts-1, "how many times an unanswered probe is sent again")
 	fs.BoolVar(&opt.status, "status", false, "also fetch each server's full status: rules and players (Quake III family: getstatus)")
