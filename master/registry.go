@@ -20,6 +20,10 @@ const (
 	DefaultMaxServers           = 16384
 	DefaultMaxServersPerAddress = 32
 	// DefaultMaxPending bounds servers challenged but not yet verified.
+	// A check holds its place until answered or for ChallengeLifetime,
+	// so 4,096 takes about 800 unanswered checks a second; registering
+	// R servers a second of which a fraction P go unanswered (heartbeats
+	// lost on a busy host) needs about R*P*ChallengeLifetime.
 	DefaultMaxPending = 4096
 	// DefaultChallengeLifetime is how long a challenge is honoured after
 	// it was sent, and how long a check waits for its reply.

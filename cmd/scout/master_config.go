@@ -165,6 +165,7 @@ func (o masterOptions) settings(ctx context.Context) (masterSettings, error) {
 	s.Registry = master.Config{
 		MaxServers:           o.MaxServers,
 		MaxServersPerAddress: perAddr,
+		MaxPending:           o.MaxPending,
 		Timeout:              time.Duration(o.Timeout) * time.Second,
 		AllowLoopback:        o.AllowLoopback,
 		Catalogue:            cat,

@@ -26,6 +26,7 @@ type masterOptions struct {
 	Listen            []string   `json:"listen"`               // -l, --listen ADDR[:PORT]: several; none means 0.0.0.0 and ::
 	MaxServers        int        `json:"max-servers"`          // -n
 	MaxServersPerAddr int        `json:"max-servers-per-addr"` // -N; 0 means the default, negative unlimited
+	MaxPending        int        `json:"max-pending"`          // --max-pending: servers challenged, not yet verified
 	FloodProtection   *bool      `json:"flood-protection"`     // -f: dpmaster's per-source protection instead of scout's response rate limiting (--no-flood-protection: neither)
 	FPThrottle        int        `json:"fp-throttle"`          // --fp-throttle
 	FPDecayTime       int        `json:"fp-decay-time"`        // --fp-decay-time, seconds
@@ -156,6 +157,7 @@ var masterOptionSpecs = []optSpec{
 	{"port", 'p', argOne, zeroOpt(func(o *masterOptions) *int { return &o.Port }, zeroPort), "default port to listen on (27950)"},
 	{"listen", 'l', argOne, listOpt(func(o *masterOptions) *[]string { return &o.Listen }), "listen on ADDR[:PORT] ([v6]:port); several allowed; default 0.0.0.0 and ::"},
 	{"max-servers", 'n', argOne, intOpt(func(o *masterOptions) *int { return &o.MaxServers }, 1), "maximum number of servers (16384)"},
+	{"max-pending", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.MaxPending }, 1), "servers challenged and not yet verified (4096); an unanswered check holds its place 5 s, so registering R servers a second of which a fraction P go unanswered needs R*P*5"},
 	{"max-servers-per-addr", 'N', argOne, intOpt(func(o *masterOptions) *int { return &o.MaxServersPerAddr }, 1), "maximum servers per IPv4 address or IPv6 /64 (32)"},
 	{"flood-protection", 'f', argNone, flagOpt(func(o *masterOptions) { t := true; o.FloodProtection = &t }), "dpmaster's flood protection on queries (per source: --fp-throttle, --fp-decay-time) instead of scout's default, response rate limiting per victim address"},
 	{"no-flood-protection", 0, argNone, flagOpt(func(o *masterOptions) { f := false; o.FloodProtection = &f }), "turn the defences on queries off (the global --out-rate budget stays)"},
