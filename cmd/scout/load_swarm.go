@@ -125,40 +125,50 @@ func runSwarm(ctx context.Context, stdout, stderr io.Writer, t *loadTarget, ss s
 		}
 	}()
 	r, err := s.Register(ctx, t.addr, master6, loadgen.RegisterConfig{Rate: ss.rate, Deadline: ss.deadline})
+	rounds := r.Rounds
+	// With --metrics, the master's own count: wait until it stops growing
+	// (the last checks may be its retries); servers that answered a
+	// getinfo and are not listed then (every answer lost) are found in
+	// the lists and heartbeated again.
+	for attempt := 1; ss.metrics != "" && err == nil && ctx.Err() == nil; attempt++ {
+		n := settle(ctx, ss.metrics, int64(s.Len()))
+		if n >= int64(s.Len()) {
+			mu.Lock()
+			allListed, cpuAllListed = time.Since(start), cpu()
+			mu.Unlock()
+			break
+		}
+		if attempt == 4 {
+			break
+		}
+		listed := listUntil(ctx, stdout, s, t.addr, int(n), attempt)
+		missing := 0
+		for i, ok := range listed {
+			if !ok {
+				s.Reset(i)
+				missing++
+			}
+		}
+		var r2 loadgen.RegisterResult
+		r2, err = s.Register(ctx, t.addr, master6, loadgen.RegisterConfig{Rate: ss.rate, Deadline: ss.deadline})
+		rounds = append(rounds, r2.Rounds...)
+		fmt.Fprintf(stdout, "master lists %d: %d servers not in its lists heartbeated again, %d answered a getinfo\n", n, missing, r2.Answered-(s.Len()-missing))
+	}
 	self1 := selfCPU()
 	st := s.Stats()
-	for k, rd := range r.Rounds {
+	for k, rd := range rounds {
 		fmt.Fprintf(stdout, "round %d: %d heartbeats, %d servers answered a getinfo in %v: %.0f per second\n",
 			k+1, rd.Sent, rd.Answered, rd.Elapsed.Round(time.Millisecond), float64(rd.Answered)/rd.Elapsed.Seconds())
 	}
-	fmt.Fprintf(stdout, "registered: %d of %d servers answered the master's getinfo in %v: %.0f per second (%d rounds, %d heartbeats, %d send errors)\n",
+	fmt.Fprintf(stdout, "first registration: %d of %d servers answered the master's getinfo in %v: %.0f per second (%d rounds); %d heartbeats in all, %d send errors\n",
 		r.Answered, s.Len(), r.Elapsed.Round(time.Millisecond), float64(r.Answered)/r.Elapsed.Seconds(), len(r.Rounds), st.Heartbeats, st.SendErrors)
 	if err != nil {
 		fmt.Fprintf(stderr, "scout load: registration: %v\n", err)
 	}
-	if ss.metrics != "" {
-		// The master's own count: wait for it (the last verifications
-		// may be retries) for as long as registration was allowed.
-		for deadline := time.Now().Add(ss.deadline); ctx.Err() == nil && time.Now().Before(deadline); {
-			mu.Lock()
-			done := allListed != 0
-			mu.Unlock()
-			if done {
-				break
-			}
-			if n, err := masterListed(ctx, ss.metrics); err == nil && n >= int64(s.Len()) {
-				mu.Lock()
-				allListed, cpuAllListed = time.Since(start), cpu()
-				mu.Unlock()
-				break
-			}
-			time.Sleep(100 * time.Millisecond) // a poll of the master's count
-		}
-	}
 	stopSample()
 	<-sampled
 	if allListed != 0 {
-		fmt.Fprintf(stdout, "master's count: all %d listed %v after the first heartbeat (to a 1 s sample): %.0f registrations per second\n",
+		fmt.Fprintf(stdout, "master's count: all %d listed %v after the first heartbeat: %.0f registrations per second\n",
 			s.Len(), allListed.Round(time.Millisecond), float64(s.Len())/allListed.Seconds())
 		if t.pid != 0 {
 			mc := cpuAllListed - cpu0
@@ -227,6 +237,52 @@ func runSwarm(ctx context.Context, stdout, stderr io.Writer, t *loadTarget, ss s
 		return 1
 	}
 	return 0
+}
+
+// settle polls the master's listed count every 200 ms until it reaches
+// want or has not grown for 6 s (a check's challenge lives 5 s), and
+// returns it.
+func settle(ctx context.Context, url string, want int64) int64 {
+	var last int64 = -1
+	grew := time.Now()
+	for ctx.Err() == nil && time.Since(grew) < 6*time.Second {
+		n, err := masterListed(ctx, url)
+		if err == nil && n >= want {
+			return n
+		}
+		if err == nil && n > last {
+			last, grew = n, time.Now()
+		}
+		time.Sleep(200 * time.Millisecond) // a poll of the master's count
+	}
+	return last
+}
+
+// listUntil reads the master's lists until they hold want of the swarm's
+// servers (its answers come from a snapshot rebuilt every few seconds at
+// this size) or stop growing, and returns which servers they hold.
+func listUntil(ctx context.Context, stdout io.Writer, s *loadgen.Swarm, master netip.AddrPort, want, attempt int) []bool {
+	var listed []bool
+	best, still := -1, 0
+	for pass := 0; pass < 30 && still < 3 && ctx.Err() == nil; pass++ {
+		listed = listSwarm(ctx, stdout, s, master, netip.AddrFrom4([4]byte{127, 12, byte(attempt), byte(1 + pass)}))
+		n := 0
+		for _, ok := range listed {
+			if ok {
+				n++
+			}
+		}
+		if n >= want {
+			break
+		}
+		if n > best {
+			best, still = n, 0
+		} else {
+			still++
+		}
+		time.Sleep(time.Second) // the snapshot's next rebuild
+	}
+	return listed
 }
 
 // listSwarm asks master for each game's full list (getserversExt GAME
