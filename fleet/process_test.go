@@ -31,7 +31,7 @@ type scoutProc struct {
 	log    syncBuffer // its log, JSON lines
 }
 
-func buildScout(t *testing.T) string {
+func buildScout(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "scout")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/scout")
@@ -44,11 +44,11 @@ func buildScout(t *testing.T) string {
 
 // startScout starts an instance and returns once it listens (its JSON
 // log says so).
-func startScout(t *testing.T, bin, url, id string) *scoutProc {
+func startScout(t testing.TB, bin, url, id string, extra ...string) *scoutProc {
 	t.Helper()
-	cmd := exec.Command(bin, "master", "--log-format", "json", "-v", "3", "-l", "127.0.0.1", "-p", "0",
+	cmd := exec.Command(bin, append([]string{"master", "--log-format", "json", "-v", "3", "-l", "127.0.0.1", "-p", "0",
 		"--allow-loopback", "--hash-ports", "--hb-throttle", "1000000", "--no-flood-protection",
-		"--store", url, "--fleet-id", id, "--http", "127.0.0.1:0")
+		"--store", url, "--fleet-id", id, "--http", "127.0.0.1:0"}, extra...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +129,7 @@ func answer(m netip.AddrPort) (int, error) {
 	}
 }
 
-func metric(t *testing.T, httpAddr, name string) string {
+func metric(t testing.TB, httpAddr, name string) string {
 	t.Helper()
 	resp, err := http.Get("http://" + httpAddr + "/metrics")
 	if err != nil {
