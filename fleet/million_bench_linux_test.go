@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"strconv"
@@ -143,9 +145,9 @@ func benchMillionThree(b *testing.B) {
 
 	fleetState := func(when string) {
 		for k, p := range ins {
-			b.Logf("instance %d %s: resyncs %s, applied %s, queued writes %s, written %s", k, when,
-				metric(b, p.http, "scout_fleet_resyncs_total"), metric(b, p.http, "scout_fleet_applied_total"),
-				metric(b, p.http, "scout_fleet_queued_writes"), metric(b, p.http, "scout_fleet_writes_total"))
+			b.Logf("instance %d %s: resyncs %s, puts applied %s, queued writes %s, written %s", k, when,
+				metricWith(b, p.http, "scout_fleet_resyncs_total", ""), metricWith(b, p.http, "scout_fleet_applied_total", `op="put"`),
+				metricWith(b, p.http, "scout_fleet_queued_writes", ""), metricWith(b, p.http, "scout_fleet_writes_total", `outcome="written"`))
 		}
 	}
 	fleetState("before the new server")
@@ -192,6 +194,23 @@ func benchMillionThree(b *testing.B) {
 func listedMetric(b *testing.B, httpAddr string) int {
 	f, _ := strconv.ParseFloat(metric(b, httpAddr, "scout_master_servers_listed"), 64)
 	return int(f)
+}
+
+// metricWith is the value of the series of name whose labels hold label.
+func metricWith(b *testing.B, httpAddr, name, label string) string {
+	resp, err := http.Get("http://" + httpAddr + "/metrics")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for l := range strings.Lines(string(body)) {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, name+"{") && strings.Contains(l, label) {
+			return l[strings.LastIndexByte(l, ' ')+1:]
+		}
+	}
+	return ""
 }
 
 // startNexuiz is a game server answering getinfo as Nexuiz 3 on a
