@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/scout-discovery/scout/loopnat"
 	"github.com/scout-discovery/scout/world"
@@ -59,5 +60,65 @@ func TestA2S_AgainstWorldEmulator(t *testing.T) {
 	}
 	if counts.Garbled+counts.Unknown+counts.Late != 0 {
 		t.Errorf("counts %+v", counts)
+	}
+}
+
+// TestPacer_TrainsOverTheEmulatedLink: a paced run of 400 OpenArena
+// servers of package world (real UDP on loopback, 10-60 ms away) behind
+// an emulated 2 Mbit/s access link with a 250 ms queue: the first 6
+// getinfo requests go as trains of 8 (42 extra sends), the trains measure
+// the link's replies per second (within 40%: the emulator and the reader
+// run on a shared machine), every server answers and the link's queue
+// drops nothing.
+func TestPacer_TrainsOverTheEmulatedLink(t *testing.T) {
+	w, err := world.Generate(world.Spec{Servers: 400, Games: world.Mix{{Game: world.OA, Weight: 1}},
+		RTTMin: 10 * time.Millisecond, RTTMax: 60 * time.Millisecond, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rate = 2e6
+	e, err := world.Listen(w, world.Config{Access: world.AccessLink{Rate: rate, QueueDelay: 250 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("emulator: %v", err)
+		}
+		e.Close()
+	})
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	targets := make([]Target, len(w.Servers))
+	for i, s := range w.Servers {
+		targets[i] = Target{s.Public, Q3Info}
+	}
+	answered := 0
+	counts, err := (&Prober{Timeout: time.Second, Pace: &Pace{}}).Run(t.Context(), loopnat.Wrap(c, e.Table()), targets,
+		func(_ int, r Result) {
+			if r.Answered() {
+				answered++
+			}
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wire := float64(counts.BytesIn)/float64(counts.Received) + UDPOverhead
+	want := rate / 8 / wire // replies per second
+	st := e.Stats()
+	t.Logf("trains measured %.0f probes/s, the link carries %.0f replies/s (%.0f bytes each); %d sends, %d train sends, %d dropped by the link, queueing mean %v max %v",
+		counts.PaceTrainRate, want, wire, counts.Sent, counts.PaceTrainSends, st.LinkDropped, st.LinkWaitMean, st.LinkWaitMax)
+	if answered != len(targets) || counts.PaceTrainSends != paceTrains*(paceTrainProbes-1) || st.LinkDropped != 0 {
+		t.Errorf("%d of %d answered, %d train sends, %d dropped by the link; want all, %d, none", answered, len(targets), counts.PaceTrainSends, st.LinkDropped, paceTrains*(paceTrainProbes-1))
+	}
+	if r := counts.PaceTrainRate / want; r < 0.6 || r > 1.4 {
+		t.Errorf("trains measured %.0f probes/s, the link carries %.0f replies/s", counts.PaceTrainRate, want)
 	}
 }
