@@ -84,8 +84,11 @@ func TestFleet_HistorySharedAndKeptAcrossRestart(t *testing.T) {
 		n, _ := rc.HLen(ctx, a.node.histKey(day)).Result()
 		t.Fatalf("%d of %d servers' history in Redis", n, len(servers))
 	}
-	wa, wb := a.node.stats.histWritten.Load(), b.node.stats.histWritten.Load()
-	if wa == 0 || wb == 0 {
+	// Each counts its writes once its pipeline returned: after Redis
+	// holds them.
+	written := func() (uint64, uint64) { return a.node.stats.histWritten.Load(), b.node.stats.histWritten.Load() }
+	if !waitFor(5*time.Second, func() bool { wa, wb := written(); return wa > 0 && wb > 0 }) {
+		wa, wb := written()
 		t.Errorf("days written by a %d, by b %d: the share was not divided", wa, wb)
 	}
 	recent := func(in *instance) []string {
