@@ -178,6 +178,17 @@ func benchMillionThree(b *testing.B) {
 		b.ReportMetric(ans.Seconds()*1e3, fmt.Sprintf("conv%d-answer-ms", k))
 	}
 
+	// Redis's slowest commands of the run (SLOWLOG, over 10 ms by
+	// default): what a write waiting seconds waited behind.
+	if logs, err := r.client(b).SlowLogGet(context.Background(), 5).Result(); err == nil {
+		for _, l := range logs {
+			args := l.Args
+			if len(args) > 4 {
+				args = append(args[:4:4], fmt.Sprintf("... %d args", len(l.Args)))
+			}
+			b.Logf("redis slowlog: %v at %s, %v", l.Duration.Round(time.Millisecond), l.Time.Format("15:04:05.000"), args)
+		}
+	}
 	info, err := r.client(b).Info(context.Background(), "memory").Result()
 	if err != nil {
 		b.Fatal(err)
