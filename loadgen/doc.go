@@ -21,6 +21,17 @@
 // heartbeats, then reads the master's list until it holds every server of
 // the fleet, within a deadline.
 //
+// # Swarm
+//
+// A [Swarm] registers many more servers than a socket each allows
+// (issue 11's million): its IPv4 servers each have their own 127.x.y.z
+// address but share a few sockets bound to 0.0.0.0, one port each;
+// heartbeats leave from each server's address by IP_PKTINFO in sendmmsg
+// batches, and getinfos are read in recvmmsg batches with their
+// destination address (golang.org/x/net/ipv4). Loopback has one IPv6
+// address, so its IPv6 servers are a socket each on ::1. [Swarm.Register]
+// heartbeats, round after round, those the master has not challenged.
+//
 // # Query load
 //
 // [Run] sends "getservers 68 empty full" from many sources (sockets on
