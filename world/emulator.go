@@ -62,6 +62,13 @@ type Config struct {
 	Requesters map[netip.Addr][]Link
 }
 
+// LatenessKnown reports whether the q quantile (0..1) of lateness has
+// enough samples to differ from the longest one: at least 1/(1-q), so
+// 100 for P99 and 1,000 for P999.
+func (s Stats) LatenessKnown(q float64) bool {
+	return q < 1 && float64(s.LatenessSamples)*(1-q) >= 1-1e-9
+}
+
 // Stats counts what the emulator did. Lateness is how long after its due
 // time each datagram was handed to the kernel.
 type Stats struct {
@@ -82,10 +89,15 @@ type Stats struct {
 	SendErrors uint64 `json:"send_errors"`
 	// Heartbeats counts heartbeat datagrams queued.
 	Heartbeats uint64 `json:"heartbeats"`
-	// LatenessP50, P99 and P999 are upper bounds within HistogramBucket.
-	LatenessP50  time.Duration `json:"lateness_p50"`
-	LatenessP99  time.Duration `json:"lateness_p99"`
-	LatenessP999 time.Duration `json:"lateness_p999"`
+	// LatenessP50, P99 and P999 are upper bounds within HistogramBucket
+	// (above HistogramMax: the longest lateness seen), over
+	// LatenessSamples datagrams. A q quantile of fewer than 1/(1-q)
+	// samples (1,000 for P999) is only the longest one: see
+	// LatenessKnown.
+	LatenessSamples uint64        `json:"lateness_samples"`
+	LatenessP50     time.Duration `json:"lateness_p50"`
+	LatenessP99     time.Duration `json:"lateness_p99"`
+	LatenessP999    time.Duration `json:"lateness_p999"`
 	// With an access link (Config.Access): LinkShaped counts replies
 	// that crossed a client's downstream link, LinkWaitMean and
 	// LinkWaitMax their queueing delay (transmission not included);
@@ -393,24 +405,25 @@ func (e *Emulator) sendHeartbeats(i int, r Reason, at time.Time, now bool) bool 
 // Stats returns the counters so far. Safe to call at any time.
 func (e *Emulator) Stats() Stats {
 	st := Stats{
-		Servers:       len(e.servers),
-		Sockets:       e.nsocks,
-		Addresses:     e.addrs,
-		Received:      e.received.Load(),
-		Outcomes:      map[string]uint64{},
-		Sent:          e.sent.Load(),
-		Lost:          e.lost.Load(),
-		QueueFull:     e.queueFull.Load(),
-		SendErrors:    e.sendErr.Load(),
-		Heartbeats:    e.beats.Load(),
-		LatenessP50:   e.late.quantile(0.50),
-		LatenessP99:   e.late.quantile(0.99),
-		LatenessP999:  e.late.quantile(0.999),
-		LinkShaped:    e.linkShaped.Load(),
-		LinkDropped:   e.linkDropped.Load(),
-		LinkUpDropped: e.linkUpDropped.Load(),
-		LinkUnshaped:  e.linkUnshaped.Load(),
-		LinkWaitMax:   time.Duration(e.linkWaitMax.Load()),
+		Servers:         len(e.servers),
+		Sockets:         e.nsocks,
+		Addresses:       e.addrs,
+		Received:        e.received.Load(),
+		Outcomes:        map[string]uint64{},
+		Sent:            e.sent.Load(),
+		Lost:            e.lost.Load(),
+		QueueFull:       e.queueFull.Load(),
+		SendErrors:      e.sendErr.Load(),
+		Heartbeats:      e.beats.Load(),
+		LatenessSamples: e.late.count(),
+		LatenessP50:     e.late.quantile(0.50),
+		LatenessP99:     e.late.quantile(0.99),
+		LatenessP999:    e.late.quantile(0.999),
+		LinkShaped:      e.linkShaped.Load(),
+		LinkDropped:     e.linkDropped.Load(),
+		LinkUpDropped:   e.linkUpDropped.Load(),
+		LinkUnshaped:    e.linkUnshaped.Load(),
+		LinkWaitMax:     time.Duration(e.linkWaitMax.Load()),
 	}
 	if st.LinkShaped > 0 {
 		st.LinkWaitMean = time.Duration(e.linkWaitSum.Load() / int64(st.LinkShaped))

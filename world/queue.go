@@ -271,6 +271,7 @@ func shape(l Link, rng *rand.Rand, at time.Time, oneWay bool) (due time.Time, lo
 type histogram struct {
 	counts [histBuckets + 1]atomic.Uint64
 	n      atomic.Uint64
+	max    atomic.Int64 // the longest duration added, for the overflow bucket
 }
 
 // Lateness histogram resolution and range.
@@ -288,14 +289,21 @@ func (h *histogram) add(d time.Duration) {
 	if i > histBuckets {
 		i = histBuckets
 	}
+	for { // before the counts, so a quantile in the overflow bucket sees it
+		m := h.max.Load()
+		if int64(d) <= m || h.max.CompareAndSwap(m, int64(d)) {
+			break
+		}
+	}
 	h.counts[i].Add(1)
 	h.n.Add(1)
 }
 
 // quantile returns the upper edge of the bucket holding quantile q (0..1):
 // the true value is at most this, and more than this minus HistogramBucket.
-// It returns 0 for an empty histogram and math.MaxInt64 when q falls in
-// the overflow bucket.
+// It returns 0 for an empty histogram and, when q falls in the overflow
+// bucket, the longest duration added (the true value is then more than
+// HistogramMax and at most that).
 func (h *histogram) quantile(q float64) time.Duration {
 	n := h.n.Load()
 	if n == 0 {
@@ -308,10 +316,13 @@ func (h *histogram) quantile(q float64) time.Duration {
 		seen += h.counts[i].Load()
 		if seen >= rank {
 			if i == histBuckets {
-				return math.MaxInt64
+				return time.Duration(h.max.Load())
 			}
 			return time.Duration(i+1) * HistogramBucket
 		}
 	}
-	return math.MaxInt64
+	return time.Duration(h.max.Load()) // not reached: counts are added before n
 }
+
+// count returns how many durations were added.
+func (h *histogram) count() uint64 { return h.n.Load() }

@@ -127,3 +127,27 @@ func TestHistogramQuantile(t *testing.T) {
 		t.Errorf("max %v, want overflow", q)
 	}
 }
+
+// TestHistogram_Overflow checks that a quantile beyond HistogramMax is the
+// longest lateness seen, not math.MaxInt64 (printed once by scout world as
+// 2562047h47m16.854775807s).
+func TestHistogram_Overflow(t *testing.T) {
+	var h histogram
+	if got := h.quantile(0.999); got != 0 || h.count() != 0 {
+		t.Errorf("empty: %v of %d, want 0", got, h.count())
+	}
+	for range 998 {
+		h.add(5 * time.Microsecond)
+	}
+	h.add(150 * time.Millisecond)
+	h.add(HistogramMax + 3*time.Millisecond)
+	if got := h.quantile(0.5); got != HistogramBucket {
+		t.Errorf("p50 %v, want %v", got, HistogramBucket)
+	}
+	if got := h.quantile(0.999); got != 150*time.Millisecond {
+		t.Errorf("p99.9 %v, want the longest, 150ms", got)
+	}
+	if h.count() != 1000 {
+		t.Errorf("count %d, want 1000", h.count())
+	}
+}

@@ -187,8 +187,8 @@ func runWorld(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *asJSON {
 		json.NewEncoder(stdout).Encode(map[string]any{"final": st})
 	} else {
-		fmt.Fprintf(stdout, "stopped: %d datagrams received (%s), %d sent, %d lost, %d heartbeats; send lateness p50 %v p99 %v p99.9 %v\n",
-			st.Received, worldOutcomes(st.Outcomes), st.Sent, st.Lost, st.Heartbeats, st.LatenessP50, st.LatenessP99, st.LatenessP999)
+		fmt.Fprintf(stdout, "stopped: %d datagrams received (%s), %d sent, %d lost, %d heartbeats; send lateness %s\n",
+			st.Received, worldOutcomes(st.Outcomes), st.Sent, st.Lost, st.Heartbeats, worldLateness(st))
 		if access.Enabled() {
 			fmt.Fprintf(stdout, "access link: %d replies shaped, queueing delay mean %v max %v, %d dropped by the full queue (%d requests upstream), %d unshaped\n",
 				st.LinkShaped, st.LinkWaitMean, st.LinkWaitMax, st.LinkDropped, st.LinkUpDropped, st.LinkUnshaped)
@@ -278,4 +278,17 @@ func worldOutcomes(m map[string]uint64) string {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// worldLateness formats the send lateness quantiles of st, "n/a" for one
+// with too few samples to be more than the longest (world.Stats.LatenessKnown).
+func worldLateness(st world.Stats) string {
+	q := func(q float64, d time.Duration) string {
+		if !st.LatenessKnown(q) {
+			return "n/a"
+		}
+		return d.String()
+	}
+	return fmt.Sprintf("p50 %s p99 %s p99.9 %s (%d samples)",
+		q(0.50, st.LatenessP50), q(0.99, st.LatenessP99), q(0.999, st.LatenessP999), st.LatenessSamples)
 }

@@ -69,6 +69,10 @@ func TestWorld_RunsAndWritesMap(t *testing.T) {
 	if !strings.Contains(out.String(), "world: 20 servers (oa 20)") || !strings.Contains(out.String(), "stopped:") {
 		t.Errorf("output:\n%s", out.String())
 	}
+	// 60 heartbeats are too few for a p99.9 (it once printed math.MaxInt64).
+	if !strings.Contains(out.String(), "p99.9 n/a (") {
+		t.Errorf("lateness p99.9 of a few datagrams, want n/a:\n%s", out.String())
+	}
 	table, err := loopnat.Load(mapFile)
 	if err != nil || table.Len() != 20 {
 		t.Fatalf("map file: %v", err)
@@ -85,6 +89,26 @@ func TestWorld_RunsAndWritesMap(t *testing.T) {
 		}
 		if _, ok := table.Loopback(from); !ok || string(buf[:n]) != "\xff\xff\xff\xffheartbeat QuakeArena-1\n" {
 			t.Fatalf("heartbeat %d from %v: %q", i, from, buf[:n])
+		}
+	}
+}
+
+// TestWorld_LatenessSummary checks the closing summary's lateness: a real
+// figure with enough samples, even above the histogram's range, and n/a
+// for a quantile with fewer than 1/(1-q) samples.
+func TestWorld_LatenessSummary(t *testing.T) {
+	for _, c := range []struct {
+		st   world.Stats
+		want string
+	}{
+		{world.Stats{}, "p50 n/a p99 n/a p99.9 n/a (0 samples)"},
+		{world.Stats{LatenessSamples: 99, LatenessP50: 20 * time.Microsecond, LatenessP99: time.Millisecond, LatenessP999: time.Millisecond},
+			"p50 20µs p99 n/a p99.9 n/a (99 samples)"},
+		{world.Stats{LatenessSamples: 1000, LatenessP50: 20 * time.Microsecond, LatenessP99: time.Millisecond, LatenessP999: 250 * time.Millisecond},
+			"p50 20µs p99 1ms p99.9 250ms (1000 samples)"},
+	} {
+		if got := worldLateness(c.st); got != c.want {
+			t.Errorf("%d samples: %q, want %q", c.st.LatenessSamples, got, c.want)
 		}
 	}
 }
