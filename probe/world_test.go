@@ -23,27 +23,9 @@ func TestA2S_AgainstWorldEmulator(t *testing.T) {
 		Players: []world.Player{{Name: "Alice", Score: 3}, {Name: "Bob", Score: 1}},
 	}
 	w := world.World{Version: world.FormatVersion, Servers: []world.Server{srv}}
-	e, err := world.Listen(w, world.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- e.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("emulator: %v", err)
-		}
-		e.Close()
-	})
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	_, conn := runWorld(t, w, world.Config{})
 	var r Result
-	counts, err := (&Prober{}).Run(t.Context(), loopnat.Wrap(c, e.Table()), []Target{{srv.Public, A2S}},
+	counts, err := (&Prober{}).Run(t.Context(), conn, []Target{{srv.Public, A2S}},
 		func(_ int, res Result) { r = res })
 	if err != nil {
 		t.Fatal(err)
@@ -77,31 +59,13 @@ func TestPacer_TrainsOverTheEmulatedLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	const rate = 2e6
-	e, err := world.Listen(w, world.Config{Access: world.AccessLink{Rate: rate, QueueDelay: 250 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- e.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("emulator: %v", err)
-		}
-		e.Close()
-	})
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	e, conn := runWorld(t, w, world.Config{Access: world.AccessLink{Rate: rate, QueueDelay: 250 * time.Millisecond}})
 	targets := make([]Target, len(w.Servers))
 	for i, s := range w.Servers {
 		targets[i] = Target{s.Public, Q3Info}
 	}
 	answered := 0
-	counts, err := (&Prober{Timeout: time.Second, Pace: &Pace{}}).Run(t.Context(), loopnat.Wrap(c, e.Table()), targets,
+	counts, err := (&Prober{Timeout: time.Second, Pace: &Pace{}}).Run(t.Context(), conn, targets,
 		func(_ int, r Result) {
 			if r.Answered() {
 				answered++
@@ -121,4 +85,31 @@ func TestPacer_TrainsOverTheEmulatedLink(t *testing.T) {
 	if r := counts.PaceTrainRate / want; r < 0.6 || r > 1.4 {
 		t.Errorf("trains measured %.0f probes/s, the link carries %.0f replies/s", counts.PaceTrainRate, want)
 	}
+}
+
+// runWorld starts w's emulator with cfg until the test ends and returns it
+// with a loopback UDP socket that reaches its servers' public addresses
+// through the emulator's translation table.
+func runWorld(t *testing.T, w world.World, cfg world.Config) (*world.Emulator, *loopnat.Conn) {
+	t.Helper()
+	e, err := world.Listen(w, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("emulator: %v", err)
+		}
+		e.Close()
+	})
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return e, loopnat.Wrap(c, e.Table())
 }
