@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scout-discovery/scout/internal/peer"
 	"github.com/scout-discovery/scout/probe"
 	"github.com/scout-discovery/scout/q3"
 )
@@ -16,35 +17,18 @@ import (
 // end marker. It returns the master's address.
 func hostileMaster(t *testing.T, list []netip.AddrPort) netip.AddrPort {
 	t.Helper()
-	c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
 	pkts, err := q3.EncodeServersResponses(list, q3.SplitOptions{End: q3.EndNone, MaxBytes: 1400})
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := c.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			if m, err := q3.Parse(buf[:n]); err != nil {
-				continue
-			} else if _, ok := m.(q3.GetServers); !ok {
-				continue
-			}
-			for _, p := range pkts {
-				if _, err := c.WriteToUDPAddrPort(p, from); err != nil {
-					return
-				}
-			}
+	return peer.ServeUDP(t, func(req []byte) [][]byte {
+		if m, err := q3.Parse(req); err != nil {
+			return nil
+		} else if _, ok := m.(q3.GetServers); !ok {
+			return nil
 		}
-	}()
-	return c.LocalAddr().(*net.UDPAddr).AddrPort()
+		return pkts
+	})
 }
 
 func loopbackConn(t *testing.T) probe.Conn {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/infostring"
+	"github.com/scout-discovery/scout/internal/peer"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/q3"
 )
@@ -231,36 +232,29 @@ func startNexuiz(b *testing.B) *net.UDPConn {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { c.Close() })
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := c.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			m, _ := q3.Parse(buf[:n])
-			var ch string
-			switch m := m.(type) {
-			case q3.GetInfo:
-				ch = m.Challenge
-			case q3.GetStatus:
-				ch = m.Challenge
-			default:
-				continue
-			}
-			reply, err := q3.InfoResponse{Info: infostring.Info{{Key: "challenge", Value: ch}, {Key: "gamename", Value: "Nexuiz"},
-				{Key: "protocol", Value: "3"}, {Key: "hostname", Value: "converge"}, {Key: "clients", Value: "0"},
-				{Key: "sv_maxclients", Value: "8"}, {Key: "gametype", Value: "dm"}}}.AppendBinary(nil)
-			if _, ok := m.(q3.GetStatus); ok {
-				reply, err = q3.StatusResponse{Info: infostring.Info{{Key: "challenge", Value: ch}, {Key: "gamename", Value: "Nexuiz"},
-					{Key: "protocol", Value: "3"}, {Key: "sv_maxclients", Value: "8"}}}.AppendBinary(nil)
-			}
-			if err == nil {
-				c.WriteToUDPAddrPort(reply, from)
-			}
+	peer.ServeUDPOn(b, c, func(req []byte) [][]byte {
+		m, _ := q3.Parse(req)
+		var ch string
+		switch m := m.(type) {
+		case q3.GetInfo:
+			ch = m.Challenge
+		case q3.GetStatus:
+			ch = m.Challenge
+		default:
+			return nil
 		}
-	}()
+		reply, err := q3.InfoResponse{Info: infostring.Info{{Key: "challenge", Value: ch}, {Key: "gamename", Value: "Nexuiz"},
+			{Key: "protocol", Value: "3"}, {Key: "hostname", Value: "converge"}, {Key: "clients", Value: "0"},
+			{Key: "sv_maxclients", Value: "8"}, {Key: "gametype", Value: "dm"}}}.AppendBinary(nil)
+		if _, ok := m.(q3.GetStatus); ok {
+			reply, err = q3.StatusResponse{Info: infostring.Info{{Key: "challenge", Value: ch}, {Key: "gamename", Value: "Nexuiz"},
+				{Key: "protocol", Value: "3"}, {Key: "sv_maxclients", Value: "8"}}}.AppendBinary(nil)
+		}
+		if err != nil {
+			return nil
+		}
+		return [][]byte{reply}
+	})
 	return c
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/infostring"
+	"github.com/scout-discovery/scout/internal/peer"
 	"github.com/scout-discovery/scout/q3"
 )
 
@@ -141,33 +142,26 @@ func recv(t *testing.T, c *net.UDPConn) []byte {
 
 // fakeServer answers every getinfo/getstatus like an OpenArena server.
 func fakeServer(t *testing.T, c *net.UDPConn) {
-	go func() {
-		b := make([]byte, 65535)
-		for {
-			n, from, err := c.ReadFromUDPAddrPort(b)
-			if err != nil {
-				return
-			}
-			m, err := q3.Parse(b[:n])
-			if err != nil {
-				continue
-			}
-			info := infostring.Info{{Key: "gamename", Value: "Quake3Arena"}, {Key: "protocol", Value: "71"},
-				{Key: "sv_maxclients", Value: "8"}, {Key: "clients", Value: "1"}, {Key: "hostname", Value: "fake"}}
-			var out []byte
-			switch m := m.(type) {
-			case q3.GetInfo:
-				info = append(info, infostring.Pair{Key: "challenge", Value: m.Challenge})
-				out, _ = q3.InfoResponse{Info: info}.AppendBinary(nil)
-			case q3.GetStatus:
-				info = append(info, infostring.Pair{Key: "challenge", Value: m.Challenge})
-				out, _ = q3.StatusResponse{Info: info, Players: []q3.Player{{Name: "p"}}}.AppendBinary(nil)
-			default:
-				continue
-			}
-			c.WriteToUDPAddrPort(out, from)
+	peer.ServeUDPOn(t, c, func(req []byte) [][]byte {
+		m, err := q3.Parse(req)
+		if err != nil {
+			return nil
 		}
-	}()
+		info := infostring.Info{{Key: "gamename", Value: "Quake3Arena"}, {Key: "protocol", Value: "71"},
+			{Key: "sv_maxclients", Value: "8"}, {Key: "clients", Value: "1"}, {Key: "hostname", Value: "fake"}}
+		var out []byte
+		switch m := m.(type) {
+		case q3.GetInfo:
+			info = append(info, infostring.Pair{Key: "challenge", Value: m.Challenge})
+			out, _ = q3.InfoResponse{Info: info}.AppendBinary(nil)
+		case q3.GetStatus:
+			info = append(info, infostring.Pair{Key: "challenge", Value: m.Challenge})
+			out, _ = q3.StatusResponse{Info: info, Players: []q3.Player{{Name: "p"}}}.AppendBinary(nil)
+		default:
+			return nil
+		}
+		return [][]byte{out}
+	})
 }
 
 func getservers(t *testing.T, master netip.AddrPort) []netip.AddrPort {

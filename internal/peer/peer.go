@@ -4,7 +4,7 @@
 //
 // A test asks for a program with [Need], runs it with [Run],
 // [RunQuakestat], [RunGamedig] or [QueryGamedig], and scripts the server
-// it talks to with [ServeUDP]. When the program is missing the
+// it talks to with [ServeUDP] or [ServeUDPOn]. When the program is missing the
 // test is skipped with a message naming the package that provides it,
 // except when the environment variable CI is non-empty: CI installs every
 // peer, so there a missing program fails the test.
@@ -202,6 +202,15 @@ func ServeUDP(t testing.TB, reply func(req []byte) [][]byte) netip.AddrPort {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ServeUDPOn(t, conn, reply)
+	return conn.LocalAddr().(*net.UDPAddr).AddrPort()
+}
+
+// ServeUDPOn is [ServeUDP] on a socket the test already holds, for a
+// server that also sends from it (a game server's heartbeat to a master):
+// it answers every datagram with the packets reply returns, and closes
+// conn when the test ends.
+func ServeUDPOn(t testing.TB, conn *net.UDPConn, reply func(req []byte) [][]byte) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -219,7 +228,6 @@ func ServeUDP(t testing.TB, reply func(req []byte) [][]byte) netip.AddrPort {
 		}
 	}()
 	t.Cleanup(func() { conn.Close(); <-done })
-	return conn.LocalAddr().(*net.UDPAddr).AddrPort()
 }
 
 // errNotLoopback refuses any address off 127.0.0.0/8.
