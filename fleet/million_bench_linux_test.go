@@ -283,21 +283,14 @@ func askFull(b *testing.B, m netip.AddrPort, req, probe []byte) fullRun {
 	}
 	defer fc.Close()
 	forceRcvbuf(fc, 64<<20)
-	prober := func(d time.Duration) (worst time.Duration) {
-		buf := make([]byte, 2048)
-		for end := time.Now().Add(d); time.Now().Before(end); {
-			t := time.Now()
-			pc.WriteToUDPAddrPort(probe, m)
-			pc.SetReadDeadline(t.Add(5 * time.Second))
-			if _, _, err := pc.ReadFromUDPAddrPort(buf); err != nil {
-				r.lost++
-				continue
-			}
-			r.probes++
-			worst = max(worst, time.Since(t))
-			time.Sleep(time.Millisecond) // the probe's pace, not a wait for an event
+	prober := func(d time.Duration) time.Duration {
+		p, err := peer.ProbeRTT(pc, m, probe, d)
+		r.probes += p.Answered
+		r.lost += p.Lost
+		if err != nil {
+			b.Fatal(err)
 		}
-		return worst
+		return p.Worst
 	}
 	r.before = prober(300 * time.Millisecond)
 	r.probes, r.lost = 0, 0

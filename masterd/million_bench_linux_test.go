@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/infostring"
+	"github.com/scout-discovery/scout/internal/peer"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/master/store"
 	"github.com/scout-discovery/scout/q3"
@@ -202,24 +203,15 @@ func fullAnswer(b *testing.B, addr netip.AddrPort, req, probe []byte, change fun
 	defer fc.Close()
 	fc.SetReadBuffer(64 << 20)
 
-	prober := func(d time.Duration) (worst time.Duration) {
-		buf := make([]byte, 2048)
-		for end := time.Now().Add(d); time.Now().Before(end); {
-			t := time.Now()
-			if _, err := pc.WriteToUDPAddrPort(probe, addr); err != nil {
-				b.Fatal(err)
-			}
-			r.asked++
-			pc.SetReadDeadline(t.Add(5 * time.Second))
-			if _, _, err := pc.ReadFromUDPAddrPort(buf); err != nil {
-				r.lost++
-				continue
-			}
-			r.probes++
-			worst = max(worst, time.Since(t))
-			time.Sleep(time.Millisecond) // the probe's pace, not a wait for an event
+	prober := func(d time.Duration) time.Duration {
+		p, err := peer.ProbeRTT(pc, addr, probe, d)
+		r.asked += p.Sent
+		r.probes += p.Answered
+		r.lost += p.Lost
+		if err != nil {
+			b.Fatal(err)
 		}
-		return worst
+		return p.Worst
 	}
 	r.before = prober(300 * time.Millisecond)
 	r.probes, r.lost = 0, 0

@@ -109,6 +109,41 @@ func FreeTCPPort(t testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+// ProbeRun is what [ProbeRTT] saw: the probes sent, answered and
+// unanswered (within [ProbeTimeout]), and the worst round trip answered.
+type ProbeRun struct {
+	Sent, Answered, Lost int
+	Worst                time.Duration
+}
+
+// ProbeTimeout is how long [ProbeRTT] waits for one probe's answer.
+const ProbeTimeout = 5 * time.Second
+
+// ProbeRTT sends probe to addr from c for d, one at a time and a
+// millisecond apart, each after the previous one's answer or timeout: a
+// benchmark's measure of how long a server keeps a small request waiting
+// while it does something big. A failed send ends the run with its error.
+func ProbeRTT(c *net.UDPConn, addr netip.AddrPort, probe []byte, d time.Duration) (ProbeRun, error) {
+	var r ProbeRun
+	buf := make([]byte, 2048)
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		t := time.Now()
+		if _, err := c.WriteToUDPAddrPort(probe, addr); err != nil {
+			return r, err
+		}
+		r.Sent++
+		c.SetReadDeadline(t.Add(ProbeTimeout))
+		if _, _, err := c.ReadFromUDPAddrPort(buf); err != nil {
+			r.Lost++
+			continue
+		}
+		r.Answered++
+		r.Worst = max(r.Worst, time.Since(t))
+		time.Sleep(time.Millisecond) // the probe's pace, not a wait for an event
+	}
+	return r, nil
+}
+
 // Run runs a program with a bounded lifetime (RunTimeout) and returns its
 // standard output; a failed run fails the test with the program's stderr.
 func Run(t testing.TB, path string, args ...string) []byte {

@@ -103,3 +103,16 @@ func TestServeUDP_AnswersWithTheScript(t *testing.T) {
 		}
 	}
 }
+
+func TestProbeRTT_CountsAnsweredProbes(t *testing.T) {
+	addr := ServeUDP(t, func(req []byte) [][]byte { return [][]byte{req} })
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r, err := ProbeRTT(c, addr, []byte("ping"), 20*time.Millisecond)
+	if err != nil || r.Sent == 0 || r.Answered != r.Sent || r.Lost != 0 || r.Worst <= 0 || r.Worst >= ProbeTimeout {
+		t.Errorf("%+v, %v; want every probe answered within ProbeTimeout", r, err)
+	}
+}
