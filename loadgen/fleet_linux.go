@@ -292,32 +292,15 @@ func (f *Fleet) Heartbeat(ctx context.Context, master netip.AddrPort, which []in
 			which[i] = i
 		}
 	}
-	// Pacing: send what is due every tick, so the rate holds without a
-	// timer per datagram.
-	const tick = 5 * time.Millisecond
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	start := time.Now()
-	sent := 0
-	for sent < len(which) {
-		due := min(len(which), int(time.Since(start).Seconds()*float64(rate))+1)
-		for ; sent < due; sent++ {
-			if f.set.send(which[sent], hb, master) != nil {
+	return pace(ctx, len(which), float64(rate), 5*time.Millisecond, func(from, to int) {
+		for _, i := range which[from:to] {
+			if f.set.send(i, hb, master) != nil {
 				f.sendErrs.Add(1)
 				continue
 			}
 			f.heartbeats.Add(1)
 		}
-		if sent == len(which) {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-	return nil
+	})
 }
 
 // PopulateConfig bounds Populate.

@@ -141,7 +141,7 @@ func (s *Swarm) Heartbeat(ctx context.Context, master4, master6 netip.AddrPort, 
 		}
 		share := float64(rate) * float64(len(list)) / float64(total)
 		go func() {
-			errs <- pace(ctx, len(list), share, func(from, to int) {
+			errs <- pace(ctx, len(list), share, time.Millisecond, func(from, to int) {
 				if g == len(s.pcs) {
 					for _, i := range list[from:to] {
 						if s.set6.send(i-s.cfg.Servers, hb(i), master6) != nil {
@@ -175,10 +175,10 @@ func (s *Swarm) Heartbeat(ctx context.Context, master4, master6 netip.AddrPort, 
 	return first
 }
 
-// pace calls send for [0, n) in order, rate items per second, on a 1 ms
-// tick, and returns when all are sent or ctx ends.
-func pace(ctx context.Context, n int, rate float64, send func(from, to int)) error {
-	const tick = time.Millisecond
+// pace calls send for [0, n) in order, rate items per second, sending
+// what is due every tick (so the rate holds without a timer per item),
+// and returns when all are sent or ctx ends.
+func pace(ctx context.Context, n int, rate float64, tick time.Duration, send func(from, to int)) error {
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	start := time.Now()
