@@ -217,34 +217,54 @@ func (f *Fleet) Serve(ctx context.Context) error {
 // answer returns the reply of server i to datagram p from from, or
 // nothing.
 func (f *Fleet) answer(i int, from netip.AddrPort, p []byte, out []byte) []byte {
-	m, err := q3.Parse(p)
-	if err != nil {
-		f.other.Add(1)
-		return out
-	}
-	var reply []byte
-	switch m := m.(type) {
-	case q3.GetInfo:
-		reply, err = q3.InfoResponse{Info: f.info(i, m.Challenge)}.AppendBinary(out)
-		if err == nil {
-			f.getinfo.Add(1)
-			f.markReplied(from, i)
-		}
-	case q3.GetStatus:
-		reply, err = q3.StatusResponse{Info: f.info(i, m.Challenge)}.AppendBinary(out)
-		if err == nil {
-			f.getstatus.Add(1)
-		}
+	reply, kind := appendQ3Reply(p, out, func(challenge string) infostring.Info { return f.info(i, challenge) })
+	switch kind {
+	case askedInfo:
+		f.getinfo.Add(1)
+		f.markReplied(from, i)
+	case askedStatus:
+		f.getstatus.Add(1)
 	default:
 		f.other.Add(1)
-		return out
-	}
-	if err != nil {
-		// A challenge the info string cannot carry: a garbled request.
-		f.other.Add(1)
-		return out
 	}
 	return reply
+}
+
+// asked is the request a loadgen server answered, for its counters.
+type asked int
+
+const (
+	askedOther  asked = iota // anything else: not answered
+	askedInfo                // getinfo, answered with infoResponse
+	askedStatus              // getstatus, answered with statusResponse
+)
+
+// appendQ3Reply appends a server's answer to datagram p to out: an
+// infoResponse to getinfo and a statusResponse to getstatus, each
+// carrying the info string info gives for the request's challenge. For
+// anything else, or a challenge the info string cannot carry (a garbled
+// request), it returns out unchanged and askedOther.
+func appendQ3Reply(p, out []byte, info func(challenge string) infostring.Info) ([]byte, asked) {
+	m, err := q3.Parse(p)
+	if err != nil {
+		return out, askedOther
+	}
+	var reply []byte
+	var a asked
+	switch m := m.(type) {
+	case q3.GetInfo:
+		reply, err = q3.InfoResponse{Info: info(m.Challenge)}.AppendBinary(out)
+		a = askedInfo
+	case q3.GetStatus:
+		reply, err = q3.StatusResponse{Info: info(m.Challenge)}.AppendBinary(out)
+		a = askedStatus
+	default:
+		return out, askedOther
+	}
+	if err != nil {
+		return out, askedOther
+	}
+	return reply, a
 }
 
 func (f *Fleet) markReplied(master netip.AddrPort, i int) {

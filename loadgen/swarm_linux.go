@@ -17,7 +17,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/scout-discovery/scout/infostring"
-	"github.com/scout-discovery/scout/q3"
 )
 
 // Swarm defaults.
@@ -313,11 +312,6 @@ func (s *Swarm) Close() error {
 // reply is the answer of server i to datagram p, appended to out, or out
 // unchanged when p is neither getinfo nor getstatus.
 func (s *Swarm) reply(i int, p, out []byte) []byte {
-	m, err := q3.Parse(p)
-	if err != nil {
-		s.other.Add(1)
-		return out
-	}
 	name, proto, _ := SwarmGame(i)
 	info := func(challenge string) infostring.Info {
 		return infostring.Info{
@@ -326,26 +320,16 @@ func (s *Swarm) reply(i int, p, out []byte) []byte {
 			{Key: "clients", Value: strconv.Itoa(i % 17)}, {Key: "sv_maxclients", Value: "16"}, {Key: "gametype", Value: "0"},
 		}
 	}
-	var r []byte
-	switch m := m.(type) {
-	case q3.GetInfo:
-		r, err = q3.InfoResponse{Info: info(m.Challenge)}.AppendBinary(out)
-		if err == nil {
-			s.getinfo.Add(1)
-			if !s.answered[i].Swap(true) {
-				s.count.Add(1)
-				s.lastAnswer.Store(time.Now().UnixNano())
-			}
+	r, kind := appendQ3Reply(p, out, info)
+	switch kind {
+	case askedInfo:
+		s.getinfo.Add(1)
+		if !s.answered[i].Swap(true) {
+			s.count.Add(1)
+			s.lastAnswer.Store(time.Now().UnixNano())
 		}
-	case q3.GetStatus:
-		r, err = q3.StatusResponse{Info: info(m.Challenge)}.AppendBinary(out)
-	default:
+	case askedOther:
 		s.other.Add(1)
-		return out
-	}
-	if err != nil {
-		s.other.Add(1)
-		return out
 	}
 	return r
 }
