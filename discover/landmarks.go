@@ -17,7 +17,9 @@ import (
 // list are kept in its MasterReport: the landmark's id and its RTT to each
 // server. MasterReport.RTT is the client's own round trip to the master:
 // the last query to the first packet of its reply. The first id a master
-// sends is taken as its own (a master sends its own run first); a fleet
+// sends is taken as its own (a master sends its own run first, as its id
+// alone when it has measured none of the listed servers: q3's wire
+// format; a packet with no entries is kept as such); a fleet
 // instance then sends the other instances' runs under their ids, kept in
 // MasterReport.OtherLandmarks (at most MaxOtherLandmarks ids). A landmark
 // packet that does not parse counts as garbled, as does one naming an id

@@ -116,3 +116,24 @@ func TestSession_OtherLandmarksBounded(t *testing.T) {
 		t.Errorf("own %q, %d others, %d garbled", r.Landmark, len(r.OtherLandmarks), r.Garbled)
 	}
 }
+
+// A fleet instance that has measured none of the listed servers sends its
+// own run first as its id alone, then a peer's: the client files the
+// peer's RTTs under the peer and keeps the instance's id as the master's
+// own (the landmark its RTT to the master belongs to), with no RTTs.
+func TestSession_LandmarksEmptyOwnRun(t *testing.T) {
+	cfg := Config{Landmarks: true, Masters: []Master{{Name: "A", Addr: masterA, Request: extRequest(t)}}}
+	s := newSession(cfg, t0)
+	for _, o := range s.poll(t0) {
+		s.wrote(t0, o, nil)
+	}
+	list, _ := q3.ServersResponse{Ext: true, Servers: []netip.AddrPort{srv(1)}, End: q3.EndEOT}.AppendBinary(nil)
+	s.receive(at(20*time.Millisecond), masterA, list)
+	s.receive(at(21*time.Millisecond), masterA, landmarkPacket(t, "fra-1"))
+	s.receive(at(21*time.Millisecond), masterA, landmarkPacket(t, "nyc-1", q3.LandmarkEntry{Addr: srv(1), RTT: 90 * time.Millisecond}))
+	r := s.masters[0].rep
+	if r.Landmark != "fra-1" || len(r.LandmarkRTTs) != 0 || r.LandmarkPackets != 2 || r.Garbled != 0 ||
+		len(r.OtherLandmarks) != 1 || r.OtherLandmarks["nyc-1"][srv(1)] != 90*time.Millisecond || r.RTT != 20*time.Millisecond {
+		t.Errorf("report %+v", r)
+	}
+}

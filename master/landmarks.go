@@ -12,7 +12,9 @@ import (
 // getserversExt that carries the word "landmarks" with its list, then
 // with getserversLandmarksResponse packets: its RTT (Server.RTT, the
 // median of the last RTTSamples) to each server of that list it has
-// measured, and the measurement's age; then, in a fleet, one run of
+// measured, and the measurement's age (one packet with its id alone if it
+// has measured none of them: its run always comes first, so that a client
+// never takes a peer's id for this master's); then, in a fleet, one run of
 // packets per other landmark whose RTTs it holds (peers.go), each under
 // that landmark's id, so that a client asking any one instance gets every
 // landmark's RTTs. Never to a query without the word (old clients never
@@ -34,8 +36,8 @@ type landmarkRun struct {
 }
 
 // landmarkEntries returns the RTTs to the servers that f selects at now,
-// by their published address: this master's (as self) for those it has
-// measured, then each other landmark's it holds.
+// by their published address: this master's (as self, always first, empty
+// if it has measured none), then each other landmark's it holds.
 func (r *Registry) landmarkEntries(now time.Time, f filter, self string) []landmarkRun {
 	snap := r.current(now)
 	list := snap.appendMatching(f, 0, nil)
@@ -69,10 +71,12 @@ func (r *Registry) landmarkEntries(now time.Time, f filter, self string) []landm
 				q3.LandmarkEntry{Addr: pub, RTT: time.Duration(p.rtt) * RTTUnit, Age: max(0, now.Sub(p.at.Time()))})
 		}
 	}
-	out := runs[:0]
-	for i, run := range runs {
-		// A peer under this master's own name is not sent twice.
-		if len(run.entries) > 0 && (i == 0 || run.id != self) {
+	// This master's own run always goes, first, even with no entries: a
+	// client takes the first id as the master's (q3's wire format). A
+	// peer's goes if it has entries and is not under this master's name.
+	out := runs[:1]
+	for _, run := range runs[1:] {
+		if len(run.entries) > 0 && run.id != self {
 			out = append(out, run)
 		}
 	}

@@ -145,3 +145,25 @@ func BenchmarkRegistry_PeerRTTBytesPerServer(b *testing.B) {
 		runtime.KeepAlive(r)
 	}
 }
+
+// A fleet instance that has measured none of the listed servers still
+// sends its own run first (its id alone), then its peers': a client takes
+// the first id as the master's own, and a peer's first (as before) made it
+// file its RTT to this master under that peer.
+func TestHandler_LandmarksOwnRunFirstWhenEmpty(t *testing.T) {
+	f := newHandlerFix(t, Config{}, func(c *HandlerConfig) { c.Landmark = "fra-1" })
+	a := ap("198.51.100.1:27960")
+	f.list(t, a)
+	reg := f.h.Registry()
+	if s, _ := reg.Lookup(a); s.RTT != 0 {
+		t.Fatalf("%v measured: RTT %v", a, s.RTT)
+	}
+	if !reg.ApplyLandmarkRTT(a, "nyc-1", 90*time.Millisecond, f.now) {
+		t.Fatal("ApplyLandmarkRTT refused")
+	}
+	list, lm := landmarkPackets(t, f.in(ap("203.0.113.9:5000"), oob("getserversExt Quake3Arena 71 empty full landmarks")))
+	if list != 1 || len(lm) != 2 || lm[0].Landmark != "fra-1" || len(lm[0].Entries) != 0 ||
+		lm[1].Landmark != "nyc-1" || len(lm[1].Entries) != 1 || lm[1].Entries[0].RTT != 90*time.Millisecond {
+		t.Fatalf("list %d, landmarks %+v; want fra-1's empty run, then nyc-1's", list, lm)
+	}
+}

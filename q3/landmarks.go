@@ -25,6 +25,14 @@ import (
 // Each packet stands alone (no end marker): a client takes what comes
 // within its wait for the list; a lost packet leaves its servers
 // unmeasured by that landmark. A client that did not ask never gets one.
+//
+// The answering master's own run comes first, under its own id: a client
+// takes the first id as the master's (the landmark its own RTT to the
+// master belongs to). A fleet instance then sends the runs of the other
+// landmarks it holds, each under that landmark's id. A master that has
+// measured none of the listed servers still sends its own run first, as
+// one packet with its id and no entries, so that a peer's id never comes
+// first.
 const (
 	// LandmarksKeyword is the getserversExt word that asks for them.
 	LandmarksKeyword = "landmarks"
@@ -97,7 +105,8 @@ func appendLandmarkEntry(b []byte, e LandmarkEntry) []byte {
 // EncodeLandmarksResponses encodes landmark's entries in packets of at
 // most maxBytes (0: DefaultMaxBytes). Entries with an address that is not
 // valid, an RTT outside (0, 65535 units] or a zone are refused; an empty
-// list encodes as no packet.
+// list encodes as one packet with the id alone (a master's own run when it
+// has measured none of the listed servers).
 func EncodeLandmarksResponses(landmark string, entries []LandmarkEntry, maxBytes int) ([][]byte, error) {
 	if maxBytes == 0 {
 		maxBytes = DefaultMaxBytes
@@ -126,10 +135,11 @@ func EncodeLandmarksResponses(landmark string, entries []LandmarkEntry, maxBytes
 		}
 		cur = appendLandmarkEntry(cur, e)
 	}
-	if cur != nil {
-		pkts = append(pkts, cur)
+	if cur == nil {
+		cur = append(append(make([]byte, 0, head), landmarksHeader...), landmark...)
+		cur = append(cur, '\n')
 	}
-	return pkts, nil
+	return append(pkts, cur), nil
 }
 
 // ParseLandmarksResponse parses one getserversLandmarksResponse packet

@@ -84,9 +84,6 @@ func FuzzParseLandmarksResponse(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if len(r.Entries) == 0 {
-			return
-		}
 		back, err := EncodeLandmarksResponses(r.Landmark, r.Entries, max(len(pkt), len(landmarksHeader)+len(r.Landmark)+1+23))
 		if err != nil {
 			t.Fatalf("parsed %+v does not encode: %v", r, err)
@@ -108,5 +105,19 @@ func TestLandmarksResponse_SubUnitRTT(t *testing.T) {
 	r, err := ParseLandmarksResponse(pkts[0])
 	if err != nil || len(r.Entries) != 1 || r.Entries[0].RTT != LandmarkRTTUnit {
 		t.Fatalf("parsed %+v, %v; want one entry of RTT %v", r, err, LandmarkRTTUnit)
+	}
+}
+
+// A landmark that has measured none of the listed servers still sends its
+// own run (the first, by which a client knows the master's id): one packet
+// with the id alone, which parses with no entries.
+func TestLandmarksResponse_EmptyRun(t *testing.T) {
+	pkts, err := EncodeLandmarksResponses("fra-1", nil, 0)
+	if err != nil || len(pkts) != 1 || string(pkts[0]) != Prefix+LandmarksResponseCommand+"\nfra-1\n" {
+		t.Fatalf("%q, %v; want one id-only packet", pkts, err)
+	}
+	r, err := ParseLandmarksResponse(pkts[0])
+	if err != nil || r.Landmark != "fra-1" || len(r.Entries) != 0 {
+		t.Fatalf("parsed %+v, %v", r, err)
 	}
 }
