@@ -496,7 +496,7 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 		}
 		lmBase.Masters, lmBase.Landmarks = nil, true
 		for _, m := range rep.Masters {
-			ra, err := relay(ctx, &relays, m.Addr, m.ClientRTT)
+			ra, err := Relay(ctx, &relays, m.Addr, m.ClientRTT)
 			if err != nil {
 				return rep, err
 			}

@@ -84,11 +84,12 @@ func landmarkLinks(pop *population.World, city population.City, loss float64) []
 	return out
 }
 
-// relay stands for the network between the player and a landmark master:
+// Relay stands for the network between the player and a landmark master:
 // it forwards the client's datagrams to the master at once and the
 // master's back after delay (the path's whole RTT), over real UDP on
-// loopback. It serves one client (the last that sent).
-func relay(ctx context.Context, wg *sync.WaitGroup, to netip.AddrPort, delay time.Duration) (netip.AddrPort, error) {
+// loopback. It serves one client (the last that sent) from the address it
+// returns, until ctx ends; wg waits for its goroutines.
+func Relay(ctx context.Context, wg *sync.WaitGroup, to netip.AddrPort, delay time.Duration) (netip.AddrPort, error) {
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		return netip.AddrPort{}, err

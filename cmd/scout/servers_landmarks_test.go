@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scout-discovery/scout/demo"
 	"github.com/scout-discovery/scout/discover"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/masterd"
@@ -37,35 +37,20 @@ func (c countListed) WithAttrs([]slog.Attr) slog.Handler { return c }
 func (c countListed) WithGroup(string) slog.Handler      { return c }
 
 // delayRelay stands for the network between the client and a master on
-// loopback: it forwards the client's datagrams to the master at once and
-// the master's back after delay (the path's whole RTT), over real UDP.
+// loopback, as in the demo ([demo.Relay]): it forwards the client's
+// datagrams to the master at once and the master's back after delay (the
+// path's whole RTT), over real UDP, until the test ends.
 func delayRelay(t *testing.T, to netip.AddrPort, delay time.Duration) netip.AddrPort {
 	t.Helper()
-	c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	addr, err := demo.Relay(ctx, &wg, to, delay)
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		var client netip.AddrPort
-		buf := make([]byte, 65536)
-		for {
-			n, from, err := c.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			pkt := append([]byte(nil), buf[:n]...)
-			if from != to {
-				client = from
-				c.WriteToUDPAddrPort(pkt, to)
-				continue
-			}
-			back := client
-			time.AfterFunc(delay, func() { c.WriteToUDPAddrPort(pkt, back) })
-		}
-	})
-	t.Cleanup(func() { c.Close(); wg.Wait() })
-	return c.LocalAddr().(*net.UDPAddr).AddrPort()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return addr
 }
 
 // TestServers_OrderLandmarksLive runs the live half of issue 13 on
