@@ -74,11 +74,13 @@
 //     landmark; ZREM and HDEL when an instance died), and a blocking
 //     XREAD always waiting;
 //   - per instance, every masterd.FleetHistoryInterval with history
-//     changed: one pipeline of one EVALSHA per day touched (and per
-//     PageSize servers), writing the changed days of its own share only
+//     changed: one EVALSHA per day touched and per HistoryBatch servers,
+//     in pipelines of up to HistoryCallsPerTrip calls, writing the
+//     changed days of its own share only
 //     (an HGET and an HSET per server and day, one EXPIREAT per day);
 //     every instance records every server's samples, so a server's new
-//     owner writes its day with the next sample. At start, one HSCAN
+//     owner writes its day with the next sample; the samples of the
+//     records read at start are not written again. At start, one HSCAN
 //     page per PageSize servers and day kept.
 //   - with landmarks (landmarks.go): no more round trips; a landmark's
 //     verification's script does one more HSET (its RTT), and a

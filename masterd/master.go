@@ -100,15 +100,19 @@ func NewMaster(now time.Time, cfg Config) (*Master, error) {
 			return nil, errors.New("masterd: a state file and a fleet cannot both keep the registry")
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), FleetJoinTimeout)
-		if _, ok := cfg.Fleet.(HistoryFleet); ok {
-			// Remember the changed days for Run's writes (TakeDirty),
-			// from the records Join applies on.
-			hist.OnChange(nil)
-		}
 		err := cfg.Fleet.Join(ctx, reg, hc.Observer)
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("masterd: joining the fleet: %w", err)
+		}
+		if _, ok := cfg.Fleet.(HistoryFleet); ok {
+			// Remember the changed days for Run's writes (TakeDirty)
+			// from here on. The samples of the records Join applied are
+			// not changes to write: the instance that verified each
+			// wrote its day, and writing them all again (up to
+			// web.MaxHistoryServers at every join) held Redis for
+			// seconds, delaying the fleet's verifications behind it.
+			hist.OnChange(nil)
 		}
 		hc.Persist = cfg.Fleet
 		if hf, ok := cfg.Fleet.(HistoryFleet); ok {
