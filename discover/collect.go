@@ -258,6 +258,12 @@ func (s *session) receive(now time.Time, from netip.AddrPort, b []byte) []outgoi
 		return nil
 	}
 	if s.receiveLandmarks(now, m, b) {
+		if !m.done && m.rep.Packets > 0 {
+			// The landmark runs follow the list (up to about 1.6 times
+			// its bytes per landmark): more of the reply, so EndGrace and
+			// Quiet run from the last of them, not from the end marker.
+			m.last = now
+		}
 		return nil
 	}
 	p := m.parse(b)

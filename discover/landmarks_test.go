@@ -137,3 +137,38 @@ func TestSession_LandmarksEmptyOwnRun(t *testing.T) {
 		t.Errorf("report %+v", r)
 	}
 }
+
+// The landmark runs after the list keep it open: each comes within
+// EndGrace of the one before, the last 2.5 EndGrace after the end marker
+// (a slow access link), and all are in the master's report; before, the
+// list closed EndGrace after its end marker without the late ones.
+func TestSession_LandmarksExtendEndGrace(t *testing.T) {
+	cfg := Config{Landmarks: true, Masters: []Master{{Name: "A", Addr: masterA, Request: extRequest(t)}}}
+	s := newSession(cfg, t0)
+	for _, o := range s.poll(t0) {
+		s.wrote(t0, o, nil)
+	}
+	list, _ := q3.ServersResponse{Ext: true, Servers: []netip.AddrPort{srv(1)}, End: q3.EndEOT}.AppendBinary(nil)
+	end := 20 * time.Millisecond
+	s.receive(at(end), masterA, list)
+	for i, id := range []string{"fra-1", "nyc-1", "tyo-1"} {
+		now := at(end + time.Duration(i+1)*EndGrace*5/6)
+		s.poll(now)
+		s.receive(now, masterA, landmarkPacket(t, id, q3.LandmarkEntry{Addr: srv(1), RTT: time.Duration(i+1) * time.Millisecond}))
+	}
+	last := end + 3*EndGrace*5/6
+	s.poll(at(last + EndGrace - time.Millisecond))
+	if s.masters[0].done {
+		t.Fatalf("list closed within EndGrace of the last landmark packet: %+v", s.masters[0].rep)
+	}
+	s.poll(at(last + EndGrace))
+	var done *MasterDone
+	for _, e := range s.events {
+		if d, ok := e.(MasterDone); ok {
+			done = &d
+		}
+	}
+	if done == nil || done.End != EndMarker || done.Landmark != "fra-1" || len(done.OtherLandmarks) != 2 || done.LandmarkPackets != 3 {
+		t.Fatalf("master done %+v; want fra-1's run and two others", done)
+	}
+}
