@@ -86,20 +86,30 @@ func landmarkLinks(pop *population.World, city population.City, loss float64) []
 
 // Relay stands for the network between the player and a landmark master:
 // it forwards the client's datagrams to the master at once and the
-// master's back after delay (the path's whole RTT), over real UDP on
-// loopback. It serves one client (the last that sent) from the address it
-// returns, until ctx ends; wg waits for its goroutines.
+// master's back after delay (the path's whole RTT), in the order they
+// came as a path with a fixed delay does, over real UDP on loopback. It
+// serves one client (the last that sent) from the address it returns,
+// until ctx ends; wg waits for its goroutines. (A timer per datagram let a
+// busy machine send them back out of order: a fleet instance's landmark
+// runs could reach the client with a peer's first, which the client takes
+// for the instance's own.)
 func Relay(ctx context.Context, wg *sync.WaitGroup, to netip.AddrPort, delay time.Duration) (netip.AddrPort, error) {
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		return netip.AddrPort{}, err
 	}
+	type delayed struct {
+		pkt []byte
+		to  netip.AddrPort
+		due time.Time
+	}
+	back := make(chan delayed, relayQueue)
 	wg.Go(func() {
 		<-ctx.Done()
 		c.Close()
 	})
 	wg.Go(func() {
-		var mu sync.Mutex
+		defer close(back)
 		var client netip.AddrPort
 		buf := make([]byte, 65536)
 		for {
@@ -109,17 +119,33 @@ func Relay(ctx context.Context, wg *sync.WaitGroup, to netip.AddrPort, delay tim
 			}
 			pkt := append([]byte(nil), buf[:n]...)
 			if from != to {
-				mu.Lock()
 				client = from
-				mu.Unlock()
 				c.WriteToUDPAddrPort(pkt, to)
 				continue
 			}
-			mu.Lock()
-			back := client
-			mu.Unlock()
-			time.AfterFunc(delay, func() { c.WriteToUDPAddrPort(pkt, back) })
+			select {
+			case back <- delayed{pkt, client, time.Now().Add(delay)}:
+			default: // the path's queue is full: lost, as on a real one
+			}
+		}
+	})
+	wg.Go(func() {
+		tm := time.NewTimer(0)
+		defer tm.Stop()
+		for d := range back {
+			if wait := time.Until(d.due); wait > 0 {
+				tm.Reset(wait)
+				select {
+				case <-tm.C:
+				case <-ctx.Done():
+					continue // drain back until the reader closes it
+				}
+			}
+			c.WriteToUDPAddrPort(d.pkt, d.to)
 		}
 	})
 	return c.LocalAddr().(*net.UDPAddr).AddrPort(), nil
 }
+
+// relayQueue bounds the datagrams a Relay holds on their way back.
+const relayQueue = 4096
