@@ -324,6 +324,27 @@ func (g *gameServer) reprobes(since time.Time) []probeEvent {
 
 // waitFor polls cond (every millisecond) until it holds or d passes, and
 // reports whether it held.
+// resendEvery is how often waitResending heartbeats again: a real game
+// server heartbeats every few minutes, so a heartbeat or a check lost at a
+// loaded socket costs it one period; the tests shorten that period to 2 s.
+const resendEvery = 2 * time.Second
+
+// waitResending is waitFor, calling resend every resendEvery while cond is
+// false, as game servers whose heartbeat or check reply was lost would.
+func waitResending(d time.Duration, cond func() bool, resend func()) bool {
+	next := time.Now().Add(resendEvery)
+	return waitFor(d, func() bool {
+		if cond() {
+			return true
+		}
+		if time.Now().After(next) {
+			resend()
+			next = time.Now().Add(resendEvery)
+		}
+		return false
+	})
+}
+
 func waitFor(d time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)
 	t := time.NewTicker(time.Millisecond)
