@@ -2,7 +2,6 @@ package probe
 
 import (
 	"math"
-	"slices"
 	"time"
 )
 
@@ -92,45 +91,11 @@ const (
 	paceHoldMax  = 500 * time.Millisecond
 	// paceRTTWeight is the weight of one RTT in the mean RTT.
 	paceRTTWeight = 1.0 / 32
-	// The retry timeout (RetryTimeout): paceRetryFactor times the 99th
-	// percentile of the RTTs of the sends old enough that an RTT of
-	// paceRetryUncensored times that percentile would have been seen,
-	// plus paceRetrySlack, at least paceRetryMin, once paceRetrySamples
-	// such RTTs are in; recomputed at most every paceRetryEvery. The
-	// last paceRetryKept RTTs are kept.
-	paceRetryFactor     = 1.2
-	paceRetrySlack      = 20 * time.Millisecond
-	paceRetryUncensored = 1.5
-	paceRetryMin        = 250 * time.Millisecond
-	paceRetrySamples    = 100
-	paceRetryEvery      = 10 * time.Millisecond
-	paceRetryKept       = 1 << 14
-	// paceRetryBucket and paceRetryBuckets: the percentile's resolution
-	// and range (the last bucket holds every longer RTT).
-	paceRetryBucket  = time.Millisecond
-	paceRetryBuckets = 3000
 	// paceSizeWeight is the weight of one reply in the mean reply size.
 	paceSizeWeight = 1.0 / 64
 	// paceMinSettled is how many settled sends the replies per probe are
 	// measured over before they count.
 	paceMinSettled = 100
-	// Packet trains (see Pacer, "Trains"): the first paceTrains requests
-	// of a run are sent paceTrainProbes times back to back, under the
-	// per-source burst of 10 that ioquake3 (SVC_RateLimitAddress) and the
-	// emulated world allow; a train counts once it has paceTrainMin
-	// replies and all are in or none came for paceTrainSettle. The rate
-	// then starts at paceJump times what the trains measured.
-	paceTrains      = 6
-	paceTrainProbes = 8
-	// paceTrainQueue: trains are sent only while at least this many
-	// requests wait to be sent; a shorter list ends at any rate in
-	// about its servers' largest RTT, and the trains would be a large
-	// share of its probes.
-	paceTrainQueue   = 256
-	paceTrainMin     = 5
-	paceTrainSettle  = 20 * time.Millisecond
-	paceJump         = 0.8
-	paceTrainMaxWait = time.Second
 )
 
 // Pace configures delay-based pacing ([Pacer]); a zero field takes its
@@ -292,21 +257,6 @@ type Pacer struct {
 	Cuts int
 }
 
-// paceRTT is one answered send: when it was sent and its RTT.
-type paceRTT struct {
-	sent time.Time
-	rtt  time.Duration
-}
-
-// paceTrain is one train's replies so far.
-type paceTrain struct {
-	sent        time.Time
-	first, last time.Time
-	n           int
-	final       bool
-	rate        float64 // replies per second over the train's dispersion
-}
-
 // NewPacer returns a controller at cfg's start rate.
 func NewPacer(cfg Pace) *Pacer {
 	cfg = cfg.withDefaults()
@@ -324,159 +274,6 @@ func (p *Pacer) Sent(now time.Time) {
 		p.sentTimes = append(p.sentTimes, now)
 	} else {
 		p.settled++
-	}
-}
-
-// Answered records the round-trip time of a reply matched to its probe,
-// sent at sent.
-func (p *Pacer) Answered(sent time.Time, rtt time.Duration) {
-	if rtt <= 0 {
-		return
-	}
-	if len(p.rtts) == paceRetryKept {
-		p.rtts = append(p.rtts[:0], p.rtts[paceRetryKept/2:]...)
-	}
-	p.rtts = append(p.rtts, paceRTT{sent, rtt})
-	p.answered++
-	if p.meanRTT == 0 {
-		p.meanRTT = rtt
-	} else {
-		p.meanRTT += time.Duration(paceRTTWeight * float64(rtt-p.meanRTT))
-	}
-}
-
-// RetryTimeout returns how long a send at now that is not its request's
-// last waits for its reply before the request is sent again, given the
-// full timeout: when the reply is overdue against the RTTs of this run.
-// That is paceRetryFactor times their 99th percentile plus
-// paceRetrySlack, within paceRetryMin..timeout, once paceRetrySamples
-// RTTs are in; timeout until then. The RTTs early in a run are censored:
-// the near servers answer first, and a percentile of them alone would
-// retry every far server. So the percentile q is taken over the sends
-// made at least paceRetryUncensored*q before now (whose RTTs up to that
-// would all be in), recomputing q over the older sends until it holds.
-// A lost reply then costs about one more largest RTT, which at the end
-// of a run is most of its tail. A reply slower than that is still taken
-// when it comes (its token lives on) and measured from its own send; it
-// costs one more probe. The last send of a request waits the full
-// timeout.
-func (p *Pacer) RetryTimeout(now time.Time, timeout time.Duration) time.Duration {
-	if len(p.rtts) < paceRetrySamples {
-		return timeout
-	}
-	if p.rtoAt.IsZero() || now.Sub(p.rtoAt) >= paceRetryEvery || now.Before(p.rtoAt) {
-		p.rtoAt = now
-		p.rto = p.retryTimeout(now)
-	}
-	if p.rto == 0 {
-		return timeout
-	}
-	return min(max(p.rto, paceRetryMin), timeout)
-}
-
-// retryTimeout computes RetryTimeout's answer at now, 0 while too few
-// RTTs are uncensored.
-func (p *Pacer) retryTimeout(now time.Time) time.Duration {
-	q := time.Duration(0)
-	cut := now // sends before cut count
-	if p.rtoHist == nil {
-		p.rtoHist = make([]int, paceRetryBuckets)
-	}
-	for range 8 {
-		clear(p.rtoHist)
-		n := 0
-		for _, r := range p.rtts {
-			if !r.sent.After(cut) {
-				p.rtoHist[min(int(r.rtt/paceRetryBucket), paceRetryBuckets-1)]++
-				n++
-			}
-		}
-		if n < paceRetrySamples {
-			return 0
-		}
-		rank, seen, q2 := int(math.Ceil(0.99*float64(n))), 0, time.Duration(0)
-		for i, c := range p.rtoHist {
-			if seen += c; seen >= rank {
-				q2 = time.Duration(i+1) * paceRetryBucket
-				break
-			}
-		}
-		if q > 0 && q2 <= q {
-			break
-		}
-		q = q2
-		cut = now.Add(-time.Duration(paceRetryUncensored * float64(q)))
-	}
-	return time.Duration(paceRetryFactor*float64(q)) + paceRetrySlack
-}
-
-// Train returns how many probes the first send of a new request should be
-// sent as, back to back, and the train's id for TrainReply: a train of
-// paceTrainProbes for each of the first paceTrains requests of a run
-// sent while queued (the requests waiting to be sent) is at least
-// paceTrainQueue, otherwise n = 1 (id 0). now is the time of the sends.
-func (p *Pacer) Train(now time.Time, queued int) (id, n int) {
-	if len(p.trains) >= paceTrains || queued < paceTrainQueue {
-		return 0, 1
-	}
-	p.trains = append(p.trains, paceTrain{sent: now})
-	return len(p.trains), paceTrainProbes
-}
-
-// TrainReply records a reply, arrived at at, to one probe of train id
-// (from Train), its token matched: the first reply of the request and
-// the others alike.
-func (p *Pacer) TrainReply(id int, at time.Time) {
-	if id < 1 || id > len(p.trains) {
-		return
-	}
-	t := &p.trains[id-1]
-	if t.final {
-		return
-	}
-	if t.n == 0 {
-		t.first = at
-	}
-	t.n++
-	if at.After(t.last) {
-		t.last = at
-	}
-	if t.n == paceTrainProbes {
-		p.trainDone(t)
-	}
-}
-
-// trainDone ends a train: with paceTrainMin replies or more, its rate is
-// its replies after the first over their dispersion, and the trains'
-// estimate is the median of those measured (the lower one of two).
-func (p *Pacer) trainDone(t *paceTrain) {
-	t.final = true
-	if t.n < paceTrainMin {
-		return
-	}
-	d := t.last.Sub(t.first)
-	t.rate = float64(t.n-1) / max(d.Seconds(), 1e-6)
-	var rates []float64
-	for _, o := range p.trains {
-		if o.rate > 0 {
-			rates = append(rates, o.rate)
-		}
-	}
-	slices.Sort(rates)
-	p.trainRate = rates[(len(rates)-1)/2]
-}
-
-// settleTrains ends the trains whose replies have stopped coming by now.
-func (p *Pacer) settleTrains(now time.Time) {
-	for i := range p.trains {
-		t := &p.trains[i]
-		switch {
-		case t.final:
-		case t.n > 0 && now.Sub(t.last) >= paceTrainSettle:
-			p.trainDone(t)
-		case t.n == 0 && now.Sub(t.sent) >= paceTrainMaxWait:
-			t.final = true
-		}
 	}
 }
 
@@ -508,99 +305,6 @@ func (p *Pacer) capacityRate() float64 {
 		r = min(r, p.trainRate)
 	}
 	return r
-}
-
-// Received records a datagram of size bytes on the wire (payload and
-// UDPOverhead) that arrived at at: the kernel's receive time when there
-// is one. sent is when the probe it answers was sent, zero when it
-// answers none. Arrivals are expected in the order they came.
-func (p *Pacer) Received(at time.Time, size int, sent time.Time) {
-	if size <= 0 {
-		return
-	}
-	p.received++
-	if p.meanSize == 0 {
-		p.meanSize = float64(size)
-	} else {
-		p.meanSize += paceSizeWeight * (float64(size) - p.meanSize)
-	}
-	if len(p.windowed) < paceMaxWindowed {
-		p.windowed = append(p.windowed, at)
-	}
-	prevAt, prevSent := p.prevAt, p.prevSent
-	p.prevAt, p.prevSent = at, sent
-	if !p.havePrev {
-		p.havePrev = true
-		return
-	}
-	gap := at.Sub(prevAt)
-	if gap < 0 {
-		gap = 0
-	}
-	// An echo: the two replies are as far apart as their probes were, so
-	// nothing queued one behind the other (two servers at the same
-	// distance answering probes paced at this gap). Evenly spaced echoes
-	// would look like a busy link.
-	echo := false
-	if !sent.IsZero() && !prevSent.IsZero() {
-		d := gap - sent.Sub(prevSent)
-		echo = d.Abs() <= max(paceEchoSlack, gap/paceEchoShare)
-	}
-	if echo {
-		p.trainN, p.trainB, p.trainS = 0, 0, 0
-		p.run = 0
-		return
-	}
-	p.train(gap, size)
-	if p.capacity > 0 {
-		busy := time.Duration((1+paceBusyTol)*float64(size)/p.capacity*float64(time.Second)) + paceBusySlack
-		if gap <= busy {
-			p.run += gap
-		} else {
-			p.run = 0
-		}
-		if p.run > max(p.cfg.QueueTarget, time.Duration(paceRunPackets*p.meanSize/p.capacity*float64(time.Second))) {
-			p.congested(at)
-			p.run = 0
-		}
-	}
-}
-
-// train adds one gap to the current train of evenly spaced arrivals and
-// takes a capacity sample when it is long enough.
-func (p *Pacer) train(gap time.Duration, size int) {
-	g, b := gap.Seconds(), float64(size)
-	if p.trainN > 0 {
-		mean := p.trainS / p.trainB // seconds per byte
-		if math.Abs(g/b-mean) > paceTrainTol*mean {
-			p.trainN, p.trainB, p.trainS = 0, 0, 0
-		}
-	}
-	p.trainN++
-	p.trainB += b
-	p.trainS += g
-	if p.trainN < paceTrainLen {
-		return
-	}
-	if p.trainS > 0 {
-		if len(p.samples) == paceSamples {
-			p.samples = p.samples[1:]
-		}
-		p.samples = append(p.samples, p.trainB/p.trainS)
-		s := slices.Clone(p.samples)
-		slices.Sort(s)
-		m := s[len(s)/2]
-		agree := 0
-		for _, x := range s {
-			if math.Abs(x-m) <= paceAgreeTol*m {
-				agree++
-			}
-		}
-		if agree >= min(paceAgree, max(paceAgreeFirst, len(s)/2+1)) {
-			p.capacity = m
-		}
-	}
-	p.trainN, p.trainB, p.trainS = 0, 0, 0
 }
 
 // congested backs off after a sign of queueing at at. The first (in or

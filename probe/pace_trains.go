@@ -1,0 +1,106 @@
+package probe
+
+import (
+	"slices"
+	"time"
+)
+
+// Constants of the packet trains (see Pacer, "Trains").
+const (
+	// Packet trains (see Pacer, "Trains"): the first paceTrains requests
+	// of a run are sent paceTrainProbes times back to back, under the
+	// per-source burst of 10 that ioquake3 (SVC_RateLimitAddress) and the
+	// emulated world allow; a train counts once it has paceTrainMin
+	// replies and all are in or none came for paceTrainSettle. The rate
+	// then starts at paceJump times what the trains measured.
+	paceTrains      = 6
+	paceTrainProbes = 8
+	// paceTrainQueue: trains are sent only while at least this many
+	// requests wait to be sent; a shorter list ends at any rate in
+	// about its servers' largest RTT, and the trains would be a large
+	// share of its probes.
+	paceTrainQueue   = 256
+	paceTrainMin     = 5
+	paceTrainSettle  = 20 * time.Millisecond
+	paceJump         = 0.8
+	paceTrainMaxWait = time.Second
+)
+
+// paceTrain is one train's replies so far.
+type paceTrain struct {
+	sent        time.Time
+	first, last time.Time
+	n           int
+	final       bool
+	rate        float64 // replies per second over the train's dispersion
+}
+
+// Train returns how many probes the first send of a new request should be
+// sent as, back to back, and the train's id for TrainReply: a train of
+// paceTrainProbes for each of the first paceTrains requests of a run
+// sent while queued (the requests waiting to be sent) is at least
+// paceTrainQueue, otherwise n = 1 (id 0). now is the time of the sends.
+func (p *Pacer) Train(now time.Time, queued int) (id, n int) {
+	if len(p.trains) >= paceTrains || queued < paceTrainQueue {
+		return 0, 1
+	}
+	p.trains = append(p.trains, paceTrain{sent: now})
+	return len(p.trains), paceTrainProbes
+}
+
+// TrainReply records a reply, arrived at at, to one probe of train id
+// (from Train), its token matched: the first reply of the request and
+// the others alike.
+func (p *Pacer) TrainReply(id int, at time.Time) {
+	if id < 1 || id > len(p.trains) {
+		return
+	}
+	t := &p.trains[id-1]
+	if t.final {
+		return
+	}
+	if t.n == 0 {
+		t.first = at
+	}
+	t.n++
+	if at.After(t.last) {
+		t.last = at
+	}
+	if t.n == paceTrainProbes {
+		p.trainDone(t)
+	}
+}
+
+// trainDone ends a train: with paceTrainMin replies or more, its rate is
+// its replies after the first over their dispersion, and the trains'
+// estimate is the median of those measured (the lower one of two).
+func (p *Pacer) trainDone(t *paceTrain) {
+	t.final = true
+	if t.n < paceTrainMin {
+		return
+	}
+	d := t.last.Sub(t.first)
+	t.rate = float64(t.n-1) / max(d.Seconds(), 1e-6)
+	var rates []float64
+	for _, o := range p.trains {
+		if o.rate > 0 {
+			rates = append(rates, o.rate)
+		}
+	}
+	slices.Sort(rates)
+	p.trainRate = rates[(len(rates)-1)/2]
+}
+
+// settleTrains ends the trains whose replies have stopped coming by now.
+func (p *Pacer) settleTrains(now time.Time) {
+	for i := range p.trains {
+		t := &p.trains[i]
+		switch {
+		case t.final:
+		case t.n > 0 && now.Sub(t.last) >= paceTrainSettle:
+			p.trainDone(t)
+		case t.n == 0 && now.Sub(t.sent) >= paceTrainMaxWait:
+			t.final = true
+		}
+	}
+}
