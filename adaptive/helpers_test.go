@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 )
@@ -131,5 +132,14 @@ func phases(ps []probe, ph Phase) []probe {
 			out = append(out, p)
 		}
 	}
+	return out
+}
+
+func ids(cs map[string]ClusterInfo) []string {
+	var out []string
+	for id := range cs {
+		out = append(out, id)
+	}
+	slices.Sort(out)
 	return out
 }

@@ -133,3 +133,58 @@ func (h *durations) pop() time.Duration {
 	heap.Pop(h)
 	return top
 }
+
+// checkStop runs the auto-stop rule after a step-6 outcome.
+func (pl *Planner) checkStop() {
+	if pl.p.StopRTT == 0 {
+		return
+	}
+	w := &pl.win
+	fire := false
+	nearest := NoAnswer
+	switch pl.p.Stop {
+	case StopPaper:
+		fire = w.full() && w.bottom() >= pl.p.StopRTT
+	case StopRun:
+		fire = w.run >= pl.p.StopRun
+	case StopEstimate:
+		if w.high >= pl.p.StopAgree {
+			if c := pl.nearest(); c >= 0 && pl.cl[c].known {
+				nearest = pl.cl[c].est
+			}
+			fire = nearest >= pl.p.StopRTT+pl.p.StopMargin
+		}
+	case StopBound:
+		if w.high >= pl.p.StopAgree {
+			nearest = pl.lowestBound()
+			fire = nearest >= pl.p.StopRTT+pl.p.StopMargin
+		}
+	}
+	if !fire {
+		return
+	}
+	pl.stopped = true
+	sent := pl.stats.Calibrate + pl.stats.Split + pl.stats.Reordered
+	pl.info = StopInfo{
+		Rule:      pl.p.Stop,
+		Reordered: w.n,
+		Sent:      sent,
+		Bottom:    w.bottom(),
+		Nearest:   nearest,
+		Unprobed:  len(pl.targets) - sent,
+	}
+}
+
+// lowestBound is the lowest lower bound among the clusters with servers not
+// yet handed out or whose outcomes are not all in (StopBound); NoAnswer when
+// none of them has one.
+func (pl *Planner) lowestBound() time.Duration {
+	low := NoAnswer
+	for i := range pl.cl {
+		c := &pl.cl[i]
+		if !c.dissolved && c.lowOK && (c.probed < len(c.members) || c.inflight > 0) && c.low < low {
+			low = c.low
+		}
+	}
+	return low
+}
