@@ -1,6 +1,6 @@
 package population
 
-// The model's departures from the modern lists (fitted.go), calibrated to
+// The model's departures from the modern lists (serverlists_gen.go), calibrated to
 // the paper's Table 2, where the 2007 population the paper measured differed
 // from today's lists. Reproduce with
 //
@@ -24,7 +24,7 @@ package population
 // range (5.4% over seeds 1-5, against 9.2% at rank 5); lower ranks change it
 // little, the rest being New Zealand, Singapore and Asia.
 //
-// Latency residual per client city (vantageResidual in fitted.go, made by
+// Latency residual per client city (vantageResidual in latency_gen.go, made by
 // population/internal/gen; VantageLatency and FittedVantage use it, Fitted
 // and DefaultLatency keep the model before it). The model's RTT is a fit over all 59,887 WonderProxy
 // city pairs times exp(e), e a random residual per (client, city); drawn

@@ -20,7 +20,7 @@
 //     c16*n^b16 of its announced prefixes (one /16 each), Zipf-distributed;
 //     and a few game ports share an address. These laws are fitted to the
 //     real lists (Measure gives their statistics; the measured values are in
-//     fitted.go);
+//     serverlists_gen.go);
 //   - calibration (calibrated.go): Fitted departs from the modern lists
 //     where the paper's Table 2 says its 2007 population differed: more
 //     ASes per country and /16s per AS, Australia ranked 10th, and big ASes
@@ -33,13 +33,13 @@
 // # Latency
 //
 // Each AS of a country sits in one of the country's WonderProxy cities
-// (coordinates are facts). The RTT from a Place to a server is
+// (coordinates are facts, in cities_gen.go). The RTT from a Place to a server is
 //
 //	access + (a + b*km*f(regions)) * exp(e_city) + d_AS + d_/16
 //
 // with a, b, the region-pair factors f and the spread of e fitted to the
 // WonderProxy city-to-city matrix of July 2020 (the matrix carries no
-// licence and is not shipped; the fitted constants are), d_AS and d_/16
+// licence and is not shipped; the fitted constants are, in latency_gen.go), d_AS and d_/16
 // exponential offsets (so that splitting a cluster by /16 has something to
 // find) and access the client's constant access delay. Each probe adds
 // jitter (Jitter) fitted to the matrix's per-ping spread. e_city is drawn

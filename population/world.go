@@ -29,7 +29,7 @@ func (g Game) basePort() (uint16, error) {
 }
 
 // Config says how to build a world. Zero fields take the fitted defaults
-// (see fitted.go) except Servers, Game and Seed.
+// (see serverlists_gen.go) except Servers, Game and Seed.
 type Config struct {
 	Game    Game
 	Servers int    // 1 to MaxServers
