@@ -149,3 +149,15 @@ func Relay(ctx context.Context, wg *sync.WaitGroup, to netip.AddrPort, delay tim
 
 // relayQueue bounds the datagrams a Relay holds on their way back.
 const relayQueue = 4096
+
+// landmarkID is city's name as a landmark id (q3.LandmarksResponse's
+// characters).
+func landmarkID(c population.City) string {
+	b := []byte(c.Name)
+	for i, ch := range b {
+		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '.' || ch == '-') {
+			b[i] = '-'
+		}
+	}
+	return string(b)
+}
