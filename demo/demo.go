@@ -182,7 +182,7 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 		if err != nil {
 			return rep, err
 		}
-		lmBase.Masters, lmBase.Landmarks = nil, true
+		lmBase.Masters, lmBase.Landmarks, lmBase.LandmarkPings = nil, true, discover.DefaultLandmarkPings
 		for _, m := range rep.Masters {
 			ra, err := Relay(ctx, &relays, m.Addr, m.ClientRTT)
 			if err != nil {

@@ -94,6 +94,24 @@ func landmarkLinks(pop *population.World, city population.City, loss float64) []
 // runs could reach the client with a peer's first, which the client takes
 // for the instance's own.)
 func Relay(ctx context.Context, wg *sync.WaitGroup, to netip.AddrPort, delay time.Duration) (netip.AddrPort, error) {
+	return RelayWith(ctx, wg, to, RelayConfig{Delay: delay})
+}
+
+// RelayConfig is a Relay's path.
+type RelayConfig struct {
+	// Delay is the path's RTT: each of the master's datagrams goes back
+	// that long after it came.
+	Delay time.Duration
+	// Extra, if not nil, is called with the index (from 0) and bytes of
+	// each of the master's datagrams and returns a delay added to that
+	// one (a queue, a busy host: a sample inflated). The datagrams still
+	// go back in the order they came, so the ones behind an inflated
+	// datagram wait for it, as in a queue.
+	Extra func(i int, pkt []byte) time.Duration
+}
+
+// RelayWith is Relay with the path cfg.
+func RelayWith(ctx context.Context, wg *sync.WaitGroup, to netip.AddrPort, cfg RelayConfig) (netip.AddrPort, error) {
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		return netip.AddrPort{}, err
@@ -112,7 +130,7 @@ func Relay(ctx context.Context, wg *sync.WaitGroup, to netip.AddrPort, delay tim
 		defer close(back)
 		var client netip.AddrPort
 		buf := make([]byte, 65536)
-		for {
+		for i := 0; ; {
 			n, from, err := c.ReadFromUDPAddrPort(buf)
 			if err != nil {
 				return
@@ -123,8 +141,13 @@ func Relay(ctx context.Context, wg *sync.WaitGroup, to netip.AddrPort, delay tim
 				c.WriteToUDPAddrPort(pkt, to)
 				continue
 			}
+			due := time.Now().Add(cfg.Delay)
+			if cfg.Extra != nil {
+				due = due.Add(cfg.Extra(i, pkt))
+			}
+			i++
 			select {
-			case back <- delayed{pkt, client, time.Now().Add(delay)}:
+			case back <- delayed{pkt, client, due}:
 			default: // the path's queue is full: lost, as on a real one
 			}
 		}

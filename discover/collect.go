@@ -101,6 +101,11 @@ type MasterReport struct {
 	// (a fleet instance publishes every instance's), by landmark id, then
 	// by server address; the client has not measured its own RTT to them.
 	OtherLandmarks map[string]map[netip.AddrPort]time.Duration `json:"-"`
+	// PingsSent and Pings are the pings sent to the master after its
+	// list (Config.LandmarkPings) and the round trip of each answered in
+	// time, in order (ping.go); BestRTT takes the least sample.
+	PingsSent int             `json:"pings_sent,omitempty"`
+	Pings     []time.Duration `json:"-"`
 }
 
 // Answered reports whether the master sent a usable list.
@@ -120,13 +125,21 @@ type collecting struct {
 	ends     int       // end markers received (one per form of a Q3 request)
 	endSeen  bool      // every form's end marker came; done after EndGrace
 	done     bool
+	// Pings after the list (ping.go): while pinging, the list has ended
+	// (pingEnd, at listEndAt) and a ping sent at pingAt (zero: none) is
+	// awaited.
+	pinging   bool
+	pingEnd   string
+	listEndAt time.Time
+	pingAt    time.Time
 }
 
 // outgoing is a query to write.
 type outgoing struct {
-	b  []byte
-	to netip.AddrPort
-	m  *collecting
+	b    []byte
+	to   netip.AddrPort
+	m    *collecting
+	ping bool // a ping (ping.go), not a list query
 }
 
 // The master half of the session: poll, wake and receive take now and
@@ -141,6 +154,10 @@ func (s *session) poll(now time.Time) []outgoing {
 			continue
 		}
 		switch {
+		case m.pinging:
+			if !m.pingAt.IsZero() && !now.Before(m.pingAt.Add(s.pingWait(m))) {
+				s.pingsDone(now, m) // timed out: no more pings to m
+			}
 		case m.sentAt.IsZero():
 			m.start = now
 			out = append(out, s.ask(now, m)...)
@@ -160,9 +177,9 @@ func (s *session) poll(now time.Time) []outgoing {
 				s.finish(now, m, EndNoReply, nil) // EndGarbage when garbage came
 			}
 		case m.endSeen && !now.Before(m.last.Add(EndGrace)):
-			s.finish(now, m, EndMarker, nil)
+			out = append(out, s.listEnded(now, m, EndMarker)...)
 		case m.Protocol != ProtocolSteam && m.rep.Packets > 0 && !now.Before(m.last.Add(s.cfg.quiet())):
-			s.finish(now, m, EndQuiet, nil)
+			out = append(out, s.listEnded(now, m, EndQuiet)...)
 		}
 	}
 	if s.listsDone() {
@@ -199,6 +216,10 @@ func (s *session) ask(now time.Time, m *collecting) []outgoing {
 
 // wrote records the write of o at now; err is the socket's.
 func (s *session) wrote(now time.Time, o outgoing, err error) {
+	if err != nil && o.ping {
+		s.pingsDone(now, o.m)
+		return
+	}
 	if err != nil {
 		s.finish(now, o.m, EndNoReply, fmt.Errorf("sending: %w", err))
 		return
@@ -216,6 +237,15 @@ func (s *session) wake() time.Time {
 		}
 		var t time.Time
 		switch {
+		case m.pinging:
+			if m.pingAt.IsZero() {
+				continue
+			}
+			t = m.pingAt.Add(s.pingWait(m))
+			if w.IsZero() || t.Before(w) {
+				w = t
+			}
+			continue
 		case m.endSeen:
 			t = m.last.Add(EndGrace)
 		case m.Protocol == ProtocolSteam || m.rep.Packets == 0:
@@ -241,6 +271,9 @@ func (s *session) receive(now time.Time, from netip.AddrPort, b []byte) []outgoi
 	if m == nil {
 		s.stray++
 		return nil
+	}
+	if out, ok := s.receivePing(now, m, b); ok {
+		return out
 	}
 	if m.done {
 		// A packet after the list ended (a late packet of a master that
@@ -338,6 +371,9 @@ func (s *session) finish(now time.Time, m *collecting, end string, err error) {
 	m.done = true
 	m.rep.End = end
 	m.rep.Took = now.Sub(m.start)
+	if !m.listEndAt.IsZero() {
+		m.rep.Took = m.listEndAt.Sub(m.start) // the list's time, its pings aside
+	}
 	if err == nil && m.rep.Packets == 0 && m.rep.Garbled > 0 {
 		m.rep.End = EndGarbage
 		err = m.lastErr

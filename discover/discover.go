@@ -41,6 +41,10 @@ type Config struct {
 	// Landmarks asks every getserversExt master for its RTTs to the
 	// servers it lists and keeps them in MasterReport (landmarks.go).
 	Landmarks bool
+	// LandmarkPings is how many pings each landmark master gets after
+	// its list, for the client's RTT to it (ping.go; at most
+	// MaxLandmarkPings); 0 sends none.
+	LandmarkPings int
 	// Extra are servers to probe besides those the masters list.
 	Extra []probe.Target
 	// Prober probes the servers; its MaxTargets bounds the servers of the

@@ -65,10 +65,21 @@ func FuzzCollectorReceive(f *testing.F) {
 	seed(q3Entries(append([]netip.AddrPort{srv(1)}, badEntries...), false), []byte("\xff\xff\xff\xffgetserversExtResponse\\\x01"))
 	seed([]byte("\xff\xffservers\x00\x01\x02\x03\x04\x00\x00\x7f\x00\x00\x01\x38\x6d\x01"))
 	seed([]byte("\xff\xff\xff\xff\x66\x0a\x00\x00\x00\x00\x00\x00"), []byte("\xff\xff\xff\xff\x66\x0a\x01\x02"))
+	lm, _ := q3.EncodeLandmarksResponses("fra-1", []q3.LandmarkEntry{{Addr: srv(1), RTT: time.Millisecond}}, 0)
+	pong, _ := q3.ServersResponse{End: q3.EndEOT}.AppendBinary(nil)
+	// A landmark's list and run, then ping replies 120 ms later (past
+	// EndGrace: the first ping is out).
+	var b []byte
+	for i, p := range [][]byte{q3b, q3b, lm[0], pong, pong} { // the list's two forms
+		b = append(b, []byte{0, 0, 0, 0x30, 0}[i])
+		b = binary.BigEndian.AppendUint16(b, uint16(len(p)))
+		b = append(b, p...)
+	}
+	f.Add(b)
 
 	masters := fuzzMasters(f)
 	f.Fuzz(func(t *testing.T, in []byte) {
-		s := newSession(Config{Masters: masters, MaxServers: 64, MaxPackets: 16, AdmitRate: -1}, t0)
+		s := newSession(Config{Masters: masters, MaxServers: 64, MaxPackets: 16, AdmitRate: -1, Landmarks: true, LandmarkPings: 2}, t0)
 		s.poll(t0)
 		now := t0
 		handed := map[netip.AddrPort]bool{}
@@ -104,7 +115,8 @@ func FuzzCollectorReceive(f *testing.F) {
 		listed, unusable, news := 0, 0, 0
 		for _, m := range s.masters {
 			r := m.rep
-			if r.Listed > 64 || r.Packets+r.Garbled > 16 || r.Unusable > r.Listed || r.New > r.Listed-r.Unusable {
+			if r.Listed > 64 || r.Packets+r.Garbled > 16 || r.Unusable > r.Listed || r.New > r.Listed-r.Unusable ||
+				r.PingsSent > 2 || len(r.Pings) > r.PingsSent {
 				t.Fatalf("report %+v past its bounds", r)
 			}
 			listed, unusable, news = listed+r.Listed, unusable+r.Unusable, news+r.New

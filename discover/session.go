@@ -230,6 +230,10 @@ func (s *session) takeEvents() []Event {
 // stop ends every list still open, at now, with err (the context's).
 func (s *session) stop(now time.Time, err error) {
 	for _, m := range s.masters {
+		if m.pinging {
+			s.pingsDone(now, m) // the list was complete; only pings are cut
+			continue
+		}
 		s.finish(now, m, EndStopped, err)
 	}
 	s.endLists(now)

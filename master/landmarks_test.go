@@ -119,3 +119,22 @@ func TestHandler_LandmarksRespectResponseLimiter(t *testing.T) {
 		t.Errorf("response-limited drops %d, want 1 (the landmark packets)", n)
 	}
 }
+
+// A client's landmark ping ("getservers 0 empty full landmarkping", the
+// query discover.PingQuery sends) is answered by a landmark master, with
+// servers listed, by the empty list: one getserversResponse with its end
+// marker alone, smaller than the query, and never landmark packets.
+func TestHandler_LandmarkPingAnsweredEmpty(t *testing.T) {
+	f := newHandlerFix(t, Config{}, func(c *HandlerConfig) { c.Landmark = "fra-1" })
+	f.listAfter(t, ap("198.51.100.1:27960"), 12*time.Millisecond)
+	ping := oob("getservers 0 empty full landmarkping")
+	outs := f.in(ap("203.0.113.9:5000"), ping)
+	if len(outs) != 1 || outs[0].Kind != KindServersResponse {
+		t.Fatalf("answer %+v", outs)
+	}
+	m, err := q3.Parse(outs[0].Payload)
+	r, ok := m.(q3.ServersResponse)
+	if err != nil || !ok || r.Ext || len(r.Servers) != 0 || r.End != q3.EndEOT || len(outs[0].Payload) > len(ping) {
+		t.Errorf("answer %q (%d bytes for a %d-byte query): %+v %v", outs[0].Payload, len(outs[0].Payload), len(ping), m, err)
+	}
+}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"math"
 	"math/rand/v2"
 	"time"
 
@@ -17,12 +16,6 @@ import (
 func demoLandmarkPlan(autoStop time.Duration, seed uint64) demo.LandmarkPlan {
 	return func(ts []adaptive.Target, reps []discover.MasterReport) (adaptive.Strategy, error) {
 		in, _ := landmarkInput(ts, reps)
-		p := landmark.DefaultPlanParams()
-		p.Margin = landmarkMargin
-		p.Threshold = ms(autoStop)
-		if autoStop == 0 {
-			p.Threshold = math.Inf(1)
-		}
-		return landmark.NewPlanner(in, p, rand.New(rand.NewPCG(seed, 0x1a4d)))
+		return landmark.NewPlanner(in, landmarkPlanParams(autoStop), rand.New(rand.NewPCG(seed, 0x1a4d)))
 	}
 }

@@ -25,7 +25,8 @@ const landmarkMargin = 54
 
 // landmarkInput builds the landmark planner's input from the masters'
 // reports: each master that answered as a landmark is one, and the
-// client's RTT to it is its list query's round trip (MasterReport.RTT);
+// client's RTT to it is the least of its list query's round trip and its
+// pings' (MasterReport.BestRTT);
 // the other landmarks a master published (a fleet instance's peers,
 // MasterReport.OtherLandmarks) are more, with no client RTT: they serve
 // Repair and the landmarks' matrix. A server's vector holds each
@@ -56,12 +57,12 @@ func landmarkInput(ts []adaptive.Target, reps []discover.MasterReport) (landmark
 		rtts = append(rtts, m)
 	}
 	for _, r := range reps {
-		if r.Landmark != "" && r.RTT > 0 {
-			add(r.Landmark, ms(r.RTT), r.LandmarkRTTs)
+		if r.Landmark != "" && r.BestRTT() > 0 {
+			add(r.Landmark, ms(r.BestRTT()), r.LandmarkRTTs)
 		}
 	}
 	for _, r := range reps {
-		if r.Landmark != "" && r.RTT <= 0 {
+		if r.Landmark != "" && r.BestRTT() <= 0 {
 			add(r.Landmark, math.NaN(), r.LandmarkRTTs)
 		}
 		for _, id := range slices.Sorted(maps.Keys(r.OtherLandmarks)) {
@@ -84,6 +85,24 @@ func landmarkInput(ts []adaptive.Target, reps []discover.MasterReport) (landmark
 	return in, names
 }
 
+// landmarkPlanParams are --order landmarks' planner constants for
+// --auto-stop autoStop: the margin, the threshold (none for 0: the
+// largest float, which the planner takes, where +Inf it refuses), and
+// for the servers no landmark measured adaptive.Scout's constants with
+// the same RTTstop.
+func landmarkPlanParams(autoStop time.Duration) landmark.PlanParams {
+	p := landmark.DefaultPlanParams()
+	p.Margin = landmarkMargin
+	p.Threshold = ms(autoStop)
+	if autoStop == 0 {
+		p.Threshold = math.MaxFloat64
+	}
+	ap := adaptive.Scout()
+	ap.StopRTT = autoStop
+	p.Unknown = &ap
+	return p
+}
+
 // serversLandmarks runs scout servers --order landmarks: the masters are
 // asked for their landmark RTTs with the list (discover.Config.Landmarks),
 // and landmark.Planner probes in ascending estimate and stops when every
@@ -92,7 +111,7 @@ func landmarkInput(ts []adaptive.Target, reps []discover.MasterReport) (landmark
 // (adaptive.Scout's constants).
 func serversLandmarks(ctx context.Context, opt serversOptions, out *serversOutput, mconn, pconn probe.Conn, cfg discover.Config, unresolved []discover.MasterReport) error {
 	o := opt.ordering
-	cfg.Landmarks = true
+	cfg.Landmarks, cfg.LandmarkPings = true, o.pings
 	var reps []discover.MasterReport
 	each := func(e discover.Event) {
 		if d, ok := e.(discover.MasterDone); ok {
@@ -102,12 +121,7 @@ func serversLandmarks(ctx context.Context, opt serversOptions, out *serversOutpu
 	}
 	var names []string
 	var height float64
-	p := landmark.DefaultPlanParams()
-	p.Margin = landmarkMargin
-	p.Threshold = ms(o.autoStop)
-	if o.autoStop == 0 {
-		p.Threshold = math.Inf(1)
-	}
+	p := landmarkPlanParams(o.autoStop)
 	plan := func(ts []adaptive.Target) (adaptive.Strategy, error) {
 		in, n := landmarkInput(ts, reps)
 		names, height = n, in.ClientHeight
@@ -122,11 +136,31 @@ func serversLandmarks(ctx context.Context, opt serversOptions, out *serversOutpu
 	if names != nil {
 		rep.AccessMs = &height
 	}
+	rep.ClientRTTs = clientRTTs(reps)
 	out.ordering = &rep
 	out.finish(sum)
 	if out.enc == nil {
 		fmt.Fprintf(out.w, "landmarks: %d (%v); margin %d ms; access delay estimated %.1f ms\n", len(names), names, landmarkMargin, height)
+		for _, c := range rep.ClientRTTs {
+			fmt.Fprintf(out.w, "  RTT to %s: %.1f ms (the least of the list's %.1f ms and %d of %d pings %v)\n", c.Landmark, c.RTTMs, c.ListMs, len(c.PingsMs), c.Sent, c.PingsMs)
+		}
 		rep.print(out.w)
 	}
 	return err
+}
+
+// clientRTTs reports the client's RTT samples to each landmark master.
+func clientRTTs(reps []discover.MasterReport) []clientRTTJSON {
+	var out []clientRTTJSON
+	for _, r := range reps {
+		if r.Landmark == "" {
+			continue
+		}
+		c := clientRTTJSON{Landmark: r.Landmark, RTTMs: ms(r.BestRTT()), ListMs: ms(r.RTT), PingsMs: []float64{}, Sent: r.PingsSent}
+		for _, p := range r.Pings {
+			c.PingsMs = append(c.PingsMs, ms(p))
+		}
+		out = append(out, c)
+	}
+	return out
 }

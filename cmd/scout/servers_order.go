@@ -27,6 +27,7 @@ type orderOptions struct {
 	byGiven   bool   // --cluster-by was given: it overrides the variant's
 	plot      string // RTT-vs-time chart to write (.svg or .png); "" for none
 	seed      uint64 // the planner's random source (calibration samples)
+	pings     int    // landmarks: pings to each landmark master after its list
 }
 
 // orderHelp is the paragraph of scout servers -h on --order and its flags.
@@ -46,8 +47,9 @@ whose first sample is under --auto-stop + 50 ms, and a stop once the last
 servers left has answered under it + 5 ms.
 
 landmarks asks the masters (scout master --landmark-place) for their RTTs
-to the servers with the list, takes each list query's round trip as the
-client's RTT to that master, probes in ascending estimate (the triangle
+to the servers with the list, takes the least of each list query's round
+trip and --landmark-pings pings after it (an empty-list query each, one
+small packet each way) as the client's RTT to that master, probes in ascending estimate (the triangle
 upper bound) and stops once every unprobed server's lower bound, less a
 54 ms margin, is past --auto-stop; servers no landmark measured get
 Armitage's calibration (--variant scout's constants).
@@ -62,6 +64,7 @@ func addOrderFlags(fs *flag.FlagSet, o *orderOptions) (check func() error) {
 	by := fs.String("cluster-by", "", "adaptive: cluster servers by country, as (origin AS) or country+as (default: the variant's, country for paper, country+as for scout)")
 	fs.StringVar(&o.plot, "plot", "", "write the RTT-vs-time chart of the run to `FILE` (.svg or .png)")
 	fs.Uint64Var(&o.seed, "order-seed", 1, "adaptive: seed of the calibration samples' random choice")
+	fs.IntVar(&o.pings, "landmark-pings", discover.DefaultLandmarkPings, fmt.Sprintf("landmarks: pings to each landmark master after its list, for the client's RTT to it (the least sample; 0 to %d)", discover.MaxLandmarkPings))
 	return func() error {
 		switch o.order {
 		case "master", "adaptive", "landmarks":
@@ -84,6 +87,9 @@ func addOrderFlags(fs *flag.FlagSet, o *orderOptions) (check func() error) {
 			o.clusterBy = adaptive.ByCountryAS
 		default:
 			return fmt.Errorf("unknown --cluster-by %q (country, as or country+as)", *by)
+		}
+		if o.pings < 0 || o.pings > discover.MaxLandmarkPings {
+			return fmt.Errorf("--landmark-pings must be 0 to %d, got %d", discover.MaxLandmarkPings, o.pings)
 		}
 		if o.autoStop < 0 {
 			return fmt.Errorf("--auto-stop must not be negative")
@@ -212,6 +218,18 @@ type orderReport struct {
 	// AccessMs is --order landmarks' estimate of the client's access delay
 	// (landmark.AccessHeight), the lower bounds' client height.
 	AccessMs *float64 `json:"access_ms,omitempty"`
+	// ClientRTTs are --order landmarks' RTTs to the landmark masters it
+	// asked: the samples and the least, which the planner takes.
+	ClientRTTs []clientRTTJSON `json:"client_rtts,omitempty"`
+}
+
+// clientRTTJSON is the client's RTT to one landmark master.
+type clientRTTJSON struct {
+	Landmark string    `json:"landmark"`
+	RTTMs    float64   `json:"rtt_ms"`      // the least sample
+	ListMs   float64   `json:"list_rtt_ms"` // the list query's
+	PingsMs  []float64 `json:"pings_ms"`    // each ping's answered in time
+	Sent     int       `json:"pings_sent"`
 }
 
 func newOrderReport(order, variant string, p adaptive.Params, sum discover.Summary, ord discover.Ordering) orderReport {
