@@ -67,7 +67,7 @@ func BenchmarkFleet_Convergence(b *testing.B) {
 
 // fillRedis writes n records straight into the hash (pipelines of 10,000
 // HSET), as n verified servers of several games, a quarter of them IPv6.
-func fillRedis(b *testing.B, r *redisProc, n int) {
+func fillRedis(b testing.TB, r *redisProc, n int) {
 	b.Helper()
 	rc := r.client(b)
 	ctx := context.Background()

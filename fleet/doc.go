@@ -105,7 +105,13 @@
 // started again, reads the whole hash in pages of Config.PageSize (HSCAN)
 // and drops the servers it lists that the hash no longer holds. Startup
 // reads the hash in the same pages, then the stream from where it stood
-// before the read. A restart of Redis with its append-only file loses
+// before the read. A read of the hash cut short (a join given up at
+// masterd.FleetJoinTimeout, a round trip timing out while Redis is busy)
+// goes on from the last page applied at the next attempt, as long as the
+// same Redis process answers and the stream still holds every change
+// since the read began (scout_fleet_resyncs_resumed_total); so a registry
+// that takes longer to read than Redis stays responsive is still read
+// whole. A restart of Redis with its append-only file loses
 // nothing. A Redis that comes back without the registry (started again
 // without its data, or flushed: its stream is older than the last change
 // applied, or gone) is not taken as the fleet emptied: every instance

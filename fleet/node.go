@@ -112,6 +112,9 @@ type Node struct {
 	wake   chan struct{}
 	lastID string // the last change applied; owned by follow (and Join before it)
 	synced bool   // the registry holds the hash (a full read done); owned by follow
+	// partial is a full read of the hash cut short, to go on with
+	// (sync.go); owned by follow (and Join before it).
+	partial *fullRead
 
 	mu      sync.Mutex
 	queue   map[netip.AddrPort]op
