@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -129,16 +128,6 @@ func TestGoldens(t *testing.T) {
 	}
 }
 
-// hexFiles lists every vector and golden in testdata.
-func hexFiles(t testing.TB) []string {
-	t.Helper()
-	files, err := filepath.Glob("testdata/*.hex")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no vectors in testdata: %v", err)
-	}
-	return files
-}
-
 // TestTruncatedPrefixes cuts every vector and golden in testdata, and
 // every golden message, at every length.
 func TestTruncatedPrefixes(t *testing.T) {
@@ -146,8 +135,8 @@ func TestTruncatedPrefixes(t *testing.T) {
 	for name, m := range goldenMessages() {
 		inputs[name] = mustEncode(t, m)
 	}
-	for _, file := range hexFiles(t) {
-		inputs[filepath.Base(file)] = xxd.ReadFile(t, file)
+	for _, v := range xxd.ReadGlob(t, "testdata/*.hex") {
+		inputs[v.Name] = v.Bytes
 	}
 	for name, b := range inputs {
 		for n := 0; n < len(b); n++ {

@@ -2,7 +2,6 @@ package a2s
 
 import (
 	"bytes"
-	"path/filepath"
 	"testing"
 
 	"github.com/scout-discovery/scout/internal/xxd"
@@ -11,12 +10,8 @@ import (
 // seedVectors adds every packet in testdata: Valve's documented samples,
 // real requests and our goldens.
 func seedVectors(f *testing.F) {
-	files, err := filepath.Glob("testdata/*.hex")
-	if err != nil || len(files) == 0 {
-		f.Fatalf("no vectors: %v", err)
-	}
-	for _, file := range files {
-		f.Add(xxd.ReadFile(f, file))
+	for _, v := range xxd.ReadGlob(f, "testdata/*.hex") {
+		f.Add(v.Bytes)
 	}
 }
 

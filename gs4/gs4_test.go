@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -134,12 +133,8 @@ func TestTruncatedPrefixes(t *testing.T) {
 	for name, m := range msgs {
 		inputs[name] = mustEncode(t, m)
 	}
-	files, err := filepath.Glob("testdata/*.hex") // every vector and golden
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no vectors in testdata: %v", err)
-	}
-	for _, f := range files {
-		inputs[filepath.Base(f)] = xxd.ReadFile(t, f)
+	for _, v := range xxd.ReadGlob(t, "testdata/*.hex") { // every vector and golden
+		inputs[v.Name] = v.Bytes
 	}
 	for name, b := range inputs {
 		full, err := Parse(b)

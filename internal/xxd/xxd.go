@@ -1,7 +1,8 @@
 // Package xxd reads and writes the hex dumps that `xxd` prints, the format
 // of the packet vectors under each protocol package's testdata/ and of
 // ../shared/vectors. It exists for tests: a vector is read with [ReadFile]
-// and an encoder's output is checked against a hex golden with [Golden].
+// (every vector of a folder with [ReadGlob]) and an encoder's output is
+// checked against a hex golden with [Golden].
 //
 // A dump holds lines of two forms, which may be mixed:
 //
@@ -21,6 +22,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -97,6 +99,30 @@ func ReadFile(tb testing.TB, path string) []byte {
 		tb.Fatalf("%s: %v", path, err)
 	}
 	return b
+}
+
+// A File is one dump that [ReadGlob] read: its file name, without the
+// folder, and its bytes.
+type File struct {
+	Name  string
+	Bytes []byte
+}
+
+// ReadGlob reads every dump whose path matches pattern (filepath.Glob's
+// syntax), in filepath.Glob's order, as a test's vectors and goldens are
+// read: "testdata/*.hex". A bad pattern, no file at all, an unreadable
+// file or a malformed dump fails tb.
+func ReadGlob(tb testing.TB, pattern string) []File {
+	tb.Helper()
+	paths, err := filepath.Glob(pattern)
+	if err != nil || len(paths) == 0 {
+		tb.Fatalf("no dumps match %s: %v", pattern, err)
+	}
+	out := make([]File, 0, len(paths))
+	for _, p := range paths {
+		out = append(out, File{Name: filepath.Base(p), Bytes: ReadFile(tb, p)})
+	}
+	return out
 }
 
 // Golden checks that got is the dump in the file at path, reporting both

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -79,4 +80,43 @@ func TestGolden(t *testing.T) {
 		t.Fatalf("written golden %q, %v", text, err)
 	}
 	Golden(t, path, []byte("\xff\xffgetInfo\x00"), false)
+}
+
+// ReadGlob reads every matching dump in name order, and fails the test
+// when nothing matches (a vector folder emptied by mistake is not an empty
+// corpus).
+func TestReadGlob(t *testing.T) {
+	dir := t.TempDir()
+	for name, text := range map[string]string{"b.hex": "4344\n", "a.hex": "00000000: 4142  AB\n", "c.txt": "4546\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := ReadGlob(t, filepath.Join(dir, "*.hex"))
+	if len(got) != 2 || got[0].Name != "a.hex" || string(got[0].Bytes) != "AB" || got[1].Name != "b.hex" || string(got[1].Bytes) != "CD" {
+		t.Fatalf("ReadGlob = %q", got)
+	}
+	for _, pattern := range []string{filepath.Join(dir, "*.pcap"), "["} {
+		tb := &fatalTB{TB: t}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			ReadGlob(tb, pattern)
+		}()
+		<-done
+		if !tb.failed {
+			t.Errorf("ReadGlob(%q) did not fail the test", pattern)
+		}
+	}
+}
+
+// fatalTB records a Fatalf and ends its goroutine, as testing's does.
+type fatalTB struct {
+	testing.TB
+	failed bool
+}
+
+func (f *fatalTB) Fatalf(string, ...any) {
+	f.failed = true
+	runtime.Goexit()
 }
