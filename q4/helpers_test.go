@@ -1,7 +1,9 @@
 package q4
 
 import (
+	"bytes"
 	"encoding/hex"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -17,6 +19,26 @@ func mustHex(t testing.TB, s string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// parsesBack checks that parse decodes the vector b to want and that what
+// it decoded encodes back to b byte for byte; it returns what it decoded.
+func parsesBack[M any, P interface {
+	*M
+	Message
+}](t *testing.T, b []byte, parse func([]byte) (M, error), want M) M {
+	t.Helper()
+	got, err := parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got  %+v\nwant %+v", got, want)
+	}
+	if re := encode(t, P(&got)); !bytes.Equal(re, b) {
+		t.Fatalf("re-encoded\n% x\nwant\n% x", re, b)
+	}
+	return got
 }
 
 func encode(t testing.TB, m Message) []byte {

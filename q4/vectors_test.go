@@ -23,17 +23,7 @@ func TestVector_GetInfo(t *testing.T) {
 		{"gamedig_req_quake4_getInfo.hex", GetInfo{Challenge: 0x474e6950, Trailer: []byte("PoNg\x00")}},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
-			b := xxd.ReadFile(t, "testdata/"+tt.file)
-			got, err := ParseGetInfo(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Fatalf("got %+v, want %+v", got, tt.want)
-			}
-			if re := encode(t, &got); !bytes.Equal(re, b) {
-				t.Fatalf("re-encoded % x, want % x", re, b)
-			}
+			parsesBack(t, xxd.ReadFile(t, "testdata/"+tt.file), ParseGetInfo, tt.want)
 		})
 	}
 }
@@ -42,10 +32,6 @@ func TestVector_OursInfoResponseAcceptedByQstatAndGamedig(t *testing.T) {
 	b := xxd.ReadFile(t, "testdata/ours_q4_infoResponse_accepted_by_qstat_and_gamedig.hex")
 	if len(b) != 159 {
 		t.Fatalf("vector is %d bytes, INDEX.md says 159", len(b))
-	}
-	got, err := ParseInfoResponse(b)
-	if err != nil {
-		t.Fatal(err)
 	}
 	want := InfoResponse{
 		Challenge: 0,
@@ -65,14 +51,9 @@ func TestVector_OursInfoResponseAcceptedByQstatAndGamedig(t *testing.T) {
 		Terminator: 32,
 		OSMask:     1,
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("got  %+v\nwant %+v", got, want)
-	}
+	got := parsesBack(t, b, ParseInfoResponse, want)
 	if got.Protocol.String() != "2.85" || got.Protocol.Dialect() != DialectQuake4 {
 		t.Fatalf("protocol %v dialect %v", got.Protocol, got.Protocol.Dialect())
-	}
-	if re := encode(t, &got); !bytes.Equal(re, b) {
-		t.Fatalf("re-encoded\n% x\nwant\n% x", re, b)
 	}
 }
 
@@ -93,11 +74,6 @@ func TestVector_Seed000Fig8InfoResponse(t *testing.T) {
 		t.Fatalf("head alone: %v, want ErrTruncated", err)
 	}
 
-	b := fig8Spliced(t)
-	got, err := ParseInfoResponse(b)
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := InfoResponse{
 		Challenge: 1,
 		Protocol:  Version{2, 85},
@@ -118,12 +94,7 @@ func TestVector_Seed000Fig8InfoResponse(t *testing.T) {
 		OSMask:     7,
 		Trailer:    []byte{0, 0, 0, 0, 1},
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("got  %+v\nwant %+v", got, want)
-	}
-	if re := encode(t, &got); !bytes.Equal(re, b) {
-		t.Fatalf("re-encoded\n% x\nwant\n% x", re, b)
-	}
+	parsesBack(t, fig8Spliced(t), ParseInfoResponse, want)
 }
 
 func TestVector_Seed000Fig6GetServers(t *testing.T) {
@@ -131,17 +102,7 @@ func TestVector_Seed000Fig6GetServers(t *testing.T) {
 	if len(b) != 63-42 {
 		t.Fatalf("payload %d bytes, want 21 (63-byte frame)", len(b))
 	}
-	got, err := ParseGetServers(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := GetServers{Protocol: Version{2, 85}, ThirdParty: true, Dialect: DialectQuake4}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("got %+v, want %+v", got, want)
-	}
-	if re := encode(t, &got); !bytes.Equal(re, b) {
-		t.Fatalf("re-encoded % x, want % x", re, b)
-	}
+	parsesBack(t, b, ParseGetServers, GetServers{Protocol: Version{2, 85}, ThirdParty: true, Dialect: DialectQuake4})
 }
 
 func TestVector_QstatGetServers(t *testing.T) {
@@ -160,16 +121,7 @@ func TestVector_QstatGetServers(t *testing.T) {
 			if len(b) != tt.n {
 				t.Fatalf("%d bytes, want %d", len(b), tt.n)
 			}
-			got, err := ParseGetServers(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Fatalf("got %+v, want %+v", got, tt.want)
-			}
-			if re := encode(t, &got); !bytes.Equal(re, b) {
-				t.Fatalf("re-encoded % x, want % x", re, b)
-			}
+			parsesBack(t, b, ParseGetServers, tt.want)
 		})
 	}
 }
