@@ -152,19 +152,28 @@ func TestSim_PlotRunPastStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := time.Duration(r.Adaptive.StopTime * float64(time.Second))
+	sameUntilStop(t, r.AdaptiveTrace, full.AdaptiveTrace, r.Adaptive.StopTime, 100)
+}
+
+// sameUntilStop checks that a run with auto-stop (stopped) and the same run
+// with it off (full) are the same, outcome for outcome, up to stopS (the
+// stop's time in seconds), that at least atLeast outcomes came by then, and
+// that full went on past the stop.
+func sameUntilStop(t *testing.T, stopped, full []sim.Probe, stopS float64, atLeast int) {
+	t.Helper()
+	stop := time.Duration(stopS * float64(time.Second))
 	n := 0
-	for _, p := range r.AdaptiveTrace {
+	for _, p := range stopped {
 		if p.Done > stop {
 			break
 		}
 		n++
 	}
-	if n < 100 || len(full.AdaptiveTrace) <= len(r.AdaptiveTrace) {
-		t.Fatalf("%d outcomes by the stop; %d with auto-stop, %d without", n, len(r.AdaptiveTrace), len(full.AdaptiveTrace))
+	if n < atLeast || len(full) <= len(stopped) {
+		t.Fatalf("%d outcomes by the stop; %d with auto-stop, %d without", n, len(stopped), len(full))
 	}
-	for i, p := range r.AdaptiveTrace[:n] {
-		if q := full.AdaptiveTrace[i]; q != p {
+	for i, p := range stopped[:n] {
+		if q := full[i]; q != p {
 			t.Fatalf("outcome %d: %+v with auto-stop, %+v without", i, p, q)
 		}
 	}
@@ -214,22 +223,7 @@ func TestSim_PlotVariantRunPastStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := time.Duration(sc.StopTime * float64(time.Second))
-	n := 0
-	for _, p := range r.VariantTrace {
-		if p.Done > stop {
-			break
-		}
-		n++
-	}
-	if n < 50 || len(full.VariantTrace) <= len(r.VariantTrace) {
-		t.Fatalf("%d outcomes by the stop; %d with auto-stop, %d without", n, len(r.VariantTrace), len(full.VariantTrace))
-	}
-	for i, p := range r.VariantTrace[:n] {
-		if q := full.VariantTrace[i]; q != p {
-			t.Fatalf("outcome %d: %+v with auto-stop, %+v without", i, p, q)
-		}
-	}
+	sameUntilStop(t, r.VariantTrace, full.VariantTrace, sc.StopTime, 50)
 	if _, err := neverStop("paper"); err == nil {
 		t.Error("neverStop(paper): no error, but the paper's rule is not the bound rule")
 	}
