@@ -189,38 +189,32 @@ func printDemo(w io.Writer, rep demo.Report) {
 		if a.Params == nil {
 			continue
 		}
+		// The landmark run stops by its bound rule, the adaptive runs by
+		// auto-stop; the rest of their lines is the same.
+		stopped, notStopped := "auto-stop at", "auto-stop did not fire"
 		if a.Name == "landmarks" {
 			fmt.Fprintf(w, "%s: %d landmarks %v; ", a.Name, len(a.Landmarks), a.Landmarks)
-			if a.Ordering.Stopped {
-				share := 100 * float64(a.Ordering.Stop.Sent) / float64(max(a.Summary.Listed, 1))
-				fmt.Fprintf(w, "stopped at %s after %d probes (%.1f%% of the list)\n", s(a.Ordering.StopAt), a.Ordering.Stop.Sent, share)
-			} else {
-				fmt.Fprintln(w, "the stop rule did not fire: it probed every server")
+			stopped, notStopped = "stopped at", "the stop rule did not fire"
+		} else {
+			clusters, initial := 0, 0
+			for _, c := range a.Ordering.Clusters {
+				if !c.Dissolved {
+					clusters++
+				}
 			}
-			if conv.Summary.Probe.Sent > 0 && conv.LastPlayable > 0 {
-				fmt.Fprintf(w, "  last playable server in %.0f%% of conventional's time, with %.0f%% of its probes\n",
-					100*a.LastPlayable.Seconds()/conv.LastPlayable.Seconds(), 100*float64(a.Summary.Probe.Sent)/float64(conv.Summary.Probe.Sent))
+			for _, o := range a.Ordering.Probes {
+				if o.Phase == adaptive.Calibrate || o.Phase == adaptive.Split {
+					initial++
+				}
 			}
-			continue
+			fmt.Fprintf(w, "%s: %d of %d servers geolocated, %d clusters (by %s), %d initial probes; ",
+				a.Name, a.Ordering.Located, a.Summary.Listed, clusters, a.Params.ClusterBy, initial)
 		}
-		clusters, initial := 0, 0
-		for _, c := range a.Ordering.Clusters {
-			if !c.Dissolved {
-				clusters++
-			}
-		}
-		for _, o := range a.Ordering.Probes {
-			if o.Phase == adaptive.Calibrate || o.Phase == adaptive.Split {
-				initial++
-			}
-		}
-		fmt.Fprintf(w, "%s: %d of %d servers geolocated, %d clusters (by %s), %d initial probes; ",
-			a.Name, a.Ordering.Located, a.Summary.Listed, clusters, a.Params.ClusterBy, initial)
 		if a.Ordering.Stopped {
 			share := 100 * float64(a.Ordering.Stop.Sent) / float64(max(a.Summary.Listed, 1))
-			fmt.Fprintf(w, "auto-stop at %s after %d probes (%.1f%% of the list)\n", s(a.Ordering.StopAt), a.Ordering.Stop.Sent, share)
+			fmt.Fprintf(w, "%s %s after %d probes (%.1f%% of the list)\n", stopped, s(a.Ordering.StopAt), a.Ordering.Stop.Sent, share)
 		} else {
-			fmt.Fprintln(w, "auto-stop did not fire: it probed every server")
+			fmt.Fprintln(w, notStopped+": it probed every server")
 		}
 		if conv.Summary.Probe.Sent > 0 && conv.LastPlayable > 0 {
 			fmt.Fprintf(w, "  last playable server in %.0f%% of conventional's time, with %.0f%% of its probes\n",
