@@ -116,11 +116,6 @@ func RelayWith(ctx context.Context, wg *sync.WaitGroup, to netip.AddrPort, cfg R
 	if err != nil {
 		return netip.AddrPort{}, err
 	}
-	type delayed struct {
-		pkt []byte
-		to  netip.AddrPort
-		due time.Time
-	}
 	back := make(chan delayed, relayQueue)
 	wg.Go(func() {
 		<-ctx.Done()
@@ -152,23 +147,120 @@ func RelayWith(ctx context.Context, wg *sync.WaitGroup, to netip.AddrPort, cfg R
 			}
 		}
 	})
+	wg.Go(func() { delayLine(ctx, c, back) })
+	return c.LocalAddr().(*net.UDPAddr).AddrPort(), nil
+}
+
+// delayed is a datagram on its way back through a relay.
+type delayed struct {
+	pkt []byte
+	to  netip.AddrPort
+	due time.Time
+}
+
+// delayLine writes each datagram of back from c when it is due, in the
+// order they came, until back is closed (its reader's end).
+func delayLine(ctx context.Context, c *net.UDPConn, back <-chan delayed) {
+	tm := time.NewTimer(0)
+	defer tm.Stop()
+	for d := range back {
+		if wait := time.Until(d.due); wait > 0 {
+			tm.Reset(wait)
+			select {
+			case <-tm.C:
+			case <-ctx.Done():
+				continue // drain back until the reader closes it
+			}
+		}
+		c.WriteToUDPAddrPort(d.pkt, d.to)
+	}
+}
+
+// RelayPerClient stands for the network between several hosts and one
+// master, a path per host: each client (by address and port) gets a
+// socket of its own towards the master, so the master sees one source
+// per client and its replies go back to the right one, after
+// delay(client) (that path's whole RTT), in the order they came. Used
+// where more than one host asks the same master: the other landmark
+// masters pinging it and a player asking for the list. At most
+// MaxRelayClients clients are served; datagrams from more are dropped.
+// It serves until ctx ends; wg waits for its goroutines.
+func RelayPerClient(ctx context.Context, wg *sync.WaitGroup, to netip.AddrPort, delay func(client netip.AddrPort) time.Duration) (netip.AddrPort, error) {
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	var mu sync.Mutex
+	var ups []*net.UDPConn
 	wg.Go(func() {
-		tm := time.NewTimer(0)
-		defer tm.Stop()
-		for d := range back {
-			if wait := time.Until(d.due); wait > 0 {
-				tm.Reset(wait)
+		<-ctx.Done()
+		c.Close()
+		mu.Lock()
+		for _, u := range ups {
+			u.Close()
+		}
+		mu.Unlock()
+	})
+	// upstream opens client's own socket towards the master, with its
+	// reader and delay line; nil once ctx ended or the bound is reached.
+	upstream := func(client netip.AddrPort) *net.UDPConn {
+		u, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			return nil
+		}
+		mu.Lock()
+		if ctx.Err() != nil || len(ups) >= MaxRelayClients {
+			mu.Unlock()
+			u.Close()
+			return nil
+		}
+		ups = append(ups, u)
+		mu.Unlock()
+		back := make(chan delayed, relayQueue)
+		d := delay(client)
+		wg.Go(func() {
+			defer close(back)
+			buf := make([]byte, 65536)
+			for {
+				n, from, err := u.ReadFromUDPAddrPort(buf)
+				if err != nil {
+					return
+				}
+				if from != to {
+					continue
+				}
 				select {
-				case <-tm.C:
-				case <-ctx.Done():
-					continue // drain back until the reader closes it
+				case back <- delayed{append([]byte(nil), buf[:n]...), client, time.Now().Add(d)}:
+				default: // the path's queue is full: lost
 				}
 			}
-			c.WriteToUDPAddrPort(d.pkt, d.to)
+		})
+		wg.Go(func() { delayLine(ctx, c, back) })
+		return u
+	}
+	wg.Go(func() {
+		clients := map[netip.AddrPort]*net.UDPConn{}
+		buf := make([]byte, 65536)
+		for {
+			n, from, err := c.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			u, ok := clients[from]
+			if !ok {
+				u = upstream(from)
+				clients[from] = u
+			}
+			if u != nil {
+				u.WriteToUDPAddrPort(buf[:n], to)
+			}
 		}
 	})
 	return c.LocalAddr().(*net.UDPAddr).AddrPort(), nil
 }
+
+// MaxRelayClients bounds the clients a RelayPerClient serves.
+const MaxRelayClients = 64
 
 // relayQueue bounds the datagrams a Relay holds on their way back.
 const relayQueue = 4096

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"net"
+	"net/netip"
 	"sync"
 	"testing"
 	"time"
@@ -13,15 +14,7 @@ import (
 // back to its client: all come, in the order sent, none before the delay.
 // (With a timer per datagram they came out of order on a busy machine.)
 func TestRelay_KeepsOrder(t *testing.T) {
-	listen := func() *net.UDPConn {
-		c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
-	master, client := listen(), listen()
+	master, client := listenLoopback(t), listenLoopback(t)
 	client.SetReadBuffer(1 << 20)
 	masterAddr := master.LocalAddr().(*net.UDPAddr).AddrPort()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -60,4 +53,74 @@ func TestRelay_KeepsOrder(t *testing.T) {
 			t.Fatalf("datagram %d came as the %dth: out of order", got, i)
 		}
 	}
+}
+
+// TestRelayPerClient: two clients ask one echoing master through one
+// RelayPerClient; each gets its own echoes, none before its own path's
+// delay (20 and 80 ms), the master sees two sources.
+func TestRelayPerClient(t *testing.T) {
+	master, a, b := listenLoopback(t), listenLoopback(t), listenLoopback(t)
+	masterAddr := master.LocalAddr().(*net.UDPAddr).AddrPort()
+	aAddr := a.LocalAddr().(*net.UDPAddr).AddrPort()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	delays := map[bool]time.Duration{true: 20 * time.Millisecond, false: 80 * time.Millisecond}
+	relay, err := RelayPerClient(ctx, &wg, masterAddr, func(c netip.AddrPort) time.Duration { return delays[c == aAddr] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	sources := map[netip.AddrPort]bool{}
+	wg.Go(func() {
+		buf := make([]byte, 64)
+		for range 4 {
+			n, from, err := master.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			sources[from] = true
+			master.WriteToUDPAddrPort(buf[:n], from)
+		}
+	})
+	for round := range 2 {
+		for _, c := range []struct {
+			conn *net.UDPConn
+			name string
+		}{{a, "a"}, {b, "b"}} {
+			msg := []byte(c.name + string(rune('0'+round)))
+			sent := time.Now()
+			if _, err := c.conn.WriteToUDPAddrPort(msg, relay); err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, 64)
+			c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			n, from, err := c.conn.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(buf[:n]) != string(msg) || from != relay {
+				t.Errorf("%s got %q from %v", c.name, buf[:n], from)
+			}
+			if took, want := time.Since(sent), delays[c.conn == a]; took < want {
+				t.Errorf("%s's echo after %v, want at least %v", c.name, took, want)
+			}
+		}
+	}
+	cancel()
+	master.SetReadDeadline(time.Unix(1, 0))
+	wg.Wait()
+	if len(sources) != 2 {
+		t.Errorf("the master saw %d sources, want 2", len(sources))
+	}
+}
+
+// listenLoopback opens a UDP socket on 127.0.0.1, closed when t ends.
+func listenLoopback(t *testing.T) *net.UDPConn {
+	t.Helper()
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }

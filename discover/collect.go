@@ -101,6 +101,9 @@ type MasterReport struct {
 	// (a fleet instance publishes every instance's), by landmark id, then
 	// by server address; the client has not measured its own RTT to them.
 	OtherLandmarks map[string]map[netip.AddrPort]time.Duration `json:"-"`
+	// PeerRTTs are the landmarks' RTTs to each other the master published
+	// (landmarks.go): PeerRTTs[a][b] is landmark a's RTT to landmark b.
+	PeerRTTs map[string]map[string]time.Duration `json:"-"`
 	// PingsSent and Pings are the pings sent to the master after its
 	// list (Config.LandmarkPings) and the round trip of each answered in
 	// time, in order (ping.go); BestRTT takes the least sample.

@@ -25,9 +25,21 @@ import (
 // packet that does not parse counts as garbled, as does one naming an id
 // past that bound; the entries of each id are bounded like the list's
 // (Config.MaxServers).
+//
+// The query also carries q3.LandmarkPeersKeyword: a landmark master that
+// measures its RTTs to the other landmark masters sends them after its
+// runs (getserversLandmarkPeersResponse: its own row, then, in a fleet,
+// the other instances'), kept in MasterReport.PeerRTTs by the measuring
+// landmark's id, at most MaxOtherLandmarks+1 rows of MaxOtherLandmarks+1
+// entries (a packet past those bounds counts as garbled). A master that
+// does not know the word ignores it.
 
-// landmarkHeader starts a getserversLandmarksResponse.
-var landmarkHeader = []byte(q3.Prefix + q3.LandmarksResponseCommand)
+// landmarkHeader starts a getserversLandmarksResponse, peersHeader a
+// getserversLandmarkPeersResponse.
+var (
+	landmarkHeader = []byte(q3.Prefix + q3.LandmarksResponseCommand)
+	peersHeader    = []byte(q3.Prefix + q3.LandmarkPeersResponseCommand)
+)
 
 // withLandmarks returns the query packets of r asking for landmark RTTs
 // too: the keyword added to each getserversExt form.
@@ -37,8 +49,10 @@ func (r *Request) withLandmarks() Request {
 	}
 	c := *r
 	add := func(g q3.GetServers) q3.GetServers {
-		if !slices.Contains(g.Other, q3.LandmarksKeyword) {
-			g.Other = append(slices.Clip(g.Other), q3.LandmarksKeyword)
+		for _, w := range []string{q3.LandmarksKeyword, q3.LandmarkPeersKeyword} {
+			if !slices.Contains(g.Other, w) {
+				g.Other = append(slices.Clip(g.Other), w)
+			}
 		}
 		return g
 	}
@@ -53,7 +67,19 @@ func (r *Request) withLandmarks() Request {
 // receiveLandmarks handles a landmark packet from m; it reports whether b
 // was one.
 func (s *session) receiveLandmarks(now time.Time, m *collecting, b []byte) bool {
-	if !s.cfg.Landmarks || m.Protocol != ProtocolQ3 || !bytes.HasPrefix(b, landmarkHeader) {
+	if !s.cfg.Landmarks || m.Protocol != ProtocolQ3 {
+		return false
+	}
+	if bytes.HasPrefix(b, peersHeader) {
+		if err := m.peerRow(b); err != nil {
+			m.rep.Garbled++
+			m.lastErr = err
+		} else {
+			m.rep.LandmarkPackets++
+		}
+		return true
+	}
+	if !bytes.HasPrefix(b, landmarkHeader) {
 		return false
 	}
 	r, err := q3.ParseLandmarksResponse(b)
@@ -105,4 +131,33 @@ func (m *collecting) landmarkRun(id string) (map[netip.AddrPort]time.Duration, e
 		m.rep.OtherLandmarks[id] = rtts
 	}
 	return rtts, nil
+}
+
+// peerRow keeps the landmark RTTs to each other of the packet b
+// (getserversLandmarkPeersResponse) in m's report.
+func (m *collecting) peerRow(b []byte) error {
+	r, err := q3.ParseLandmarkPeersResponse(b)
+	if err != nil {
+		return err
+	}
+	row, ok := m.rep.PeerRTTs[r.Landmark]
+	if !ok {
+		if len(m.rep.PeerRTTs) > MaxOtherLandmarks {
+			return fmt.Errorf("landmark %q: RTTs to the other landmarks from more than %d landmarks (discover.MaxOtherLandmarks+1)", r.Landmark, MaxOtherLandmarks+1)
+		}
+		if m.rep.PeerRTTs == nil {
+			m.rep.PeerRTTs = map[string]map[string]time.Duration{}
+		}
+		row = map[string]time.Duration{}
+		m.rep.PeerRTTs[r.Landmark] = row
+	}
+	for _, e := range r.Entries {
+		if _, ok := row[e.Peer]; !ok && len(row) > MaxOtherLandmarks {
+			return fmt.Errorf("landmark %q: RTTs to more than %d other landmarks (discover.MaxOtherLandmarks+1)", r.Landmark, MaxOtherLandmarks+1)
+		}
+		if e.Peer != r.Landmark {
+			row[e.Peer] = e.RTT
+		}
+	}
+	return nil
 }

@@ -42,7 +42,7 @@ func TestSession_Landmarks(t *testing.T) {
 		if len(out) != 1 {
 			t.Fatalf("%d queries", len(out))
 		}
-		if asked := bytes.HasSuffix(bytes.TrimRight(out[0].b, "\n"), []byte(" landmarks")); asked != on {
+		if asked := bytes.HasSuffix(bytes.TrimRight(out[0].b, "\n"), []byte(" landmarks landmarkpeers")); asked != on {
 			t.Fatalf("Landmarks %v: query %q", on, out[0].b)
 		}
 		s.wrote(t0, out[0], nil)
@@ -74,6 +74,8 @@ func FuzzSessionLandmarks(f *testing.F) {
 	f.Add(ok[0][len(q3.Prefix+q3.LandmarksResponseCommand):], 3)
 	f.Add([]byte("\nx\n/"), 1)
 	f.Add([]byte("\nfra-1\n\\\x01\x02\x03\x04\x00\x05\x00\x01\x00\x00"), 40)
+	peers, _ := q3.EncodeLandmarkPeersResponses("fra-1", []q3.LandmarkPeerEntry{{Peer: "nyc", RTT: 75 * time.Millisecond}}, 0)
+	f.Add(append([]byte{0}, peers[0][len(q3.Prefix+q3.LandmarkPeersResponseCommand):]...), 3)
 	f.Fuzz(func(t *testing.T, body []byte, n int) {
 		const maxServers, maxPackets = 8, 6
 		cfg := Config{Landmarks: true, MaxServers: maxServers, MaxPackets: maxPackets,
@@ -82,7 +84,12 @@ func FuzzSessionLandmarks(f *testing.F) {
 		for _, o := range s.poll(t0) {
 			s.wrote(t0, o, nil)
 		}
-		pkt := append([]byte(q3.Prefix+q3.LandmarksResponseCommand), body...)
+		// A body starting with NUL is a peers packet's (the rest of it).
+		cmd := q3.LandmarksResponseCommand
+		if len(body) > 0 && body[0] == 0 {
+			cmd, body = q3.LandmarkPeersResponseCommand, body[1:]
+		}
+		pkt := append([]byte(q3.Prefix+cmd), body...)
 		for i := range n % 16 {
 			s.receive(at(time.Duration(i)*time.Millisecond), masterA, pkt)
 		}
@@ -95,19 +102,26 @@ func FuzzSessionLandmarks(f *testing.F) {
 				t.Fatalf("kept %v %v", a, d)
 			}
 		}
+		if len(r.PeerRTTs) > MaxOtherLandmarks+1 {
+			t.Fatalf("%d peer rows", len(r.PeerRTTs))
+		}
+		for from, row := range r.PeerRTTs {
+			if len(row) > MaxOtherLandmarks+1 {
+				t.Fatalf("%d entries in %q's row", len(row), from)
+			}
+			for to, d := range row {
+				if d <= 0 || to == from {
+					t.Fatalf("kept %s -> %s %v", from, to, d)
+				}
+			}
+		}
 	})
 }
 
 // A master naming more than MaxOtherLandmarks other ids gets the rest
 // counted as garbled, not kept.
 func TestSession_OtherLandmarksBounded(t *testing.T) {
-	cfg := Config{Landmarks: true, Masters: []Master{{Name: "A", Addr: masterA, Request: extRequest(t)}}}
-	s := newSession(cfg, t0)
-	for _, o := range s.poll(t0) {
-		s.wrote(t0, o, nil)
-	}
-	list, _ := q3.ServersResponse{Ext: true, Servers: []netip.AddrPort{srv(1)}, End: q3.EndEOT}.AppendBinary(nil)
-	s.receive(at(10*time.Millisecond), masterA, list)
+	s := listedSession(t, 0, 10*time.Millisecond)
 	for i := range MaxOtherLandmarks + 3 {
 		s.receive(at(11*time.Millisecond), masterA, landmarkPacket(t, fmt.Sprintf("lm-%d", i), q3.LandmarkEntry{Addr: srv(1), RTT: time.Millisecond}))
 	}
@@ -122,13 +136,7 @@ func TestSession_OtherLandmarksBounded(t *testing.T) {
 // peer's RTTs under the peer and keeps the instance's id as the master's
 // own (the landmark its RTT to the master belongs to), with no RTTs.
 func TestSession_LandmarksEmptyOwnRun(t *testing.T) {
-	cfg := Config{Landmarks: true, Masters: []Master{{Name: "A", Addr: masterA, Request: extRequest(t)}}}
-	s := newSession(cfg, t0)
-	for _, o := range s.poll(t0) {
-		s.wrote(t0, o, nil)
-	}
-	list, _ := q3.ServersResponse{Ext: true, Servers: []netip.AddrPort{srv(1)}, End: q3.EndEOT}.AppendBinary(nil)
-	s.receive(at(20*time.Millisecond), masterA, list)
+	s := listedSession(t, 0, 20*time.Millisecond)
 	s.receive(at(21*time.Millisecond), masterA, landmarkPacket(t, "fra-1"))
 	s.receive(at(21*time.Millisecond), masterA, landmarkPacket(t, "nyc-1", q3.LandmarkEntry{Addr: srv(1), RTT: 90 * time.Millisecond}))
 	r := s.masters[0].rep
@@ -171,4 +179,43 @@ func TestSession_LandmarksExtendEndGrace(t *testing.T) {
 	if done == nil || done.End != EndMarker || done.Landmark != "fra-1" || len(done.OtherLandmarks) != 2 || done.LandmarkPackets != 3 {
 		t.Fatalf("master done %+v; want fra-1's run and two others", done)
 	}
+}
+
+// The landmarks' RTTs to each other are kept by the measuring landmark,
+// its own row and a fleet peer's alike; a master past the bound on rows
+// gets the rest refused as garbled.
+func TestSession_LandmarkPeerRTTs(t *testing.T) {
+	s := listedSession(t, 0, 20*time.Millisecond)
+	s.receive(at(21*time.Millisecond), masterA, landmarkPacket(t, "fra-1", q3.LandmarkEntry{Addr: srv(1), RTT: 9 * time.Millisecond}))
+	row := func(id string, es ...q3.LandmarkPeerEntry) []byte {
+		p, err := q3.EncodeLandmarkPeersResponses(id, es, 0)
+		if err != nil || len(p) != 1 {
+			t.Fatal(p, err)
+		}
+		return p[0]
+	}
+	s.receive(at(22*time.Millisecond), masterA, row("fra-1", q3.LandmarkPeerEntry{Peer: "nyc-1", RTT: 75 * time.Millisecond}, q3.LandmarkPeerEntry{Peer: "tyo-1", RTT: 230 * time.Millisecond}))
+	s.receive(at(22*time.Millisecond), masterA, row("nyc-1", q3.LandmarkPeerEntry{Peer: "fra-1", RTT: 76 * time.Millisecond}))
+	for i := range MaxOtherLandmarks + 2 {
+		s.receive(at(23*time.Millisecond), masterA, row(fmt.Sprintf("x-%d", i), q3.LandmarkPeerEntry{Peer: "fra-1", RTT: time.Millisecond}))
+	}
+	r := s.masters[0].rep
+	if r.PeerRTTs["fra-1"]["nyc-1"] != 75*time.Millisecond || r.PeerRTTs["fra-1"]["tyo-1"] != 230*time.Millisecond ||
+		r.PeerRTTs["nyc-1"]["fra-1"] != 76*time.Millisecond || len(r.PeerRTTs) != MaxOtherLandmarks+1 || r.Garbled != 3 || r.Landmark != "fra-1" {
+		t.Errorf("%d rows, garbled %d: %v", len(r.PeerRTTs), r.Garbled, r.PeerRTTs["fra-1"])
+	}
+}
+
+// listedSession is a landmark session (with pings pings after the list)
+// whose master A listed srv(1), its end marker at listAt.
+func listedSession(t *testing.T, pings int, listAt time.Duration) *session {
+	t.Helper()
+	cfg := Config{Landmarks: true, LandmarkPings: pings, Masters: []Master{{Name: "A", Addr: masterA, Request: extRequest(t)}}}
+	s := newSession(cfg, t0)
+	for _, o := range s.poll(t0) {
+		s.wrote(t0, o, nil)
+	}
+	list, _ := q3.ServersResponse{Ext: true, Servers: []netip.AddrPort{srv(1)}, End: q3.EndEOT}.AppendBinary(nil)
+	s.receive(at(listAt), masterA, list)
+	return s
 }

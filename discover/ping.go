@@ -1,7 +1,6 @@
 package discover
 
 import (
-	"bytes"
 	"time"
 
 	"github.com/scout-discovery/scout/q3"
@@ -19,13 +18,11 @@ import (
 // takes away, so the least of a few is the nearest to the path's own RTT
 // (one inflated sample, or all but one, leave it as it is).
 //
-// A ping is a list query for protocol 0, which no game uses ("getservers 0
-// empty full landmarkping"): every master answers it with the empty list,
-// one packet (dpmaster and scout's master alike; scout's never charges it
-// to the querying source's flood protection, see master's getServers, as
-// its reply is no larger than the query). The reply is a
-// getserversResponse with no entries, which a run that asks with
-// getserversExt (as landmark runs do) cannot take for its list. A ping
+// A ping is q3.LandmarkPing, a list query for protocol 0, which no game
+// uses: every master answers it with the empty list, one packet. The
+// reply is a getserversResponse with no entries (q3.IsLandmarkPong),
+// which a run that asks with getserversExt (as landmark runs do) cannot
+// take for its list. A ping
 // waits for its reply at most twice the best sample so far plus
 // PingSlack (and never longer than Config.Timeout): a later reply could
 // not lower the least. A ping that times out ends that master's pings,
@@ -47,20 +44,8 @@ const (
 // PingSlack is added to twice the best sample for a ping's wait.
 const PingSlack = 50 * time.Millisecond
 
-// pingWord is the word that pads a ping to at least its reply's size.
-const pingWord = "landmarkping"
-
-// pingQuery is a ping's datagram.
-var pingQuery = func() []byte {
-	b, err := q3.GetServers{Protocol: 0, Empty: true, Full: true, Other: []string{pingWord}}.AppendBinary(nil)
-	if err != nil {
-		panic(err) // a constant message
-	}
-	return b
-}()
-
-// PingQuery returns a copy of the datagram a ping sends.
-func PingQuery() []byte { return bytes.Clone(pingQuery) }
+// pingQuery is a ping's datagram (q3.LandmarkPing).
+var pingQuery = q3.LandmarkPing()
 
 // BestRTT returns the client's RTT to the master: the least of RTT and
 // Pings, 0 if there is none.
@@ -111,18 +96,10 @@ func (s *session) pingsDone(now time.Time, m *collecting) {
 	s.finish(now, m, m.pingEnd, nil)
 }
 
-// isPingReply reports whether b is the reply to a ping: a
-// getserversResponse (the short form's) listing nothing, with its end.
-func isPingReply(b []byte) bool {
-	m, err := q3.Parse(b)
-	r, ok := m.(q3.ServersResponse)
-	return err == nil && ok && !r.Ext && len(r.Servers) == 0 && len(r.Dropped) == 0 && r.End != q3.EndNone
-}
-
 // receivePing handles b from m if it is a ping's reply, and reports
 // whether it was; it may return the next ping.
 func (s *session) receivePing(now time.Time, m *collecting, b []byte) ([]outgoing, bool) {
-	if m.rep.PingsSent == 0 || !isPingReply(b) {
+	if m.rep.PingsSent == 0 || !q3.IsLandmarkPong(b) {
 		return nil, false
 	}
 	if !m.pinging || m.pingAt.IsZero() {

@@ -2,7 +2,6 @@ package discover
 
 import (
 	"errors"
-	"net/netip"
 	"testing"
 	"time"
 
@@ -13,13 +12,7 @@ import (
 // its end marker at listRTT) and own landmark run have come.
 func pingSession(t *testing.T, pings int, listRTT time.Duration) *session {
 	t.Helper()
-	cfg := Config{Landmarks: true, LandmarkPings: pings, Masters: []Master{{Name: "A", Addr: masterA, Request: extRequest(t)}}}
-	s := newSession(cfg, t0)
-	for _, o := range s.poll(t0) {
-		s.wrote(t0, o, nil)
-	}
-	list, _ := q3.ServersResponse{Ext: true, Servers: []netip.AddrPort{srv(1)}, End: q3.EndEOT}.AppendBinary(nil)
-	s.receive(at(listRTT), masterA, list)
+	s := listedSession(t, pings, listRTT)
 	s.receive(at(listRTT), masterA, landmarkPacket(t, "fra-1", q3.LandmarkEntry{Addr: srv(1), RTT: 9 * time.Millisecond}))
 	return s
 }
@@ -118,13 +111,7 @@ func TestSession_LandmarkPingsWhen(t *testing.T) {
 	if out := s.poll(at(40*time.Millisecond + EndGrace)); len(out) != 0 || masterDone(s) == nil {
 		t.Errorf("LandmarkPings 0: %+v", out)
 	}
-	cfg := Config{Landmarks: true, LandmarkPings: 2, Masters: []Master{{Name: "A", Addr: masterA, Request: extRequest(t)}}}
-	s = newSession(cfg, t0)
-	for _, o := range s.poll(t0) {
-		s.wrote(t0, o, nil)
-	}
-	list, _ := q3.ServersResponse{Ext: true, Servers: []netip.AddrPort{srv(1)}, End: q3.EndEOT}.AppendBinary(nil)
-	s.receive(at(10*time.Millisecond), masterA, list)
+	s = listedSession(t, 2, 10*time.Millisecond)
 	if out := s.poll(at(10*time.Millisecond + EndGrace)); len(out) != 0 || masterDone(s) == nil {
 		t.Errorf("no landmark run: %+v", out)
 	}

@@ -149,12 +149,22 @@ func (n *Node) resyncRTTs(ctx context.Context) (int, error) {
 }
 
 // description is this instance's landmark description for its beat, ""
-// if it is not a landmark.
+// if it is not a landmark: with its RTTs to the other landmarks
+// (master.Mesh.Own) as of now, and its address once known.
 func (n *Node) description() string {
 	if n.cfg.Landmark == nil {
 		return ""
 	}
-	b, err := json.Marshal(n.cfg.Landmark)
+	lm := *n.cfg.Landmark
+	n.mu.Lock()
+	if n.lmAddr != "" {
+		lm.Address = n.lmAddr
+	}
+	n.mu.Unlock()
+	if n.reg != nil {
+		lm.RTTs = web.MeshJSON(n.reg.Mesh().Own())
+	}
+	b, err := json.Marshal(lm)
 	if err != nil {
 		return ""
 	}
@@ -187,6 +197,48 @@ func (n *Node) parseBeat(res []any) (live []string, peers []web.Landmark) {
 	}
 	slices.SortFunc(peers, func(a, b web.Landmark) int { return strings.Compare(a.ID, b.ID) })
 	return live, peers
+}
+
+// pingable returns the address a landmark description gives, if a peer
+// can ping it there.
+func pingable(address string) (netip.AddrPort, bool) {
+	a, err := netip.ParseAddrPort(address)
+	return a, err == nil && a.Port() != 0 && !a.Addr().IsUnspecified()
+}
+
+// SetLandmarkAddress gives this instance's landmark description the
+// address its peers ping it at (masterd gives the master's socket once
+// bound; a later call replaces it), unless the description already has
+// one they can.
+func (n *Node) SetLandmarkAddress(a netip.AddrPort) {
+	if n.cfg.Landmark == nil || a.Port() == 0 || a.Addr().IsUnspecified() {
+		return
+	}
+	if _, ok := pingable(n.cfg.Landmark.Address); ok {
+		return
+	}
+	n.mu.Lock()
+	n.lmAddr = a.String()
+	n.mu.Unlock()
+}
+
+// meshPeers gives the registry's landmark mesh (master.Mesh) the other
+// live landmarks of the last beat: those with an address to ping, and
+// the rows of RTTs each published.
+func (n *Node) meshPeers(peers []web.Landmark) {
+	if n.cfg.Landmark == nil || n.reg == nil {
+		return
+	}
+	var ps []master.LandmarkPeer
+	var rows []master.MeshRow
+	for _, p := range peers {
+		if a, ok := pingable(p.Address); ok {
+			ps = append(ps, master.LandmarkPeer{ID: p.ID, Addr: a})
+		}
+		rows = append(rows, p.MeshRow())
+	}
+	n.reg.Mesh().SetPeers(time.Now(), ps)
+	n.reg.Mesh().SetRows(rows)
 }
 
 // Landmarks returns the descriptions of the fleet's other live landmarks,

@@ -121,6 +121,7 @@ type Node struct {
 	writing int // writes taken from queue by a pipeline not yet done
 	live    []string
 	peers   []web.Landmark // the other live landmarks' descriptions
+	lmAddr  string         // this landmark's address, if its description had none (SetLandmarkAddress)
 	downAt  time.Time      // when Redis became unreachable; zero while up
 	lastErr string
 
@@ -471,6 +472,7 @@ func (n *Node) doBeat(ctx context.Context) error {
 	n.live = live
 	n.peers = peers
 	n.mu.Unlock()
+	n.meshPeers(peers)
 	if changed {
 		n.log.Info("fleet", "live", live)
 		n.reg.SetShare(master.NewRendezvous(n.cfg.ID, live))

@@ -16,7 +16,7 @@ type Encoding struct {
 	f         filter
 	form      replyForm
 	every     bool
-	landmarks bool // follow the list with the landmark packets
+	landmarks lmAsk // follow the list with the landmark packets
 }
 
 // To returns the address the reply goes to.
@@ -34,9 +34,9 @@ func (e *Encoding) SameReply(o *Encoding) bool {
 // payload) if the handler defers encodings and f's game and protocol
 // list at least HandlerConfig.DeferEncoding servers, unless it is cached
 // already and no landmark packets are asked (those are built per query).
-func (h *Handler) reply(now time.Time, to netip.AddrPort, k Kind, f filter, form replyForm, every, landmarks bool, dst []Outgoing) []Outgoing {
+func (h *Handler) reply(now time.Time, to netip.AddrPort, k Kind, f filter, form replyForm, every bool, landmarks lmAsk, dst []Outgoing) []Outgoing {
 	a, n := h.reg.cachedAnswer(now, f, form)
-	if h.cfg.DeferEncoding > 0 && n >= h.cfg.DeferEncoding && (a == nil || landmarks) {
+	if h.cfg.DeferEncoding > 0 && n >= h.cfg.DeferEncoding && (a == nil || landmarks != 0) {
 		h.stats.deferred.Add(1)
 		return append(dst, Outgoing{To: to, Kind: k, Encode: &Encoding{
 			to: to, kind: k, f: f, form: form, every: every, landmarks: landmarks,
@@ -53,11 +53,11 @@ func (h *Handler) reply(now time.Time, to netip.AddrPort, k Kind, f filter, form
 }
 
 // sendReply sends a and, if asked, the landmark packets after it.
-func (h *Handler) sendReply(now time.Time, to netip.AddrPort, k Kind, a *answer, f filter, landmarks bool, dst []Outgoing) []Outgoing {
+func (h *Handler) sendReply(now time.Time, to netip.AddrPort, k Kind, a *answer, f filter, landmarks lmAsk, dst []Outgoing) []Outgoing {
 	n := len(dst)
 	dst = h.sendList(now, to, k, a, dst)
-	if len(dst) > n && landmarks {
-		dst = h.sendLandmarks(now, to, f, dst)
+	if len(dst) > n && landmarks != 0 {
+		dst = h.sendLandmarks(now, to, f, landmarks&lmPeers != 0, dst)
 	}
 	return dst
 }

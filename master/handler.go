@@ -291,6 +291,12 @@ func (h *Handler) handleQ3(now time.Time, from netip.AddrPort, pkt []byte, dst [
 		return dst
 	case q3.GetServers:
 		return h.getServers(now, from, m, dst)
+	case q3.ServersResponse:
+		// A landmark ping's reply from another landmark master (mesh.go);
+		// any other list sent to a master is unexpected.
+		if h.cfg.Landmark != "" && !m.Ext && len(m.Servers) == 0 && len(m.Dropped) == 0 && m.End != q3.EndNone && h.reg.mesh.pong(now, from) {
+			return dst
+		}
 	case q3.Register:
 		return h.register(now, from, m, dst)
 	case q3.GetMOTD:
@@ -516,7 +522,13 @@ func (h *Handler) getServers(now time.Time, from netip.AddrPort, m q3.GetServers
 	if m.Ext {
 		outK = KindServersExtResponse
 	}
-	landmarks := m.Ext && h.cfg.Landmark != "" && slices.Contains(m.Other, q3.LandmarksKeyword)
+	var landmarks lmAsk
+	if m.Ext && h.cfg.Landmark != "" && slices.Contains(m.Other, q3.LandmarksKeyword) {
+		landmarks = lmRuns
+		if slices.Contains(m.Other, q3.LandmarkPeersKeyword) {
+			landmarks |= lmPeers
+		}
+	}
 	return h.reply(now, from, outK, f, form, !h.cfg.EndOnLastOnly, landmarks, dst)
 }
 
@@ -621,7 +633,7 @@ func (h *Handler) q4GetServers(now time.Time, from netip.AddrPort, m *q4.GetServ
 		return h.drop(dst, k, from, why)
 	}
 	form := replyForm{q4: true, split: q3.SplitOptions{MaxBytes: min(h.cfg.MaxPacketBytes, q4.MaxServersPacketLen)}}
-	return h.reply(now, from, KindQ4Servers, f, form, true, false, dst)
+	return h.reply(now, from, KindQ4Servers, f, form, true, 0, dst)
 }
 
 // gameAuth answers a Doom 3 / Quake 4 client's key check. id's key
@@ -711,6 +723,11 @@ func (h *Handler) Tick(now time.Time, dst []Outgoing) []Outgoing {
 	}
 	for _, p := range h.reg.DueProbes(now, nil, h.cfg.MaxProbesPerTick) {
 		dst = h.probe(now, p, dst)
+	}
+	if h.cfg.Landmark != "" {
+		for _, to := range h.reg.mesh.due(now) {
+			dst = h.send(now, to, nil, dst, Outgoing{To: to, Kind: KindLandmarkPing, Payload: landmarkPing})
+		}
 	}
 	return dst
 }

@@ -40,39 +40,43 @@ const (
 	KindQ4GetInfo
 	KindQ4Servers
 	KindQ4AuthKey
-	// Scout's landmark extension, out (landmarks.go).
+	// Scout's landmark extension, out (landmarks.go, mesh.go).
 	KindLandmarksResponse
+	KindLandmarkPeersResponse
+	KindLandmarkPing
 
 	numKinds
 )
 
 var kindNames = [numKinds]string{
-	KindGarbage:            "garbage",
-	KindUnknown:            "unknown",
-	KindHeartbeat:          "heartbeat",
-	KindInfoResponse:       "infoResponse",
-	KindStatusResponse:     "statusResponse",
-	KindChallengeResponse:  "challengeResponse",
-	KindGetServers:         "getservers",
-	KindGetServersExt:      "getserversExt",
-	KindRegister:           "register",
-	KindGetMOTD:            "getmotd",
-	KindOtherQ3:            "other_q3",
-	KindGetInfo:            "getinfo",
-	KindGetStatus:          "getstatus",
-	KindGetChallenge:       "getchallenge",
-	KindServersResponse:    "getserversResponse",
-	KindServersExtResponse: "getserversExtResponse",
-	KindMOTD:               "motd",
-	KindQ4Heartbeat:        "q4_heartbeat",
-	KindQ4InfoResponse:     "q4_infoResponse",
-	KindQ4GetServers:       "q4_getServers",
-	KindQ4GameAuth:         "q4_gameAuth",
-	KindQ4Other:            "q4_other",
-	KindQ4GetInfo:          "q4_getInfo",
-	KindQ4Servers:          "q4_servers",
-	KindQ4AuthKey:          "q4_authKey",
-	KindLandmarksResponse:  "getserversLandmarksResponse",
+	KindGarbage:               "garbage",
+	KindUnknown:               "unknown",
+	KindHeartbeat:             "heartbeat",
+	KindInfoResponse:          "infoResponse",
+	KindStatusResponse:        "statusResponse",
+	KindChallengeResponse:     "challengeResponse",
+	KindGetServers:            "getservers",
+	KindGetServersExt:         "getserversExt",
+	KindRegister:              "register",
+	KindGetMOTD:               "getmotd",
+	KindOtherQ3:               "other_q3",
+	KindGetInfo:               "getinfo",
+	KindGetStatus:             "getstatus",
+	KindGetChallenge:          "getchallenge",
+	KindServersResponse:       "getserversResponse",
+	KindServersExtResponse:    "getserversExtResponse",
+	KindMOTD:                  "motd",
+	KindQ4Heartbeat:           "q4_heartbeat",
+	KindQ4InfoResponse:        "q4_infoResponse",
+	KindQ4GetServers:          "q4_getServers",
+	KindQ4GameAuth:            "q4_gameAuth",
+	KindQ4Other:               "q4_other",
+	KindQ4GetInfo:             "q4_getInfo",
+	KindQ4Servers:             "q4_servers",
+	KindQ4AuthKey:             "q4_authKey",
+	KindLandmarksResponse:     "getserversLandmarksResponse",
+	KindLandmarkPeersResponse: "getserversLandmarkPeersResponse",
+	KindLandmarkPing:          "landmarkping",
 }
 
 // String returns the kind's metrics label.

@@ -83,9 +83,23 @@ func (r *Registry) landmarkEntries(now time.Time, f filter, self string) []landm
 	return out
 }
 
-// sendLandmarks appends the landmark packets for the list f selects,
-// reserved from the response limiter and the budget, all or nothing.
-func (h *Handler) sendLandmarks(now time.Time, to netip.AddrPort, f filter, dst []Outgoing) []Outgoing {
+// lmAsk is what a list query asks after the list: nothing, the landmark
+// runs, and with them the landmarks' RTTs to each other.
+type lmAsk uint8
+
+const (
+	lmRuns  lmAsk = 1 << iota // q3.LandmarksKeyword
+	lmPeers                   // q3.LandmarkPeersKeyword too
+)
+
+// landmarkPing is the datagram of a ping to another landmark (mesh.go).
+var landmarkPing = q3.LandmarkPing()
+
+// sendLandmarks appends the landmark packets for the list f selects, and
+// with peers the landmarks' RTTs to each other (this master's row, then
+// the others' it holds: mesh.go), reserved from the response limiter and
+// the budget, all or nothing.
+func (h *Handler) sendLandmarks(now time.Time, to netip.AddrPort, f filter, peers bool, dst []Outgoing) []Outgoing {
 	var outs []Outgoing
 	for _, run := range h.reg.landmarkEntries(now, f, h.cfg.Landmark) {
 		pkts, err := q3.EncodeLandmarksResponses(run.id, run.entries, h.cfg.MaxPacketBytes)
@@ -97,8 +111,36 @@ func (h *Handler) sendLandmarks(now time.Time, to netip.AddrPort, f filter, dst 
 			outs = append(outs, Outgoing{To: to, Kind: KindLandmarksResponse, Payload: p})
 		}
 	}
+	if peers {
+		outs = h.appendPeerRows(now, to, outs)
+	}
 	if len(outs) == 0 {
 		return dst
 	}
 	return h.send(now, to, h.cfg.Responses, dst, outs...)
+}
+
+// appendPeerRows appends the getserversLandmarkPeersResponse packets to
+// to: this master's RTTs to the other landmarks, then each other
+// landmark's own (a fleet's), as measured at now.
+func (h *Handler) appendPeerRows(now time.Time, to netip.AddrPort, outs []Outgoing) []Outgoing {
+	rows := append([]MeshRow{{Landmark: h.cfg.Landmark, RTTs: h.reg.mesh.Own()}}, h.reg.mesh.Rows()...)
+	for i, row := range rows {
+		if i > 0 && row.Landmark == h.cfg.Landmark {
+			continue
+		}
+		es := make([]q3.LandmarkPeerEntry, 0, len(row.RTTs))
+		for _, e := range row.RTTs {
+			es = append(es, q3.LandmarkPeerEntry{Peer: e.Landmark, RTT: e.RTT, Age: max(0, now.Sub(e.Measured))})
+		}
+		pkts, err := q3.EncodeLandmarkPeersResponses(row.Landmark, es, h.cfg.MaxPacketBytes)
+		if err != nil {
+			h.log.Error("encoding landmark peer RTTs", "landmark", row.Landmark, "err", err)
+			continue
+		}
+		for _, p := range pkts {
+			outs = append(outs, Outgoing{To: to, Kind: KindLandmarkPeersResponse, Payload: p})
+		}
+	}
+	return outs
 }

@@ -121,13 +121,16 @@ func TestHandler_LandmarksRespectResponseLimiter(t *testing.T) {
 }
 
 // A client's landmark ping ("getservers 0 empty full landmarkping", the
-// query discover.PingQuery sends) is answered by a landmark master, with
+// query q3.LandmarkPing builds) is answered by a landmark master, with
 // servers listed, by the empty list: one getserversResponse with its end
 // marker alone, smaller than the query, and never landmark packets.
 func TestHandler_LandmarkPingAnsweredEmpty(t *testing.T) {
 	f := newHandlerFix(t, Config{}, func(c *HandlerConfig) { c.Landmark = "fra-1" })
 	f.listAfter(t, ap("198.51.100.1:27960"), 12*time.Millisecond)
-	ping := oob("getservers 0 empty full landmarkping")
+	ping := q3.LandmarkPing()
+	if string(ping) != string(oob("getservers 0 empty full landmarkping")) {
+		t.Fatalf("ping %q", ping)
+	}
 	outs := f.in(ap("203.0.113.9:5000"), ping)
 	if len(outs) != 1 || outs[0].Kind != KindServersResponse {
 		t.Fatalf("answer %+v", outs)

@@ -96,6 +96,10 @@ type Config struct {
 	Catalogue        *game.Catalogue
 	Policy           game.Policy
 	AddrMap          *AddrMap // dpmaster -m; nil maps nothing
+	// LandmarkPingInterval is how often a landmark master pings each
+	// other landmark master it knows (mesh.go); default
+	// DefaultLandmarkPingInterval.
+	LandmarkPingInterval time.Duration
 	// InlineSnapshot is the largest listing whose answer snapshot a
 	// query rebuilds itself when the listing changed; a larger one is
 	// answered from the last snapshot until Refresh rebuilds it (see
@@ -129,6 +133,7 @@ func (c *Config) setDefaults() {
 type Registry struct {
 	cfg  Config
 	chal *Challenger
+	mesh Mesh // the other landmark masters (mesh.go)
 
 	rotation    atomic.Uint64            // fair-rotation counter, one step per Select
 	afterRetry  atomic.Uint64            // checks verified after a retry was sent
@@ -159,7 +164,7 @@ func NewRegistry(cfg Config, chal *Challenger) (*Registry, error) {
 	if cfg.ChallengeLifetime > chal.Period() {
 		return nil, fmt.Errorf("master: challenge lifetime %v exceeds the secret rotation period %v", cfg.ChallengeLifetime, chal.Period())
 	}
-	if cfg.MaxServers < 0 || cfg.MaxPending < 0 || cfg.ChallengeLifetime < 0 || cfg.Timeout < 0 || cfg.MaxMissedProbes < 0 || cfg.VerifyRetryDelay < 0 {
+	if cfg.MaxServers < 0 || cfg.MaxPending < 0 || cfg.ChallengeLifetime < 0 || cfg.Timeout < 0 || cfg.MaxMissedProbes < 0 || cfg.VerifyRetryDelay < 0 || cfg.LandmarkPingInterval < 0 {
 		return nil, fmt.Errorf("master: negative registry limit in %+v", cfg)
 	}
 	if cfg.VerifyRetries > MaxVerifyRetries {
@@ -177,6 +182,7 @@ func NewRegistry(cfg Config, chal *Challenger) (*Registry, error) {
 		players: make(map[netip.AddrPort]playerList),
 		tally:   make(map[tallyKey]int),
 	}
+	r.mesh.interval = cfg.LandmarkPingInterval
 	r.snap.Store(&snapshot{minExpire: math.MaxInt64})
 	return r, nil
 }

@@ -115,6 +115,12 @@ type Config struct {
 	// master.DefaultOutboundBurst.
 	OutRate, OutBurst int
 
+	// LandmarkPeers are the other landmark masters a landmark master
+	// (Handler.Landmark set) pings for its RTTs to them (master.Mesh),
+	// when it is not in a fleet; a fleet's landmarks ping the fleet's
+	// other live landmarks instead.
+	LandmarkPeers []master.LandmarkPeer
+
 	// Fleet shares the registry with other instances (package fleet,
 	// on Redis) instead of keeping it in Store; nil: this instance is
 	// alone. Store and Fleet cannot both be set.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/master"
+	"github.com/scout-discovery/scout/q3"
 	"github.com/scout-discovery/scout/web"
 )
 
@@ -95,6 +96,15 @@ func NewMaster(now time.Time, cfg Config) (*Master, error) {
 		return nil, err
 	}
 	m := &Master{Config: cfg, Registry: reg, Log: log, History: hist, API: api}
+	if len(cfg.LandmarkPeers) > 0 {
+		if cfg.Fleet != nil {
+			return nil, errors.New("masterd: a fleet's landmarks ping the fleet's other landmarks: LandmarkPeers is for a master alone")
+		}
+		if n := reg.Mesh().SetPeers(now, cfg.LandmarkPeers); n != len(cfg.LandmarkPeers) {
+			return nil, fmt.Errorf("masterd: %d of %d landmark peers kept: each needs a landmark id (1 to %d letters, digits or ._:-[]) of its own and an address with a port, at most %d",
+				n, len(cfg.LandmarkPeers), q3.MaxLandmarkIDLen, master.MaxLandmarks)
+		}
+	}
 	if cfg.Fleet != nil {
 		if cfg.Store != nil {
 			return nil, errors.New("masterd: a state file and a fleet cannot both keep the registry")
@@ -212,6 +222,11 @@ func (m *Master) Listen() error {
 	if len(m.conns) == 0 {
 		m.Close()
 		return errors.New("masterd: no socket to listen on")
+	}
+	// A fleet's landmark is pinged by its peers where it listens, unless
+	// its description names an address already.
+	if lf, ok := m.Config.Fleet.(interface{ SetLandmarkAddress(netip.AddrPort) }); ok {
+		lf.SetLandmarkAddress(m.Addrs()[0])
 	}
 	if m.Config.HTTP != "" {
 		ln, err := net.Listen("tcp", m.Config.HTTP)

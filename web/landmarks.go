@@ -40,6 +40,33 @@ type Landmark struct {
 	// Lat and Lon are its coordinates in degrees, if given.
 	Lat *float64 `json:"lat,omitempty"`
 	Lon *float64 `json:"lon,omitempty"`
+	// RTTs are its RTTs to the other landmark masters it pings (the
+	// median of the last master.RTTSamples, master.Mesh), by their ids:
+	// what a client repairs the landmark vectors through.
+	RTTs []LandmarkRTTJSON `json:"rtts,omitempty"`
+}
+
+// rttMs is d in milliseconds at 0.1 ms (master.RTTUnit) resolution.
+func rttMs(d time.Duration) float64 { return math.Round(float64(d)/float64(master.RTTUnit)) / 10 }
+
+// MeshJSON turns a landmark's row (master.Mesh.Own) into its RTTs.
+func MeshJSON(row []master.LandmarkRTT) []LandmarkRTTJSON {
+	var out []LandmarkRTTJSON
+	for _, e := range row {
+		out = append(out, LandmarkRTTJSON{ID: e.Landmark, RTTMs: rttMs(e.RTT), Measured: e.Measured.UTC()})
+	}
+	return out
+}
+
+// MeshRow turns a landmark's published RTTs back into its row.
+func (l Landmark) MeshRow() master.MeshRow {
+	r := master.MeshRow{Landmark: l.ID}
+	for _, e := range l.RTTs {
+		if e.RTTMs > 0 && !math.IsInf(e.RTTMs, 0) && !math.IsNaN(e.RTTMs) {
+			r.RTTs = append(r.RTTs, master.LandmarkRTT{Landmark: e.ID, RTT: time.Duration(e.RTTMs * float64(time.Millisecond)), Measured: e.Measured})
+		}
+	}
+	return r
 }
 
 // LandmarkRTTJSON is one landmark's round trip to a server.
@@ -65,7 +92,6 @@ func (a *API) addLandmarks(v *view, servers []master.Server) {
 			byAddr[servers[i].Addr] = i
 		}
 	}
-	ms := func(d time.Duration) float64 { return math.Round(float64(d)/float64(100*time.Microsecond)) / 10 }
 	for i := range v.rows {
 		j, ok := byAddr[v.rows[i].reg]
 		if !ok {
@@ -74,11 +100,11 @@ func (a *API) addLandmarks(v *view, servers []master.Server) {
 		s := &servers[j]
 		out := make([]LandmarkRTTJSON, 0, 1+len(s.Landmarks))
 		if lm != nil && s.RTT > 0 {
-			out = append(out, LandmarkRTTJSON{ID: lm.ID, RTTMs: ms(s.RTT), Measured: s.RTTMeasured.UTC()})
+			out = append(out, LandmarkRTTJSON{ID: lm.ID, RTTMs: rttMs(s.RTT), Measured: s.RTTMeasured.UTC()})
 		}
 		for _, p := range s.Landmarks {
 			if lm == nil || p.Landmark != lm.ID {
-				out = append(out, LandmarkRTTJSON{ID: p.Landmark, RTTMs: ms(p.RTT), Measured: p.Measured.UTC()})
+				out = append(out, LandmarkRTTJSON{ID: p.Landmark, RTTMs: rttMs(p.RTT), Measured: p.Measured.UTC()})
 			}
 		}
 		v.rows[i].Landmarks = out
@@ -88,7 +114,9 @@ func (a *API) addLandmarks(v *view, servers []master.Server) {
 func (a *API) landmarks(w http.ResponseWriter, r *http.Request, now time.Time, _ netip.Addr) {
 	out := LandmarksJSON{Landmarks: []Landmark{}}
 	if a.cfg.Landmark != nil {
-		out.Landmarks = append(out.Landmarks, *a.cfg.Landmark)
+		self := *a.cfg.Landmark
+		self.RTTs = MeshJSON(a.reg.Mesh().Own())
+		out.Landmarks = append(out.Landmarks, self)
 	}
 	if a.cfg.Peers != nil {
 		for _, p := range a.cfg.Peers() {

@@ -94,6 +94,9 @@ func (o masterOptions) settings(ctx context.Context) (masterSettings, error) {
 		if len(o.Listen) > 0 {
 			lm.Address = o.Listen[0]
 		}
+		if o.LandmarkAddress != "" {
+			lm.Address = o.LandmarkAddress
+		}
 		lm.ID = o.LandmarkID
 		for _, id := range []string{o.FleetID, lm.Address, "master"} {
 			if lm.ID == "" {
@@ -197,6 +200,24 @@ func (o masterOptions) settings(ctx context.Context) (masterSettings, error) {
 			return s, fmt.Errorf("%w: --landmark-id %q: 1 to %d letters, digits or ._:-[]", errMasterUsage, s.API.Landmark.ID, q3.MaxLandmarkIDLen)
 		}
 		s.Handler.Landmark = s.API.Landmark.ID
+	}
+	if len(o.LandmarkPeers) > 0 {
+		if s.API.Landmark == nil {
+			return s, fmt.Errorf("%w: --landmark-peer: only a landmark (--landmark-place or --landmark-id) pings the others", errMasterUsage)
+		}
+		if o.Store != "" {
+			return s, fmt.Errorf("%w: --landmark-peer: a fleet's landmarks ping the fleet's other instances (--store); give it to a master alone", errMasterUsage)
+		}
+		for _, v := range o.LandmarkPeers {
+			p, err := parseLandmarkPeer(v)
+			if err != nil {
+				return s, fmt.Errorf("%w: --landmark-peer: %v", errMasterUsage, err)
+			}
+			s.LandmarkPeers = append(s.LandmarkPeers, p)
+		}
+	}
+	if o.LandmarkAddress != "" && s.API.Landmark == nil {
+		return s, fmt.Errorf("%w: --landmark-address: only for a landmark (--landmark-place or --landmark-id)", errMasterUsage)
 	}
 
 	port := orDefault(o.Port, masterd.DefaultPort)

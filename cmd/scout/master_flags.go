@@ -50,6 +50,8 @@ type masterOptions struct {
 	HTTPRate         int      `json:"http-rate"`            // --http-rate N: API requests per second per client (10)
 	LandmarkPlace    string   `json:"landmark-place"`       // --landmark-place CITY|LAT,LON: publish RTTs as a landmark placed there
 	LandmarkID       string   `json:"landmark-id"`          // --landmark-id ID: the landmark's name (the fleet id or the first -l address)
+	LandmarkAddress  string   `json:"landmark-address"`     // --landmark-address ADDR:PORT: where clients and other landmarks reach this one (the first -l address)
+	LandmarkPeers    []string `json:"landmark-peer"`        // --landmark-peer [ID=]ADDR:PORT: another landmark master to ping (alone, not in a fleet)
 	HTTPBurst        int      `json:"http-burst"`           // --http-burst N: API requests at once per client (60)
 	HTTPNoLimit      bool     `json:"http-no-limit"`        // --http-no-limit: no per-client limit on the API (benchmarks)
 	HTTPMaxRate      *int     `json:"http-max-rate"`        // --http-max-rate N: API requests per second of all clients (2000); 0: none
@@ -213,6 +215,20 @@ var masterOptionSpecs = []optSpec{
 		return nil
 	}, "CITY|[NAME:]LAT,LON: act as a landmark placed there: the JSON API gives this master's RTT to each server, /api/v1/landmarks describes it, and a getserversExt with the word landmarks gets the RTTs after the list (issue 13)"},
 	{"landmark-id", 0, argOne, strOpt(func(o *masterOptions) *string { return &o.LandmarkID }), "ID: the landmark's name in the JSON API (the --fleet-id, else the first -l address)"},
+	{"landmark-address", 0, argOne, func(o *masterOptions, v []string) error {
+		if _, ok := parseLandmarkAddress(v[0]); !ok {
+			return fmt.Errorf("want ADDR:PORT where clients and the other landmarks reach this master (not 0.0.0.0, not port 0), got %q", v[0])
+		}
+		o.LandmarkAddress = v[0]
+		return nil
+	}, "ADDR:PORT: where clients and the other landmark masters reach this landmark (published at /api/v1/landmarks; in a fleet the other instances ping it there; default the first -l address)"},
+	{"landmark-peer", 0, argOne, func(o *masterOptions, v []string) error {
+		if _, err := parseLandmarkPeer(v[0]); err != nil {
+			return err
+		}
+		o.LandmarkPeers = append(o.LandmarkPeers, v[0])
+		return nil
+	}, "[ID=]ADDR:PORT: another landmark master (its --landmark-id, by default its address) this one pings every 30 s for its RTT to it, published with its RTTs to the servers; several allowed; a fleet's landmarks ping the fleet's instead"},
 	{"http-rate", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.HTTPRate }, 1), "N: JSON API requests per second per client address (IPv6 /64) after the burst (10)"},
 	{"http-burst", 0, argOne, intOpt(func(o *masterOptions) *int { return &o.HTTPBurst }, 1), "N: JSON API requests a client may make at once (60)"},
 	{"http-no-limit", 0, argNone, flagOpt(func(o *masterOptions) { o.HTTPNoLimit = true }), "no per-client limit on the JSON API (load tests on loopback)"},

@@ -3,8 +3,12 @@ package main
 import (
 	"fmt"
 	"math"
+	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/scout-discovery/scout/master"
+	"github.com/scout-discovery/scout/q3"
 
 	"github.com/scout-discovery/scout/population"
 	"github.com/scout-discovery/scout/web"
@@ -47,4 +51,29 @@ func parseLandmarkPlace(v string) (web.Landmark, error) {
 		}
 	}
 	return lm, fmt.Errorf("%q: not a city the latency model knows (a WonderProxy node: Frankfurt, NewYork, Tokyo, ...); give LAT,LON", v)
+}
+
+// parseLandmarkAddress reads --landmark-address: an address and port a
+// peer can send to.
+func parseLandmarkAddress(v string) (netip.AddrPort, bool) {
+	a, err := netip.ParseAddrPort(v)
+	return a, err == nil && a.Port() != 0 && !a.Addr().IsUnspecified() && !a.Addr().IsMulticast()
+}
+
+// parseLandmarkPeer reads --landmark-peer [ID=]ADDR:PORT; without ID the
+// peer's id is its address as given, which is a standalone landmark's
+// default id (its first -l address).
+func parseLandmarkPeer(v string) (master.LandmarkPeer, error) {
+	id, addr, ok := strings.Cut(v, "=")
+	if !ok {
+		id, addr = v, v
+	}
+	a, good := parseLandmarkAddress(addr)
+	if !good {
+		return master.LandmarkPeer{}, fmt.Errorf("want [ID=]ADDR:PORT of another landmark master, got %q", v)
+	}
+	if _, err := q3.EncodeLandmarksResponses(id, nil, 0); err != nil {
+		return master.LandmarkPeer{}, fmt.Errorf("%q: the landmark id must be 1 to %d letters, digits or ._:-[]", v, q3.MaxLandmarkIDLen)
+	}
+	return master.LandmarkPeer{ID: id, Addr: a}, nil
 }

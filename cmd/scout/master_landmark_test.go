@@ -2,8 +2,12 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/scout-discovery/scout/master"
 )
 
 func TestParseLandmarkPlace(t *testing.T) {
@@ -110,5 +114,43 @@ func TestMaster_FleetLandmarkIDIsTheFleetID(t *testing.T) {
 		"--landmark-place", "Tokyo", "--landmark-id", "tyo-1", "--fleet-id", "other"}, &stdout, &stderr)
 	if code != 1 || !strings.Contains(stderr.String(), "in a fleet the landmark's id is its --fleet-id") {
 		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// --landmark-peer names the other landmark masters a landmark alone
+// pings ([ID=]ADDR:PORT, the id by default the address), and
+// --landmark-address where it is reached; both are refused where they
+// cannot apply or do not parse.
+func TestMasterSettings_LandmarkPeers(t *testing.T) {
+	o, err := parseMasterArgs([]string{"--landmark-place", "Frankfurt", "-l", "0.0.0.0:27950", "--landmark-address", "192.0.2.1:27950",
+		"--landmark-peer", "nyc=198.51.100.7:27950", "--landmark-peer", "203.0.113.9:27950"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := o.settings(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []master.LandmarkPeer{{ID: "nyc", Addr: netip.MustParseAddrPort("198.51.100.7:27950")},
+		{ID: "203.0.113.9:27950", Addr: netip.MustParseAddrPort("203.0.113.9:27950")}}
+	if fmt.Sprint(s.LandmarkPeers) != fmt.Sprint(want) || s.API.Landmark.Address != "192.0.2.1:27950" {
+		t.Errorf("peers %v, address %q", s.LandmarkPeers, s.API.Landmark.Address)
+	}
+	for _, args := range [][]string{
+		{"--landmark-peer", "nyc=198.51.100.7:27950"},                                                          // not a landmark
+		{"--landmark-address", "192.0.2.1:27950"},                                                              // not a landmark
+		{"--landmark-place", "Tokyo", "--landmark-peer", "198.51.100.7"},                                       // no port
+		{"--landmark-place", "Tokyo", "--landmark-peer", "bad id=198.51.100.7:1"},                              // id
+		{"--landmark-place", "Tokyo", "--landmark-peer", "0.0.0.0:27950"},                                      // unspecified
+		{"--landmark-place", "Tokyo", "--landmark-address", "192.0.2.1:0"},                                     // port 0
+		{"--landmark-place", "Tokyo", "--store", "redis://127.0.0.1:1/0", "--landmark-peer", "198.51.100.7:1"}, // a fleet pings its own
+	} {
+		o, err := parseMasterArgs(args)
+		if err == nil {
+			_, err = o.settings(t.Context())
+		}
+		if err == nil {
+			t.Errorf("%q accepted", args)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -31,11 +32,14 @@ const landmarkMargin = 54
 // MasterReport.OtherLandmarks) are more, with no client RTT: they serve
 // Repair and the landmarks' matrix. A server's vector holds each
 // landmark's published RTT to it, NaN where that landmark has not
-// measured it. The landmarks' RTTs to each other are bounded from the
-// servers' vectors (landmark.MatrixFromVectors: no packet more), for
-// Repair, and the client's access delay is estimated from its vector and
-// that matrix (landmark.AccessHeight). At most landmark.MaxLandmarks
-// landmarks are used, the measured ones first.
+// measured it. The landmarks' RTTs to each other, for Repair, are the
+// ones the masters measured and published (MasterReport.PeerRTTs: the
+// smaller of the two directions); a pair none measured is bounded from
+// the servers' vectors instead (landmark.MatrixFromVectors: no packet
+// more), and the input then says the matrix was derived. The client's
+// access delay is estimated from its vector and that matrix
+// (landmark.AccessHeight). At most landmark.MaxLandmarks landmarks are
+// used, the measured ones first.
 func landmarkInput(ts []adaptive.Target, reps []discover.MasterReport) (landmark.PlanInput, []string) {
 	in := landmark.PlanInput{Targets: ts}
 	var names []string
@@ -80,9 +84,39 @@ func landmarkInput(ts []adaptive.Target, reps []discover.MasterReport) (landmark
 		}
 		in.Vectors[i] = v
 	}
-	in.Landmarks, in.LandmarksDerived = landmark.MatrixFromVectors(in.Vectors, len(names)), true
+	in.Landmarks, in.LandmarksDerived = landmarkMatrix(names, reps, in.Vectors)
 	in.ClientHeight = landmark.AccessHeight(in.Client, in.Landmarks)
 	return in, names
+}
+
+// landmarkMatrix returns the landmarks' RTTs to each other (ms, 0 on the
+// diagonal, NaN where unknown): those the masters published, the smaller
+// of the two directions where both came, and where neither did the bound
+// through the servers (landmark.MatrixFromVectors); derived reports that
+// some pair is.
+func landmarkMatrix(names []string, reps []discover.MasterReport, vs []landmark.Vector) (lm [][]float64, derived bool) {
+	lm = landmark.MatrixFromVectors(vs, len(names))
+	measured := func(a, b string) float64 {
+		best := math.NaN()
+		for _, r := range reps {
+			for _, d := range []time.Duration{r.PeerRTTs[a][b], r.PeerRTTs[b][a]} {
+				if d > 0 && !(ms(d) >= best) {
+					best = ms(d)
+				}
+			}
+		}
+		return best
+	}
+	for j := range names {
+		for k := j + 1; k < len(names); k++ {
+			if d := measured(names[j], names[k]); !math.IsNaN(d) {
+				lm[j][k], lm[k][j] = d, d
+			} else {
+				derived = true
+			}
+		}
+	}
+	return lm, derived
 }
 
 // landmarkPlanParams are --order landmarks' planner constants for
@@ -100,6 +134,11 @@ func landmarkPlanParams(autoStop time.Duration) landmark.PlanParams {
 	ap := adaptive.Scout()
 	ap.StopRTT = autoStop
 	p.Unknown = &ap
+	// The client's own RTTs are the paths its packets take, detours
+	// included: Repair clips the servers' vectors, not its own (chosen in
+	// the simulator: EVALUATION.md, "Leaving the client's own vector
+	// unrepaired").
+	p.KeepClient = true
 	return p
 }
 
@@ -121,10 +160,11 @@ func serversLandmarks(ctx context.Context, opt serversOptions, out *serversOutpu
 	}
 	var names []string
 	var height float64
+	var derived bool
 	p := landmarkPlanParams(o.autoStop)
 	plan := func(ts []adaptive.Target) (adaptive.Strategy, error) {
 		in, n := landmarkInput(ts, reps)
-		names, height = n, in.ClientHeight
+		names, height, derived = n, in.ClientHeight, in.LandmarksDerived
 		return landmark.NewPlanner(in, p, rand.New(rand.NewPCG(o.seed, 0x1a4d)))
 	}
 	sum, ord, err := discover.Ordered(ctx, mconn, pconn, cfg, geoLocator(geo.Default()), plan, each)
@@ -137,10 +177,16 @@ func serversLandmarks(ctx context.Context, opt serversOptions, out *serversOutpu
 		rep.AccessMs = &height
 	}
 	rep.ClientRTTs = clientRTTs(reps)
+	if len(names) > 1 {
+		rep.Matrix = "measured"
+		if derived {
+			rep.Matrix = "derived"
+		}
+	}
 	out.ordering = &rep
 	out.finish(sum)
 	if out.enc == nil {
-		fmt.Fprintf(out.w, "landmarks: %d (%v); margin %d ms; access delay estimated %.1f ms\n", len(names), names, landmarkMargin, height)
+		fmt.Fprintf(out.w, "landmarks: %d (%v), their RTTs to each other %s; margin %d ms; access delay estimated %.1f ms\n", len(names), names, cmp.Or(rep.Matrix, "-"), landmarkMargin, height)
 		for _, c := range rep.ClientRTTs {
 			fmt.Fprintf(out.w, "  RTT to %s: %.1f ms (the least of the list's %.1f ms and %d of %d pings %v)\n", c.Landmark, c.RTTMs, c.ListMs, len(c.PingsMs), c.Sent, c.PingsMs)
 		}

@@ -104,7 +104,8 @@ func TestServers_OrderLandmarksFleet(t *testing.T) {
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	var ms []*masterd.Master
-	var addrs, relays []netip.AddrPort
+	var nodes []*fleet.Node
+	var addrs []netip.AddrPort
 	for k, p := range places {
 		node, err := fleet.New(fleet.Config{Redis: url, ID: p, Beat: 100 * time.Millisecond, Dead: 500 * time.Millisecond,
 			Landmark: &web.Landmark{Place: p}})
@@ -126,11 +127,17 @@ func TestServers_OrderLandmarksFleet(t *testing.T) {
 		if err := m.Listen(); err != nil {
 			t.Fatal(err)
 		}
-		wg.Go(func() { m.Run(ctx) })
 		a := m.Addrs()[0]
-		ms, addrs = append(ms, m), append(addrs, a)
+		ms, nodes, addrs = append(ms, m), append(nodes, node), append(addrs, a)
 		requesters[a.Addr()] = links(city[p])
-		relays = append(relays, delayRelay(t, a, population.CityRTT(client, city[p])))
+	}
+	// Each instance is reached through a relay (the player and the other
+	// instances, each over its own path); the others ping it there, as
+	// its description says.
+	relays := landmarkRelays(t, addrs, places, client)
+	for k, m := range ms {
+		nodes[k].SetLandmarkAddress(relays[k])
+		wg.Go(func() { m.Run(ctx) })
 	}
 	// The servers heartbeat to Frankfurt alone.
 	em, err := world.Listen(w, world.Config{Masters: addrs[:1], Requesters: requesters})
@@ -178,6 +185,17 @@ func TestServers_OrderLandmarksFleet(t *testing.T) {
 		<-tick.C
 	}
 	measuredIn := time.Since(start)
+	// Each instance measured its RTT to the two others through the
+	// relays, and holds theirs to each other from their descriptions.
+	waitMesh(t, ms, places, time.Until(giveUp))
+	for k, m := range ms {
+		for m.Registry.Mesh().Rows() == nil || len(m.Registry.Mesh().Rows()) < len(places)-1 {
+			if time.Now().After(giveUp) {
+				t.Fatalf("%s holds the rows %v of the other landmarks' RTTs", places[k], m.Registry.Mesh().Rows())
+			}
+			<-tick.C
+		}
+	}
 	// The published RTTs are the world's for each landmark's city.
 	for k, m := range ms {
 		for _, s := range m.Registry.Servers(nil) {
@@ -236,8 +254,8 @@ func TestServers_OrderLandmarksFleet(t *testing.T) {
 	ord, _ := lm["order"].(map[string]any)
 	t.Logf("every server measured from the 3 landmarks %v after start; playable %d of %d; landmarks: %v probes, found %d, order %v; conventional: %v probes, found %d",
 		measuredIn.Round(time.Millisecond), len(playable), n, lm["probes"], lmFound, ord, conv["probes"], convFound)
-	if ord == nil || len(ord["landmarks"].([]any)) != 3 {
-		t.Fatalf("landmarks order summary %v", ord)
+	if ord == nil || len(ord["landmarks"].([]any)) != 3 || ord["landmark_matrix"] != "measured" {
+		t.Fatalf("landmarks order summary %v; want 3 landmarks and their measured RTTs to each other", ord)
 	}
 	if lmFound < len(playable) || convFound < len(playable) {
 		t.Errorf("found %d (landmarks), %d (conventional) of %d playable", lmFound, convFound, len(playable))

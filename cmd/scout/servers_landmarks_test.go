@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/masterd"
 	"github.com/scout-discovery/scout/population"
+	"github.com/scout-discovery/scout/web"
 	"github.com/scout-discovery/scout/world"
 )
 
@@ -36,21 +38,68 @@ func (c countListed) Handle(_ context.Context, r slog.Record) error {
 func (c countListed) WithAttrs([]slog.Attr) slog.Handler { return c }
 func (c countListed) WithGroup(string) slog.Handler      { return c }
 
-// delayRelay stands for the network between the client and a master on
-// loopback, as in the demo ([demo.Relay]): it forwards the client's
-// datagrams to the master at once and the master's back after delay (the
-// path's whole RTT), over real UDP, until the test ends.
-func delayRelay(t *testing.T, to netip.AddrPort, delay time.Duration) netip.AddrPort {
+// landmarkRelays puts a relay in front of each landmark master at addrs
+// (demo.RelayPerClient): the player (127.0.0.1) reaches the master in
+// places[k] with the latency model's RTT from client's city, and the
+// other masters (their own loopback IPs) with the model's RTT between the
+// two cities; it returns the relays' addresses, in the masters' order.
+func landmarkRelays(t *testing.T, addrs []netip.AddrPort, places []string, client population.City) []netip.AddrPort {
 	t.Helper()
+	city := map[string]population.City{}
+	for _, c := range population.Cities() {
+		city[c.Name] = c
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	addr, err := demo.Relay(ctx, &wg, to, delay)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	return addr
+	var out []netip.AddrPort
+	for k, a := range addrs {
+		delay := func(from netip.AddrPort) time.Duration {
+			for j, b := range addrs {
+				if b.Addr() == from.Addr() {
+					return population.CityRTT(city[places[j]], city[places[k]])
+				}
+			}
+			return population.CityRTT(client, city[places[k]])
+		}
+		r, err := demo.RelayPerClient(ctx, &wg, a, delay)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// waitMesh waits until every master of ms has measured its RTT to every
+// other landmark of places, and checks each is the model's RTT between
+// the two cities (through the relays), give or take a loaded machine.
+func waitMesh(t *testing.T, ms []*masterd.Master, places []string, within time.Duration) {
+	t.Helper()
+	city := map[string]population.City{}
+	for _, c := range population.Cities() {
+		city[c.Name] = c
+	}
+	deadline := time.Now().Add(within)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for k := 0; k < len(ms); {
+		if own := ms[k].Registry.Mesh().Own(); len(own) == len(places)-1 {
+			for _, e := range own {
+				want := population.CityRTT(city[places[k]], city[e.Landmark])
+				if e.RTT < want || e.RTT > want+150*time.Millisecond {
+					t.Errorf("%s's RTT to %s = %v, the model's %v", places[k], e.Landmark, e.RTT, want)
+				}
+			}
+			k++
+			continue
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s measured %v of the other landmarks within %v", places[k], ms[k].Registry.Mesh().Own(), within)
+		}
+		<-tick.C
+	}
 }
 
 // TestServers_OrderLandmarksLive runs the live half of issue 13 on
@@ -60,10 +109,13 @@ func delayRelay(t *testing.T, to netip.AddrPort, delay time.Duration) netip.Addr
 // world.Config.Requesters), a client in Sydney (its RTTs to the servers
 // likewise, and to each master through a relay that delays the master's
 // replies by the model's RTT). The masters measure their RTTs when they
-// verify the servers; scout servers --order landmarks reads them with the
-// lists, derives the landmarks' RTTs to each other (Repair) and its access
-// delay from them, and must find every playable server (model RTT under
-// 200 ms) with fewer probes than the list.
+// verify the servers, and their RTTs to each other by pinging each other
+// through the same relays (each path delayed by the model's RTT between
+// the two cities: demo.RelayPerClient); scout servers --order landmarks
+// reads both with the lists (the landmarks' RTTs to each other for
+// Repair, measured, not derived), estimates its access delay from them,
+// and must find every playable server (model RTT under 200 ms) with fewer
+// probes than the list.
 func TestServers_OrderLandmarksLive(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a world and three masters")
@@ -112,11 +164,14 @@ func TestServers_OrderLandmarksLive(t *testing.T) {
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	listed := countListed{ch: make(chan struct{}, 3*n+16)}
 	var mastersAddr, relays []netip.AddrPort
+	var ms []*masterd.Master
 	for k, p := range places {
 		m, err := masterd.NewMaster(time.Now(), masterd.Config{
 			Listen:   []netip.AddrPort{netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 3, id, byte(k + 1)}), 0)},
-			Registry: master.Config{AddrMap: am},
+			Registry: master.Config{AddrMap: am, LandmarkPingInterval: 300 * time.Millisecond},
 			Handler:  master.HandlerConfig{Landmark: p},
+			HTTP:     "127.0.0.1:0",
+			API:      web.Config{Landmark: &web.Landmark{ID: p, Place: p}},
 			Logger:   slog.New(listed),
 		})
 		if err != nil {
@@ -127,9 +182,40 @@ func TestServers_OrderLandmarksLive(t *testing.T) {
 		}
 		wg.Go(func() { m.Run(ctx) })
 		a := m.Addrs()[0]
-		mastersAddr = append(mastersAddr, a)
+		ms, mastersAddr = append(ms, m), append(mastersAddr, a)
 		requesters[a.Addr()] = links(city[p])
-		relays = append(relays, delayRelay(t, a, population.CityRTT(client, city[p])))
+	}
+	relays = landmarkRelays(t, mastersAddr, places, client)
+	for k, m := range ms {
+		var peers []master.LandmarkPeer
+		for j, p := range places {
+			if j != k {
+				peers = append(peers, master.LandmarkPeer{ID: p, Addr: relays[j]})
+			}
+		}
+		m.Registry.Mesh().SetPeers(time.Now(), peers)
+	}
+	waitMesh(t, ms, places, 30*time.Second)
+	// Each publishes them at /api/v1/landmarks.
+	checkAPI := func() {
+		t.Helper()
+		for k, m := range ms {
+			resp, err := http.Get("http://" + m.HTTPAddr().String() + "/api/v1/landmarks")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var lj web.LandmarksJSON
+			err = json.NewDecoder(resp.Body).Decode(&lj)
+			resp.Body.Close()
+			if err != nil || len(lj.Landmarks) != 1 || lj.Landmarks[0].ID != places[k] || len(lj.Landmarks[0].RTTs) != len(places)-1 {
+				t.Fatalf("%s's /api/v1/landmarks: %+v, %v; want its RTTs to the 2 others", places[k], lj, err)
+			}
+			for _, e := range lj.Landmarks[0].RTTs {
+				if want := float64(population.CityRTT(city[places[k]], city[e.ID])) / 1e6; e.RTTMs < want || e.RTTMs > want+150 {
+					t.Errorf("%s's published RTT to %s: %.1f ms, the model's %.1f", places[k], e.ID, e.RTTMs, want)
+				}
+			}
+		}
 	}
 	em, err := world.Listen(w, world.Config{Masters: mastersAddr, Requesters: requesters})
 	if err != nil {
@@ -144,6 +230,7 @@ func TestServers_OrderLandmarksLive(t *testing.T) {
 			t.Fatal("the masters did not list every server")
 		}
 	}
+	checkAPI()
 	mapPath := filepath.Join(t.TempDir(), "world-map.json")
 	f, err := os.Create(mapPath)
 	if err != nil {
@@ -192,8 +279,8 @@ func TestServers_OrderLandmarksLive(t *testing.T) {
 	ord, _ := lm["order"].(map[string]any)
 	t.Logf("playable %d of %d; landmarks: %v probes, found %d, order %v; conventional: %v probes, found %d",
 		len(playable), n, lm["probes"], lmFound, ord, conv["probes"], convFound)
-	if ord == nil || len(ord["landmarks"].([]any)) != 3 {
-		t.Fatalf("landmarks order summary %v", ord)
+	if ord == nil || len(ord["landmarks"].([]any)) != 3 || ord["landmark_matrix"] != "measured" {
+		t.Fatalf("landmarks order summary %v; want 3 landmarks and their measured RTTs to each other", ord)
 	}
 	// The client in Sydney has no access delay of its own here; the
 	// estimate from the landmarks it derives must not invent a large one.

@@ -221,6 +221,10 @@ type orderReport struct {
 	// ClientRTTs are --order landmarks' RTTs to the landmark masters it
 	// asked: the samples and the least, which the planner takes.
 	ClientRTTs []clientRTTJSON `json:"client_rtts,omitempty"`
+	// Matrix says where --order landmarks' landmark RTTs to each other
+	// came from: "measured" (the masters published every pair) or
+	// "derived" (some pair bounded through the servers instead).
+	Matrix string `json:"landmark_matrix,omitempty"`
 }
 
 // clientRTTJSON is the client's RTT to one landmark master.
