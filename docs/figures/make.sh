@@ -7,7 +7,7 @@
 # figure and numbers vary a little from run to run (about 50 s; its table is
 # in README.md and EVALUATION.md, from the run that drew the figure: paste
 # them from that run's output). 1200x480 keeps each sim PNG under 300 KB;
-# the demo's four panels are 1200x860, about 240 KB.
+# the demo's five panels are 1200x1260, about 290 KB.
 set -eu
 go build -o /tmp/scout-figures ./cmd/scout
 for row in AU:et JP:et CH:et AU:css JP:css DE:css; do
