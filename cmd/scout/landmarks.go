@@ -40,6 +40,7 @@ func runLandmarks(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	rule := fs.String("rule", "hubs", "where landmarks are: hubs (Frankfurt, New York, Tokyo, Sydney, Los Angeles, Singapore, Sao Paulo, London, in that order) or kcenter (greedy farthest-point by RTT)")
 	drop := fs.Int("drop", 0, "landmarks the stop rule's lower bound leaves out (the largest differences)")
 	repair := fs.Bool("repair", true, "clip each vector entry to the path through another landmark before bounding")
+	keepClient := fs.Bool("keep-client", false, "with --repair: leave the client's own vector as measured (only the servers' are clipped)")
 	threshold := fs.Float64("threshold", 200, "playable RTT, ms")
 	quant := fs.Float64("margin-quantile", 0.999, "quantile of the fitting half's excess that sets the margin")
 	ripe := fs.Bool("ripe", false, "also evaluate on RIPE Atlas's country matrix")
@@ -76,8 +77,8 @@ func runLandmarks(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *rtt != "" {
 		return printMeshRTTs(m, *rtt, stdout, stderr)
 	}
-	opt := evaluate.Options{Threshold: *threshold, MarginQuantile: *quant, Region: population.Region, Drop: *drop, Repair: *repair}
-	fmt.Fprintf(stdout, "WonderProxy mesh, %d cities; rule %s, repair %v, drop %d, threshold %.0f ms, margin at the %.4g quantile\n\n", m.Len(), r, *repair, *drop, *threshold, *quant)
+	opt := evaluate.Options{Threshold: *threshold, MarginQuantile: *quant, Region: population.Region, Drop: *drop, Repair: *repair, KeepClient: *keepClient}
+	fmt.Fprintf(stdout, "WonderProxy mesh, %d cities; rule %s, repair %v, client kept %v, drop %d, threshold %.0f ms, margin at the %.4g quantile\n\n", m.Len(), r, *repair, *keepClient, *drop, *threshold, *quant)
 	var results []*evaluate.Result
 	for k := *kmin; k <= *kmax; k++ {
 		if ctx.Err() != nil {

@@ -134,11 +134,11 @@ func landmarkPlanParams(autoStop time.Duration) landmark.PlanParams {
 	ap := adaptive.Scout()
 	ap.StopRTT = autoStop
 	p.Unknown = &ap
-	// The client's own RTTs are the paths its packets take, detours
-	// included: Repair clips the servers' vectors, not its own (chosen in
-	// the simulator: EVALUATION.md, "Leaving the client's own vector
-	// unrepaired").
-	p.KeepClient = true
+	// Repair clips the client's own vector too when the matrix is
+	// measured, as the margin was fitted (EVALUATION.md, "Leaving the
+	// client's own vector unrepaired": on the real mesh keeping it raises
+	// the violations and the margin); a derived matrix leaves it alone
+	// (landmark.PlanInput.LandmarksDerived).
 	return p
 }
 

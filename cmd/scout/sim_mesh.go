@@ -53,7 +53,7 @@ func addSimMeshFlags(fs *flag.FlagSet) *simMeshFlags {
 		calibrate:  fs.Bool("calibrate", true, "with --mesh: also run each K with the candidates the bound keeps handed to Armitage's planner with scout's constants (landmarks-K+scout)"),
 		stopAfter:  fs.Int("stop-after", 50, "with --mesh: also run each K with the run rule (landmarks-K+run): stop after this many unplayable outcomes in a row of servers estimated unplayable (landmark.PlanParams.StopAfter; 0: no such column)"),
 		margin:     fs.String("margin", "", "with --mesh: the stop margin in `MS` for every K instead of the one fitted on the mesh at --margin-quantile (negative: the rule stops before the bound says; for fitting a margin on training seeds)"),
-		keepClient: fs.Bool("keep-client", false, "with --mesh: Repair leaves the client's own vector as measured (landmark.PlanParams.KeepClient; always so with --derive)"),
+		keepClient: fs.Bool("keep-client", false, "with --mesh: Repair leaves the client's own vector as measured (landmark.PlanParams.KeepClient; always so with --derive), and the margin is fitted on the mesh the same way (with --derive alone it is fitted with the vector repaired)"),
 		derive:     fs.Bool("derive", false, "with --mesh: the client derives what the live one derives instead of being told: the landmarks' RTTs to each other from the servers' vectors (landmark.MatrixFromVectors) and its access delay from its vector (landmark.AccessHeight); --know-access is then ignored"),
 		unmeasured: fs.Float64("unmeasured", 0, "with --mesh: share of servers no landmark has measured yet (left to Armitage's planner)"),
 	}
@@ -118,7 +118,7 @@ func (f *simMeshFlags) spec() (*sim.MeshSpec, []string, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		opt := evaluate.Options{MarginQuantile: *f.quantile, Drop: *f.drop, Repair: *f.repair, Stop: string(stop)}
+		opt := evaluate.Options{MarginQuantile: *f.quantile, Drop: *f.drop, Repair: *f.repair, KeepClient: *f.keepClient, Stop: string(stop)}
 		margin, err := evaluate.StopMargin(m, lms, opt)
 		if err != nil {
 			return nil, nil, err

@@ -187,6 +187,12 @@ type Options struct {
 	// other landmarks first (landmark.Repair).
 	Drop   int
 	Repair bool
+	// KeepClient leaves the client's own vector out of Repair (the
+	// servers' are still repaired): a client's RTTs are the paths its
+	// packets take (landmark.PlanParams.KeepClient). The bounds, the
+	// estimates, the margin and the costs then take each city's vector as
+	// measured when it is the client.
+	KeepClient bool
 	// Stop is the quantity StopMargin fits the margin of: Lower (""),
 	// Upper or Mid. Run always reports the lower bound's.
 	Stop string
@@ -241,10 +247,11 @@ func CountryMesh(c *mesh.Countries) *mesh.Mesh {
 // RunAt evaluates the landmarks at the given indexes of m.
 func RunAt(m *mesh.Mesh, lms []int, opt Options) (*Result, error) {
 	opt.defaults()
-	lmat, vs, err := vectors(m, lms, opt.Repair)
+	lmat, vs, raw, err := vectors(m, lms, opt.Repair)
 	if err != nil {
 		return nil, err
 	}
+	cv := clientVectors(vs, raw, opt)
 	k := len(lms)
 	res := &Result{K: k, Est: map[string]*Errors{}, ByRegion: map[string]*Errors{}}
 	for _, l := range lms {
@@ -263,31 +270,39 @@ func RunAt(m *mesh.Mesh, lms []int, opt Options) (*Result, error) {
 	// Every city is a client and a server site, the landmark cities too (a
 	// master's city hosts game servers and players as well; their vector
 	// holds a 0).
-	gnp := make([]*landmark.Coord, m.Len())
-	viv := make([]*landmark.Coord, m.Len())
-	for i := range vs {
-		if sp != nil {
-			if c, err := sp.Place(vs[i]); err == nil {
-				gnp[i] = &c
-			}
-			if c, err := sp.PlaceVivaldi(vs[i]); err == nil {
-				viv[i] = &c
+	place := func(vs []landmark.Vector) (gnp, viv []*landmark.Coord) {
+		gnp = make([]*landmark.Coord, m.Len())
+		viv = make([]*landmark.Coord, m.Len())
+		for i := range vs {
+			if sp != nil {
+				if c, err := sp.Place(vs[i]); err == nil {
+					gnp[i] = &c
+				}
+				if c, err := sp.PlaceVivaldi(vs[i]); err == nil {
+					viv[i] = &c
+				}
 			}
 		}
+		return gnp, viv
+	}
+	gnp, viv := place(vs)
+	gnpC, vivC := gnp, viv
+	if opt.KeepClient {
+		gnpC, vivC = place(cv)
 	}
 	estimate := func(c, s int) map[string]float64 {
-		lo, hi, n := landmark.Bounds(vs[c], vs[s])
+		lo, hi, n := landmark.Bounds(cv[c], vs[s])
 		out := map[string]float64{}
 		if n == 0 {
 			return out
 		}
 		out[Lower], out[Upper], out[Mid] = lo, hi, (lo+hi)/2
-		if gnp[c] != nil && gnp[s] != nil {
-			g := gnp[c].Dist(*gnp[s])
+		if gnpC[c] != nil && gnp[s] != nil {
+			g := gnpC[c].Dist(*gnp[s])
 			out[GNP], out[Clamped] = g, min(max(g, lo), hi)
 		}
-		if viv[c] != nil && viv[s] != nil {
-			out[Vivaldi] = viv[c].Dist(*viv[s])
+		if vivC[c] != nil && viv[s] != nil {
+			out[Vivaldi] = vivC[c].Dist(*viv[s])
 		}
 		return out
 	}
@@ -311,7 +326,7 @@ func RunAt(m *mesh.Mesh, lms []int, opt Options) (*Result, error) {
 			res.Low.tested(lo - t)
 			res.High.tested(t - hi)
 			if t < opt.Threshold {
-				stop := landmark.LowerBound(vs[c], vs[s], opt.Drop)
+				stop := landmark.LowerBound(cv[c], vs[s], opt.Drop)
 				if c%2 == 0 {
 					fitLow = append(fitLow, stop-opt.Threshold)
 				} else {
@@ -372,7 +387,7 @@ func RunAt(m *mesh.Mesh, lms []int, opt Options) (*Result, error) {
 				continue
 			}
 			sites++
-			lo := landmark.LowerBound(vs[c], vs[s], opt.Drop)
+			lo := landmark.LowerBound(cv[c], vs[s], opt.Drop)
 			in := lo-res.Margin <= opt.Threshold
 			if in {
 				probed++
@@ -489,10 +504,11 @@ func ranks(xs []float64) []float64 {
 // (landmark.PlanParams.Stop).
 func StopMargin(m *mesh.Mesh, lms []int, opt Options) (float64, error) {
 	opt.defaults()
-	_, vs, err := vectors(m, lms, opt.Repair)
+	_, vs, raw, err := vectors(m, lms, opt.Repair)
 	if err != nil {
 		return 0, err
 	}
+	cv := clientVectors(vs, raw, opt)
 	var fit []float64
 	for c := 0; c < m.Len(); c += 2 {
 		for s := range m.Len() {
@@ -500,11 +516,11 @@ func StopMargin(m *mesh.Mesh, lms []int, opt Options) (float64, error) {
 			if s == c || math.IsNaN(t) || t >= opt.Threshold {
 				continue
 			}
-			_, hi, n := landmark.Bounds(vs[c], vs[s])
+			_, hi, n := landmark.Bounds(cv[c], vs[s])
 			if n == 0 {
 				continue
 			}
-			x := landmark.LowerBound(vs[c], vs[s], opt.Drop)
+			x := landmark.LowerBound(cv[c], vs[s], opt.Drop)
 			switch opt.Stop {
 			case Upper:
 				x = hi
@@ -520,14 +536,14 @@ func StopMargin(m *mesh.Mesh, lms []int, opt Options) (float64, error) {
 // vectors checks the landmark indexes lms of m and returns the landmarks'
 // RTTs to each other and every city's vector to them, each clipped by
 // landmark.Repair with repair.
-func vectors(m *mesh.Mesh, lms []int, repair bool) (lmat [][]float64, vs []landmark.Vector, err error) {
+func vectors(m *mesh.Mesh, lms []int, repair bool) (lmat [][]float64, vs, raw []landmark.Vector, err error) {
 	k := len(lms)
 	if k < 1 {
-		return nil, nil, fmt.Errorf("evaluate: no landmark")
+		return nil, nil, nil, fmt.Errorf("evaluate: no landmark")
 	}
 	for _, l := range lms {
 		if l < 0 || l >= m.Len() {
-			return nil, nil, fmt.Errorf("evaluate: landmark %d outside the mesh", l)
+			return nil, nil, nil, fmt.Errorf("evaluate: landmark %d outside the mesh", l)
 		}
 	}
 	lmat = make([][]float64, k)
@@ -538,15 +554,25 @@ func vectors(m *mesh.Mesh, lms []int, repair bool) (lmat [][]float64, vs []landm
 		}
 	}
 	vs = make([]landmark.Vector, m.Len())
+	raw = make([]landmark.Vector, m.Len())
 	for i := range vs {
 		v := make(landmark.Vector, k)
 		for j, l := range lms {
 			v[j] = m.RTT(i, l)
 		}
+		raw[i], vs[i] = v, v
 		if repair {
-			v = landmark.Repair(v, lmat)
+			vs[i] = landmark.Repair(v, lmat)
 		}
-		vs[i] = v
 	}
-	return lmat, vs, nil
+	return lmat, vs, raw, nil
+}
+
+// clientVectors returns the vectors a city has as a client: the
+// repaired ones, or with opt.KeepClient the measured ones.
+func clientVectors(vs, raw []landmark.Vector, opt Options) []landmark.Vector {
+	if opt.KeepClient {
+		return raw
+	}
+	return vs
 }

@@ -101,3 +101,37 @@ func TestRun_RealMesh(t *testing.T) {
 		t.Errorf("StopMargin %v (%v), Run's margin %v", mg, err, r.Margin)
 	}
 }
+
+// With KeepClient a client's own detour to a landmark stays in its
+// vector: on a planar mesh where one client's RTT to the second landmark
+// is made a 2,000 ms detour, the repaired vector clips it through the first
+// landmark, the kept one violates the lower bound for more of that
+// client's pairs and the margin grows.
+func TestRunAt_KeepClientKeepsTheClientsDetour(t *testing.T) {
+	m := planar(40)
+	lms := []int{0, 1}
+	const client = 10
+	m.Set(client, lms[1], 2000) // more than any path through the other landmark on the plane
+	rep, err := RunAt(m, lms, Options{Repair: true, Clients: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := RunAt(m, lms, Options{Repair: true, KeepClient: true, Clients: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept.Low.Share <= rep.Low.Share {
+		t.Errorf("lower bound violated for %.4f of the pairs kept, %.4f repaired: want more kept", kept.Low.Share, rep.Low.Share)
+	}
+	mr, err := StopMargin(m, lms, Options{Repair: true, MarginQuantile: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk, err := StopMargin(m, lms, Options{Repair: true, KeepClient: true, MarginQuantile: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mk <= mr {
+		t.Errorf("margin %.1f ms kept, %.1f repaired: want larger kept", mk, mr)
+	}
+}
