@@ -346,9 +346,9 @@ func TestPacer_RandomArrivalsTeachNoCapacity(t *testing.T) {
 }
 
 // TestPacer_RetryTimeout: the full timeout until enough RTTs are in, then
-// 1.2 times their 99th percentile plus 20 ms, within 250 ms and the full
-// timeout; and early in a run, while only the near servers have
-// answered, not the percentile of those alone.
+// their 99th percentile plus 20 ms, within 250 ms and the full timeout;
+// and early in a run, while only the near servers have answered, not the
+// percentile of those alone.
 func TestPacer_RetryTimeout(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	p := NewPacer(Pace{})
@@ -361,8 +361,8 @@ func TestPacer_RetryTimeout(t *testing.T) {
 		p.Answered(sent, time.Duration(10+i*7%391)*time.Millisecond)
 	}
 	now := t0.Add(2 * time.Second)
-	if got := p.RetryTimeout(now, time.Second); got < 490*time.Millisecond || got > 510*time.Millisecond {
-		t.Errorf("RTTs of 10-400 ms: retry after %v, want about 1.2 x 396 + 20 = 495ms", got)
+	if got := p.RetryTimeout(now, time.Second); got < 410*time.Millisecond || got > 420*time.Millisecond {
+		t.Errorf("RTTs of 10-400 ms: retry after %v, want about 396 + 20 = 416ms", got)
 	}
 	if got := p.RetryTimeout(now, 300*time.Millisecond); got != 300*time.Millisecond {
 		t.Errorf("capped by the timeout: %v", got)
@@ -408,8 +408,8 @@ func TestPacer_RetryTimeout(t *testing.T) {
 		}
 	}
 	answerBy(t0.Add(time.Second))
-	if got := c.RetryTimeout(t0.Add(time.Second), time.Second); got < 490*time.Millisecond || got > 510*time.Millisecond {
-		t.Errorf("at 1s: retry after %v, want about 495ms", got)
+	if got := c.RetryTimeout(t0.Add(time.Second), time.Second); got < 410*time.Millisecond || got > 420*time.Millisecond {
+		t.Errorf("at 1s: retry after %v, want about 416ms", got)
 	}
 }
 
