@@ -177,8 +177,10 @@ func (c Pace) withDefaults() Pace {
 //     probes per second the path carries, measured within the nearest
 //     train server's RTT instead of after a ramp (packet pairs, in the
 //     manner of Jacobson's pathchar and Keshav's packet-pair probing). The
-//     estimate is the median of the trains in so far; the rate jumps to
-//     paceJump times it, past slow start, and it caps capacityRate after.
+//     estimate is the median of the trains in so far, of the clean ones
+//     (no other datagram between their replies) when there are enough
+//     (see trainDone); the rate jumps to paceJump times it, past slow
+//     start, and it caps capacityRate after.
 //     Without a bottleneck the replies come microseconds apart and the
 //     rate goes to MaxRate at once. The extra sends, 7 a train, are at
 //     most 42 a run.

@@ -15,6 +15,11 @@ func (p *Pacer) Received(at time.Time, size int, sent time.Time) {
 		return
 	}
 	p.received++
+	for i := range p.trains {
+		if t := &p.trains[i]; t.n > 0 && !t.final {
+			t.seen++
+		}
+	}
 	if p.meanSize == 0 {
 		p.meanSize = float64(size)
 	} else {

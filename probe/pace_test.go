@@ -556,3 +556,52 @@ func TestSession_PacedTrains(t *testing.T) {
 		t.Errorf("train rate %.0f probes/s, want %.0f", r, 1/176e-6)
 	}
 }
+
+// TestPacer_TrainsCleanMedian: the trains' estimate is the median of the
+// clean trains (no other datagram between their replies) once three are
+// in: three trains 176 µs a reply and three with another reply crossing
+// between theirs (200 µs a reply) give 5,682 a second (the median of all
+// six, as before, 5,000); two clean ones among four interleaved fall back
+// to the median of all (5,000); a clean train stamped too close (1 µs a
+// reply, a batch released at once) does not count alone (the median of
+// all: 5,000).
+func TestPacer_TrainsCleanMedian(t *testing.T) {
+	// train sends n trains, each of 8 replies gap apart, with one other
+	// datagram between its second and third reply when interleaved.
+	train := func(p *Pacer, at time.Time, gaps []time.Duration, interleaved []bool) time.Time {
+		for i, gap := range gaps {
+			id, n := p.Train(at, 1000)
+			if n != paceTrainProbes {
+				t.Fatalf("train %d: %d probes", i, n)
+			}
+			for k := range paceTrainProbes {
+				if k == 2 && interleaved[i] {
+					p.Received(at.Add(gap/2), 220, time.Time{})
+				}
+				p.TrainReply(id, at)
+				p.Received(at, 220, time.Time{})
+				at = at.Add(gap)
+			}
+			at = at.Add(30 * time.Millisecond)
+			p.Rate(at)
+		}
+		return at
+	}
+	us := time.Microsecond
+	for _, c := range []struct {
+		name        string
+		gaps        []time.Duration
+		interleaved []bool
+		want        float64
+	}{
+		{"three clean", []time.Duration{176 * us, 200 * us, 200 * us, 176 * us, 200 * us, 176 * us}, []bool{false, true, true, false, true, false}, 1 / 176e-6},
+		{"two clean", []time.Duration{200 * us, 176 * us, 200 * us, 200 * us, 176 * us, 200 * us}, []bool{true, false, true, true, false, true}, 1 / 200e-6},
+		{"one compressed", []time.Duration{176 * us, 1 * us, 176 * us, 200 * us, 200 * us, 200 * us}, []bool{false, false, false, true, true, true}, 1 / 176e-6},
+	} {
+		p := NewPacer(Pace{})
+		train(p, time.Unix(0, 0), c.gaps, c.interleaved)
+		if math.Abs(p.trainRate-c.want) > 0.01*c.want {
+			t.Errorf("%s: trains measured %.0f a second, want %.0f", c.name, p.trainRate, c.want)
+		}
+	}
+}
