@@ -49,9 +49,10 @@
 // with Pace set (the default of `scout servers`), at a rate set by a
 // [Pacer]: a pure controller that reads the player's access link from the
 // spacing of the replies (a busy link spaces them one transmission time
-// apart), keeps the rate under its capacity and backs off when replies
-// queue, so that the RTTs measured are not inflated by the run itself.
-// Its doc says why that signal and not the RTT itself.
+// apart), fills it to the share at which the replies' queueing stays
+// within a target (2 ms at the 99th percentile by default) and backs off
+// on a standing queue, so that the RTTs measured are not inflated by the
+// run itself. Its doc says why that signal and not the RTT itself.
 //
 // # ICMP errors
 //

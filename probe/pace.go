@@ -18,13 +18,12 @@ const (
 	DefaultMaxRate = 5000
 	// DefaultMinRate is the floor the controller never goes below.
 	DefaultMinRate = 10
-	// DefaultQueueTarget is the longest run of replies arriving back to
-	// back (the access link busy all along) that is taken as no standing
-	// queue. Each reply of such a run waited at most that long; a run
-	// longer than this is queueing, and the rate backs off.
+	// DefaultQueueTarget is the queueing delay on the access link that
+	// 99% of the replies stay within: the rate fills the link to the
+	// utilisation at which they do (see Pacer, "Utilisation").
 	DefaultQueueTarget = 2 * time.Millisecond
-	// DefaultUtilization is the share of the estimated capacity of the
-	// link the rate may fill.
+	// DefaultUtilization is the largest share of the estimated capacity
+	// of the link the rate may fill.
 	DefaultUtilization = 0.9
 )
 
@@ -50,13 +49,11 @@ const (
 	// paceBusyTol and paceBusySlack decide that a gap is back to back at
 	// the estimated capacity: at most (1+tol) times the reply's
 	// transmission time, plus slack for timestamp noise.
-	paceBusyTol = 0.3
-	// paceRunPackets: on a slow link a run must also be longer than this
-	// many replies' transmission to count as queueing (at 1 Mbit/s one
-	// 220-byte reply takes 1.76 ms: two back to back are no standing
-	// queue).
-	paceRunPackets = 8
-	paceBusySlack  = 20 * time.Microsecond
+	paceBusyTol   = 0.3
+	paceBusySlack = 20 * time.Microsecond
+	// paceStandingPackets: a run of replies back to back longer than this
+	// many replies' transmission is a standing queue (see Pacer).
+	paceStandingPackets = 400
 	// paceEchoSlack and paceEchoShare: two replies whose gap is within
 	// max(slack, gap/share) of their probes' gap are an echo of the
 	// pacing (see Received).
@@ -161,11 +158,31 @@ func (c Pace) withDefaults() Pace {
 //     random arrivals seldom form such a train and their trains do not
 //     agree, and a burst compressed by a late sender is outvoted. Until
 //     then there is no ceiling but the delivery rate's.
-//   - Queueing delay: once the capacity is known, a run of replies each
+//   - Utilisation: the replies of probes sent in random order to
+//     servers at random distances reach the link as a random stream, and
+//     such a stream queues even below the link's rate: the 99th
+//     percentile of the wait in an M/D/1 queue (Poisson arrivals, one
+//     transmission time each) is 10 transmissions at 80% of the link, 18
+//     at 88%. The rate is the share of the capacity at which that
+//     percentile is QueueTarget (at 10 Mbit/s, 2 ms is 11.4 transmissions
+//     of a 220-byte reply: 81.5%), at least paceBudgetPackets
+//     transmissions on a slow link (6 at 1 Mbit/s: 68%), at most
+//     Utilization (pace_budget.go). The random stream of the emulated
+//     world is smoother than Poisson, so the model errs on the safe side
+//     (queueing p99 1.2-1.8 ms at 81.5% in the simulations of pace_test.go).
+//   - Standing queue: once the capacity is known, a run of replies each
 //     arriving one transmission time after the one before is a busy
-//     period, and every reply in it waited at most the run's length. A
-//     run longer than QueueTarget is a standing queue: the rate backs off
-//     by paceBackoff (at most once per paceCutSpacing).
+//     period: each reply in it waited at most the run so far, and the
+//     least of those over a window is zero unless the link never went
+//     idle in it (the windowed minimum of LEDBAT's and BBR's delay
+//     filters). A run longer than paceStandingPackets transmissions (70
+//     ms at 10 Mbit/s) is a standing queue, a rate above the link's
+//     (a capacity estimated too high, or cross traffic): the rate backs
+//     off by paceBackoff. A random stream at the utilisation above makes
+//     runs of up to about 20-40 ms (64 ms at 85% in 5 s of a Poisson
+//     stream): before, a run of 2 ms counted, which such a stream makes
+//     every few hundred replies at 60-90% of the link, and the rate was
+//     cut 3-4 times a run to 55-65% of it.
 //   - Trains: the first paceTrains requests of a run (Quake III getinfo)
 //     sent while paceTrainQueue or more wait are sent paceTrainProbes
 //     times back to back to their one server
@@ -178,26 +195,26 @@ func (c Pace) withDefaults() Pace {
 //     train server's RTT instead of after a ramp (packet pairs, in the
 //     manner of Jacobson's pathchar and Keshav's packet-pair probing). The
 //     estimate is the median of the trains in so far, of the clean ones
-//     (no other datagram between their replies) when there are enough
-//     (see trainDone); the rate jumps to paceJump times it, past slow
-//     start, and it caps capacityRate after.
+//     (no other datagram between their replies) when there are (see
+//     trainDone); the rate jumps to paceJump times it, or the utilisation
+//     if lower, past slow start, and it caps capacityRate after.
 //     Without a bottleneck the replies come microseconds apart and the
 //     rate goes to MaxRate at once. The extra sends, 7 a train, are at
 //     most 42 a run.
 //   - Slow start (when no train came back): the rate doubles every 100 ms from StartRate, but
 //     grows only while under paceGain times the rate replies arrive at
 //     (the feedback comes an RTT late: this bounds the overshoot), and
-//     ends at Utilization times the capacity in probes (the capacity
-//     over the mean reply size times the replies per probe) or at the
-//     first run too long.
-//   - Drain: the first run too long (in or after slow start) drops the
+//     ends at the utilisation's share of the capacity in probes (the
+//     capacity over the mean reply size times the replies per probe) or
+//     at the first standing queue.
+//   - Drain: the first standing queue (in or after slow start) drops the
 //     rate to paceDrain times the capacity for two mean RTTs, longer
-//     while runs too long still come: what slow start queued drains.
+//     while standing queues still come: what slow start queued drains.
 //   - Steady state: the rate is a share of the capacity, that share cut
-//     by paceBackoff at a run too long (then held for two mean RTTs, until
-//     the cut shows in the replies, and never below paceMinUtil) and
-//     grown back by 10% every 100 ms, up to Utilization, while none
-//     comes. On a slow link a run must also span paceRunPackets replies.
+//     by paceBackoff at a standing queue (then held for two mean RTTs,
+//     until the cut shows in the replies, and never below paceMinUtil)
+//     and grown back by 10% every 100 ms, up to the utilisation, while
+//     none comes.
 //
 // A reply-rate plateau alone (BBR's delivery rate) was not enough: it
 // shows the capacity only after the queue has begun, and the servers'
@@ -253,7 +270,13 @@ type Pacer struct {
 
 	// Trains.
 	trains    []paceTrain
-	trainRate float64 // probes per second the trains measured; 0 while unknown
+	trainRate float64   // probes per second the trains measured; 0 while unknown
+	trainAt   time.Time // the arrival of the latest train reply
+
+	// The utilisation target (target) and the service time it was
+	// computed for.
+	targetUtil float64
+	targetFor  time.Duration
 
 	// Cuts counts the backoffs; exported for tests and reports.
 	Cuts int
@@ -327,7 +350,7 @@ func (p *Pacer) congested(at time.Time) {
 	if p.slowStart || !p.drained {
 		p.slowStart, p.drained = false, true
 		p.drainUntil = at.Add(p.hold())
-		p.util = p.cfg.Utilization * paceBackoff
+		p.util = p.target() * paceBackoff
 		return
 	}
 	p.util = max(paceMinUtil, p.util*paceBackoff)
@@ -359,7 +382,7 @@ func (p *Pacer) Rate(now time.Time) float64 {
 		// The trains measured the path: start at a share of it, past
 		// slow start. Nothing was queued to drain.
 		p.slowStart, p.drained = false, true
-		p.util = paceJump
+		p.util = min(paceJump, p.target())
 	}
 
 	if !p.slowStart && capRate > 0 {
@@ -370,7 +393,7 @@ func (p *Pacer) Rate(now time.Time) float64 {
 			p.rate = paceDrain * capRate
 		default:
 			if now.Sub(p.lastCut) >= p.hold() {
-				p.util = min(p.cfg.Utilization, p.util*math.Exp(paceProbeGrowth*dt))
+				p.util = min(p.target(), p.util*math.Exp(paceProbeGrowth*dt))
 			}
 			p.rate = p.util * capRate
 		}
@@ -388,10 +411,10 @@ func (p *Pacer) Rate(now time.Time) float64 {
 		delivered := float64(len(p.windowed)) / paceDeliveryWindow.Seconds()
 		p.rate = min(p.rate, max(before, p.cfg.StartRate, paceGain*delivered))
 	}
-	if c := p.cfg.Utilization * capRate; c > 0 && p.rate >= c {
+	if c := p.target() * capRate; c > 0 && p.rate >= c {
 		p.rate = c
 		p.slowStart = false
-		p.util = p.cfg.Utilization
+		p.util = p.target()
 	}
 	p.rate = min(max(p.rate, p.cfg.MinRate), p.cfg.MaxRate)
 	return p.rate

@@ -52,7 +52,16 @@ func (p *Pacer) Received(at time.Time, size int, sent time.Time) {
 		p.run = 0
 		return
 	}
-	p.train(gap, size)
+	if at.Equal(p.trainAt) {
+		// A train's reply: the trains measure the path on their own
+		// (Train); left out here, the capacity is learnt only where
+		// the replies of different servers queue on the downstream
+		// link, which a slow upstream never makes them do (see Pacer,
+		// "Utilisation").
+		p.trainN, p.trainB, p.trainS = 0, 0, 0
+	} else {
+		p.train(gap, size)
+	}
 	if p.capacity > 0 {
 		busy := time.Duration((1+paceBusyTol)*float64(size)/p.capacity*float64(time.Second)) + paceBusySlack
 		if gap <= busy {
@@ -60,7 +69,7 @@ func (p *Pacer) Received(at time.Time, size int, sent time.Time) {
 		} else {
 			p.run = 0
 		}
-		if p.run > max(p.cfg.QueueTarget, time.Duration(paceRunPackets*p.meanSize/p.capacity*float64(time.Second))) {
+		if p.run > time.Duration(paceStandingPackets*p.meanSize/p.capacity*float64(time.Second)) {
 			p.congested(at)
 			p.run = 0
 		}

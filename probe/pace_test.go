@@ -152,12 +152,14 @@ func quantileOf(sorted []time.Duration, q float64) time.Duration {
 // 10-400 ms away, over a 10 Mbit/s downstream with a 250 ms queue (the
 // discobench setting). The trains find the link's 5,680 replies a
 // second within the nearest train server's RTT, the capacity is found,
-// the 99th percentile of queueing delay stays under 1.5 ms (1.1-1.3 ms),
-// nothing is dropped, and the run ends within 1.45 times the link's
-// transfer bound (reply bytes / rate + the largest RTT: 1.28 s; 1.29-1.32x
-// here, 2.1-2.2x before the trains, when slow start from 200 probes/s
-// took about 1.2 s to reach the link's rate). No loss here: the tail of
-// retries is TestPacer_RetryTimeout's.
+// the rate holds at the utilisation whose M/D/1 99th-percentile wait is
+// the queue target (81.5%: 4,633 probes a second) with no cut, the 99th
+// percentile of queueing delay stays within the target (1.5-1.8 ms),
+// nothing is dropped, and the run ends within 1.3 times the link's
+// transfer bound (reply bytes / rate + the largest RTT: 1.28 s; 1.20-1.21x
+// here; 1.29-1.32x when runs of 2 ms cut the rate 3-4 times a run, 2.1-2.2x
+// before the trains). No loss and the pacer alone: the session's order
+// and retries are TestSession_AccessLink's.
 func TestPacer_AccessLink(t *testing.T) {
 	for seed := range uint64(3) {
 		s := paceSim{n: 5000, rttMin: 10 * time.Millisecond, rttMax: 400 * time.Millisecond, size: 220, rate: 10e6, queue: 312500, seed: seed}
@@ -166,8 +168,8 @@ func TestPacer_AccessLink(t *testing.T) {
 		p99 := quantileOf(r.waits, 0.99)
 		t.Logf("seed %d: took %v (bound %v, %.2fx), queueing p50 %v p99 %v max %v, %d drops, %d cuts, capacity %.0f B/s, top rate %.0f/s",
 			seed, r.took, bound, r.took.Seconds()/bound.Seconds(), quantileOf(r.waits, 0.5), p99, quantileOf(r.waits, 1), r.drops, r.pacer.Cuts, r.pacer.Capacity(), r.maxRate)
-		if r.took > bound*145/100 || p99 > 1500*time.Microsecond || r.drops > 0 {
-			t.Errorf("seed %d: took %v against a bound of %v, queueing p99 %v, %d drops", seed, r.took, bound, p99, r.drops)
+		if r.took > bound*130/100 || p99 > DefaultQueueTarget || r.drops > 0 || r.pacer.Cuts > 0 {
+			t.Errorf("seed %d: took %v against a bound of %v, queueing p99 %v, %d drops, %d cuts", seed, r.took, bound, p99, r.drops, r.pacer.Cuts)
 		}
 		if c := r.pacer.Capacity(); c < 0.95*s.rate/8 || c > 1.05*s.rate/8 {
 			t.Errorf("seed %d: capacity estimated at %.0f bytes/s, want %.0f", seed, c, s.rate/8)
@@ -176,10 +178,11 @@ func TestPacer_AccessLink(t *testing.T) {
 }
 
 // TestPacer_SlowLink: on a 1 Mbit/s line (250 ms of queue) 2,000 probes
-// end within 1.7 times the transfer bound (1.48x here), nothing dropped,
-// and the 99th percentile of queueing under 15 ms (12 ms here, seven
-// replies' transmission: the trains start the rate at 0.8 of the link's,
-// and runs of 8 replies back to back count as no queue).
+// end within 1.7 times the transfer bound (1.50x here), nothing dropped,
+// and the 99th percentile of queueing under 15 ms (11 ms here, about six
+// replies' transmission: the budget on a slow link, for which the
+// utilisation is 68%; 12 ms and 1.48x, with 10 cuts, when runs of 8
+// replies back to back were queueing).
 func TestPacer_SlowLink(t *testing.T) {
 	s := paceSim{n: 2000, rttMin: 10 * time.Millisecond, rttMax: 400 * time.Millisecond, size: 220, rate: 1e6, queue: 31250, seed: 7}
 	r := s.run(Pace{})
@@ -211,9 +214,11 @@ func TestPacer_NoLink(t *testing.T) {
 // cap, with at most two backoffs (two interleaved echoes half an
 // interval apart can still look like a link: here 2.2 MB/s, above the
 // cap, so the rate stays there); with a link the capacity is still right
-// and queueing stays low (p99 4.6 ms: clustered replies come in bursts,
-// and since the trains the rate is at the link's from the start; 2.9 ms
-// before).
+// and nothing is dropped. The queueing is that of bursts of 8 replies
+// (1.4 ms of transmission each), not of the random stream the
+// utilisation is chosen for: p99 7.1 ms at 81.5% of the link (4.6 ms at
+// the 55-65% the rate used to end at); the session's random order is
+// what spares a real run this.
 func TestPacer_ClusteredServers(t *testing.T) {
 	s := paceSim{n: 5000, rttMin: 10 * time.Millisecond, rttMax: 400 * time.Millisecond, size: 220, seed: 1, cluster: 8}
 	r := s.run(Pace{})
@@ -223,22 +228,17 @@ func TestPacer_ClusteredServers(t *testing.T) {
 	s.rate, s.queue = 10e6, 312500
 	r = s.run(Pace{})
 	p99 := quantileOf(r.waits, 0.99)
-	if c := r.pacer.Capacity(); c < 0.95*s.rate/8 || c > 1.05*s.rate/8 || p99 > 5*time.Millisecond || r.drops > 0 {
+	if c := r.pacer.Capacity(); c < 0.95*s.rate/8 || c > 1.05*s.rate/8 || p99 > 10*time.Millisecond || r.drops > 0 {
 		t.Errorf("10 Mbit/s: capacity %.0f bytes/s, queueing p99 %v, %d drops", c, p99, r.drops)
 	}
 	t.Logf("10 Mbit/s, clustered: took %v, queueing p99 %v, %d cuts", r.took, p99, r.pacer.Cuts)
 }
 
-// TestPacer_BacksOffOnQueue: replies arriving back to back at a known
-// capacity for longer than the queue target end slow start with a drain
-// at half the capacity; later runs too long cut the share of the
-// capacity, at most once per hold time, never below paceMinUtil.
-func TestPacer_BacksOffOnQueue(t *testing.T) {
-	p := NewPacer(Pace{StartRate: 1000})
-	at := time.Unix(0, 0)
-	gap := 176 * time.Microsecond // 220 bytes at 10 Mbit/s
-	// Evenly spaced trains teach the capacity; idle gaps in between keep
-	// every run short.
+// teachCapacity feeds p evenly spaced trains of 220-byte replies gap
+// apart, idle in between, until it knows the link's capacity, and
+// returns the time after them.
+func teachCapacity(t *testing.T, p *Pacer, at time.Time, gap time.Duration) time.Time {
+	t.Helper()
 	for range paceAgree + 1 {
 		for range paceTrainLen + 1 {
 			at = at.Add(gap)
@@ -246,11 +246,24 @@ func TestPacer_BacksOffOnQueue(t *testing.T) {
 		}
 		at = at.Add(10 * time.Millisecond)
 	}
-	if c := p.Capacity(); c < 1.2e6 || c > 1.3e6 || p.Cuts != 0 {
-		t.Fatalf("capacity %.0f bytes/s after %d cuts, want 1.25e6 and none", c, p.Cuts)
+	if c := p.Capacity(); c < 0.95*220/gap.Seconds() || c > 1.05*220/gap.Seconds() || p.Cuts != 0 {
+		t.Fatalf("capacity %.0f bytes/s after %d cuts, want %.0f and none", c, p.Cuts, 220/gap.Seconds())
 	}
-	queue := func() { // a standing queue: 3 targets' worth of back-to-back replies
-		for range 3 * int(DefaultQueueTarget/gap) {
+	return at
+}
+
+// TestPacer_BacksOffOnQueue: replies arriving back to back at a known
+// capacity for longer than paceStandingPackets transmissions (a standing
+// queue) end slow start with a drain at half the capacity; later
+// standing queues cut the share of the capacity, at most once per hold
+// time, never below paceMinUtil.
+func TestPacer_BacksOffOnQueue(t *testing.T) {
+	p := NewPacer(Pace{StartRate: 1000})
+	p.Answered(time.Unix(0, 0), 200*time.Millisecond) // hold: 400 ms
+	gap := 176 * time.Microsecond                     // 220 bytes at 10 Mbit/s
+	at := teachCapacity(t, p, time.Unix(0, 0), gap)
+	queue := func() { // a standing queue: a window's worth of back-to-back replies and a little
+		for range paceStandingPackets + 10 {
 			at = at.Add(gap)
 			p.Received(at, 220, time.Time{})
 		}
@@ -274,13 +287,77 @@ func TestPacer_BacksOffOnQueue(t *testing.T) {
 	}
 }
 
+// TestPacer_BusyRunsAreNoStandingQueue: a random stream of replies at
+// 85% of a known 10 Mbit/s link (Poisson arrivals, each crossing the
+// link in 176 µs) for 5 s forms runs back to back of many replies, up to
+// tens of milliseconds, and the link idles between them: no standing
+// queue, no cut, and after the trains the rate stays at the utilisation.
+// A run of 2 ms (11 replies) counted as queueing before: this stream
+// makes one every few hundred replies, and the rate was cut every hold
+// time, to the floor.
+func TestPacer_BusyRunsAreNoStandingQueue(t *testing.T) {
+	p := NewPacer(Pace{StartRate: 1000})
+	gap := 176 * time.Microsecond
+	at := teachCapacity(t, p, time.Unix(0, 0), gap)
+	rng := rand.New(rand.NewPCG(5, 5))
+	free, longest, run := at, time.Duration(0), time.Duration(0)
+	end := at.Add(5 * time.Second)
+	arrive := at
+	for arrive.Before(end) {
+		arrive = arrive.Add(time.Duration(rng.ExpFloat64() * float64(gap) / 0.85))
+		start := arrive
+		if free.After(start) {
+			start = free
+			run += gap
+		} else {
+			run = 0
+		}
+		longest = max(longest, run)
+		free = start.Add(gap)
+		p.Received(free, 220, time.Time{})
+		p.Rate(free)
+	}
+	if p.Cuts != 0 {
+		t.Errorf("%d cuts from a random stream at 85%% of the link (longest run %v)", p.Cuts, longest)
+	}
+	t.Logf("longest run back to back %v, rate %.0f/s, utilisation %.3f", longest, p.Rate(end), p.target())
+}
+
+// TestPacer_Utilisation: the share of the link the rate fills is the
+// M/D/1 utilisation whose 99th-percentile wait is the queue target: at
+// 10 Mbit/s (a 220-byte reply crosses in 176 µs: 2 ms are 11.4 of them)
+// 81.5%; at 1 Mbit/s the budget is paceBudgetPackets transmissions (6:
+// 68%); above about 20 transmissions, Utilization. The model itself
+// against the textbook's figures (M/D/1 99th percentile wait: 10.4
+// service times at 80%, 21.9 at 90%).
+func TestPacer_Utilisation(t *testing.T) {
+	for _, c := range []struct{ b, util float64 }{{10.4, 0.80}, {21.9, 0.90}, {6, 0.68}, {3.35, 0.50}} {
+		if got := md1Util(c.b); math.Abs(got-c.util) > 0.003 {
+			t.Errorf("md1Util(%v) = %.3f, want %.2f", c.b, got, c.util)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		gap  time.Duration
+		want float64
+	}{{"10 Mbit/s", 176 * time.Microsecond, 0.815}, {"1 Mbit/s", 1760 * time.Microsecond, 0.68}, {"100 Mbit/s", 18 * time.Microsecond, DefaultUtilization}} {
+		p := NewPacer(Pace{})
+		teachCapacity(t, p, time.Unix(0, 0), c.gap)
+		if got := p.target(); math.Abs(got-c.want) > 0.005 {
+			t.Errorf("%s: utilisation %.3f, want %.3f", c.name, got, c.want)
+		}
+	}
+}
+
 // TestPacer_SlowUpstream: a 1 Mbit/s upstream (51-byte requests: at most
 // 2,450 a second) and no downstream limit. The busy-link signals only
 // see replies, which arrive as spread as ever; the trains' replies come
 // one request's upstream transmission apart, so the rate is held under
-// the upstream (2,206 a second at most here): its queueing p99 stays
-// under 2 ms (0 here). Without the trains nothing held the rate under
-// 5,000 a second, twice what the upstream carries.
+// the upstream (2,206 a second at most here, 90% of it once 1,000
+// replies have shown no downstream queue; 68% before: see
+// TestPacer_UpstreamUtilisation): its queueing p99 stays under 2 ms (0
+// here). Without the trains nothing held the rate under 5,000 a second,
+// twice what the upstream carries.
 func TestPacer_SlowUpstream(t *testing.T) {
 	s := paceSim{n: 5000, rttMin: 10 * time.Millisecond, rttMax: 400 * time.Millisecond, size: 220, upRate: 1e6, reqSize: 51, seed: 4}
 	r := s.run(Pace{})
@@ -603,5 +680,39 @@ func TestPacer_TrainsCleanMedian(t *testing.T) {
 		if math.Abs(p.trainRate-c.want) > 0.01*c.want {
 			t.Errorf("%s: trains measured %.0f a second, want %.0f", c.name, p.trainRate, c.want)
 		}
+	}
+}
+
+// TestPacer_UpstreamUtilisation: trains whose replies come 408 µs apart
+// (51-byte requests over a 1 Mbit/s upstream: 2,451 a second) and, the
+// downstream being fast, replies of different servers that never queue
+// on it. The trains teach no downstream capacity; until 1,000 replies
+// have come the utilisation is the M/D/1 one for the trains' spacing (6
+// transmissions of budget: 68%), in case they measured the downstream;
+// then, no downstream queue having shown, Utilization (90%): the
+// requests leave paced and queue on the upstream only above its rate.
+func TestPacer_UpstreamUtilisation(t *testing.T) {
+	p := NewPacer(Pace{})
+	at := time.Unix(0, 0)
+	for range paceTrains {
+		id, _ := p.Train(at, 1000)
+		for range paceTrainProbes {
+			p.TrainReply(id, at)
+			p.Received(at, 220, time.Time{})
+			at = at.Add(408 * time.Microsecond)
+		}
+		at = at.Add(20 * time.Millisecond)
+		p.Rate(at)
+	}
+	if p.Capacity() != 0 || math.Abs(p.trainRate-2451) > 5 || math.Abs(p.target()-0.68) > 0.005 {
+		t.Fatalf("after the trains: capacity %.0f, trains %.0f a second, utilisation %.3f; want none, 2451, 0.68", p.Capacity(), p.trainRate, p.target())
+	}
+	rng := rand.New(rand.NewPCG(6, 6))
+	for p.received < paceUpstreamReplies {
+		at = at.Add(time.Duration(rng.ExpFloat64() * float64(time.Millisecond))) // a random stream
+		p.Received(at, 220, time.Time{})
+	}
+	if got := p.target(); p.Capacity() != 0 || got != DefaultUtilization {
+		t.Errorf("after %d replies: capacity %.0f, utilisation %.3f; want none and %v", p.received, p.Capacity(), got, DefaultUtilization)
 	}
 }

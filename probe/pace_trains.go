@@ -64,6 +64,7 @@ func (p *Pacer) TrainReply(id int, at time.Time) {
 		return
 	}
 	t := &p.trains[id-1]
+	p.trainAt = at // Received leaves it out of the capacity's samples
 	if t.final {
 		return
 	}

@@ -33,9 +33,10 @@ answer is reported and the others still count. With --lan, getinfo is
 broadcast to ports 27960-27963 instead, as the Quake III client does.
 
 Send patterns (--strategy): auto (the default: paced by the link: a few
-packet trains measure what the line carries, upstream and down, the
-rate starts at 0.8 of it and backs off when the replies show queueing,
-at most 5,000/s or --bandwidth; see package probe's Pacer), et
+packet trains measure what the line carries, upstream and down, and the
+rate fills it to where 99% of the replies queue for at most 2 ms (0.8
+of a 10 Mbit/s line), backing off on a standing queue, at most 5,000/s
+or --bandwidth; see package probe's Pacer), et
 (Enemy Territory's 16 in flight), q4 (bursts of 32 then 300 ms), qstat
 (20 in flight, one every 10 ms, RTT from the first send: for comparison
 only). --rate paces the probes at a fixed rate instead and sizes the
