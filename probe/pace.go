@@ -215,6 +215,12 @@ func (c Pace) withDefaults() Pace {
 //     until the cut shows in the replies, and never below paceMinUtil)
 //     and grown back by 10% every 100 ms, up to the utilisation, while
 //     none comes.
+//   - Replies planned: the session tells the pacer where each reply is
+//     due (Planned: at the send plus the RTT of its server when another
+//     server of the same address has answered, else spread by the run's
+//     RTTs), and sends a probe to a server of known RTT only when its
+//     reply is due in a millisecond with room at the rate (Room; see
+//     pace_calendar.go and the session's order, session_order.go).
 //
 // A reply-rate plateau alone (BBR's delivery rate) was not enough: it
 // shows the capacity only after the queue has begun, and the servers'
@@ -277,6 +283,8 @@ type Pacer struct {
 	// computed for.
 	targetUtil float64
 	targetFor  time.Duration
+
+	cal calendar // the replies due at the link (pace_calendar.go)
 
 	// Cuts counts the backoffs; exported for tests and reports.
 	Cuts int

@@ -46,6 +46,7 @@ func (p *Pacer) Answered(sent time.Time, rtt time.Duration) {
 		p.rtts = append(p.rtts[:0], p.rtts[paceRetryKept/2:]...)
 	}
 	p.rtts = append(p.rtts, paceRTT{sent, rtt})
+	p.cal.rtt(rtt)
 	p.answered++
 	if p.meanRTT == 0 {
 		p.meanRTT = rtt

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net/netip"
 	"time"
 )
@@ -68,6 +69,12 @@ type session struct {
 	foundAt   map[netip.AddrPort]bool
 	pacer     *Pacer               // with settings.pace
 	hosts     map[netip.Addr]*host // paced: the targets of each address (session_pace.go)
+	// Paced: first sends parked out of the queue (session_order.go): by
+	// their host's RTT, and those waiting for it.
+	known    [][]*request
+	deferred []*request
+	parked   int
+	rng      *mrand.Rand // draw's source; nil: the global one (tests set it)
 	// lastMatched is the send the datagram being received answered, for
 	// the pacer; nil when it answered none.
 	lastMatched *send
@@ -96,6 +103,7 @@ type request struct {
 	last     *send
 	deadline time.Time // of the latest send; zero until written
 	heapIdx  int       // in session.waiting, -1 when not there
+	park     uint8     // paced: where it waits to be sent (session_order.go)
 	sent     []byte    // the latest datagram written, to check an ICMP error's quote; nil until written and once done
 	done     bool
 }
@@ -164,7 +172,7 @@ func (s *session) add(tg Target) *target {
 // wantsInput reports whether a streaming run takes another target now:
 // always, or with a lookahead while fewer than that many wait to be sent.
 func (s *session) wantsInput() bool {
-	return s.lookahead <= 0 || len(s.pending)+len(s.queue) < s.lookahead
+	return s.lookahead <= 0 || len(s.pending)+len(s.queue)+s.parked < s.lookahead
 }
 
 // closeInput records that no more targets will be added.
@@ -251,6 +259,7 @@ func (s *session) abort(err error) {
 		}
 	}
 	s.pending, s.queue, s.retries, s.waiting = nil, nil, nil, nil
+	s.known, s.deferred, s.parked = nil, nil, 0
 	s.closed = true
 }
 

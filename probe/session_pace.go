@@ -2,7 +2,6 @@ package probe
 
 import (
 	"container/heap"
-	mrand "math/rand/v2"
 	"net/netip"
 	"time"
 )
@@ -18,18 +17,23 @@ const (
 	// hostRetrySlack, at least hostRetryMin (within the pacer's retry
 	// timeout): the servers of one address (one machine: ports 27960,
 	// 27961, ...) are at one distance, so a lost reply there is retried
-	// after about its own RTT, not the run's largest.
-	// The margin is wide: a server's reply may wait for its frame, and
-	// a spurious retry costs a probe.
-	hostRetryFactor = 1.5
-	hostRetrySlack  = 50 * time.Millisecond
-	hostRetryMin    = 100 * time.Millisecond
+	// after about its own RTT, not the run's largest. The margin covers
+	// the queueing on the player's link (a few milliseconds at most with
+	// the pacer) and a server that answers a little later than its
+	// sibling; a spurious retry costs a probe. (1.5 x + 50 ms, at least
+	// 100 ms, before the order of session_order.go made the servers of
+	// known RTT most of a run's end.)
+	hostRetryFactor = 1.2
+	hostRetrySlack  = 20 * time.Millisecond
+	hostRetryMin    = 50 * time.Millisecond
 )
 
-// host is what a paced session knows of one address: its targets and
-// the least RTT any of them answered in (0 until one does).
+// host is what a paced session knows of one address: its targets, the
+// least RTT any of them answered in (0 until one does) and when the
+// first of them was probed (zero until then).
 type host struct {
 	rtt     time.Duration
+	probed  time.Time
 	targets []*target
 }
 
@@ -60,6 +64,10 @@ func (s *session) learnHost(t *target, rtt time.Duration, now time.Time) {
 			continue
 		}
 		for _, r := range u.reqs {
+			if r.park == parkDeferred {
+				s.parkKnown(r, rtt) // its entry in deferred is skipped
+				continue
+			}
 			if r.heapIdx < 0 || r.last == nil || r.last.at.IsZero() {
 				continue
 			}
@@ -70,17 +78,6 @@ func (s *session) learnHost(t *target, rtt time.Duration, now time.Time) {
 		}
 	}
 }
-
-// draw returns the index in the queue of the request to send next,
-// paced: one drawn at random. A master lists a hosting network's servers
-// together, and servers at one distance probed back to back answer in
-// one burst, which queues on the player's link at any rate. (Drawing the
-// farthest of two, so that the near servers are left to the end of the
-// run, where a lost reply costs two of its server's RTTs, was tried: the
-// replies of far servers sent early and near ones sent late bunch, and
-// on the emulated 10 Mbit/s link half the servers had answered 0.1-0.35 s
-// later, with the end no sooner.)
-func (s *session) draw() int { return mrand.IntN(len(s.queue)) }
 
 // retryWait is how long a send of r written at at waits for its reply
 // before r is sent again: the timeout, or paced, for a send that is not

@@ -12,11 +12,27 @@ func q3InfoReply(sd *send) []byte {
 	return fmt.Appendf(nil, "\xff\xff\xff\xffinfoResponse\n\\challenge\\%s\\hostname\\t", q3Challenge(sd.tok))
 }
 
-// TestSession_PacedRetryAfterTheHostsRTT: two servers on one address;
-// the first answers in 30 ms, the second's reply is lost. The second is
-// sent again 1.5 x 30 + 50 = 95 ms, at least 100 ms, after its send, not after the
-// run's retry timeout (the full second here: too few RTTs are in); a
-// server of another address waits the full second.
+// pacedSteps drives s from now in 1 ms steps for n steps, writing every
+// send at once, and returns the time after them; sends collects them by
+// address.
+func pacedSteps(s *session, now time.Time, n int, sends map[netip.AddrPort][]*send) time.Time {
+	for range n {
+		for _, sd := range s.poll(now) {
+			s.wrote(sd, now, nil)
+			sends[sd.r.t.addr] = append(sends[sd.r.t.addr], sd)
+		}
+		now = now.Add(time.Millisecond)
+	}
+	return now
+}
+
+// TestSession_PacedRetryAfterTheHostsRTT: two servers on one address and
+// one on another. One server of the pair is probed first, its sibling
+// waits for it; it answers in 30 ms, its sibling goes next and its reply
+// is lost: the sibling is sent again after 1.2 x 30 + 20 = 56 ms (at
+// least 50), not after the run's retry timeout (the full second here:
+// too few RTTs are in); the server of the other address waits the full
+// second.
 func TestSession_PacedRetryAfterTheHostsRTT(t *testing.T) {
 	s := newSession((&Prober{Timeout: time.Second, Pace: &Pace{}}).settings())
 	a1 := netip.MustParseAddrPort("198.18.0.1:27960")
@@ -28,29 +44,97 @@ func TestSession_PacedRetryAfterTheHostsRTT(t *testing.T) {
 	s.closeInput()
 	now := time.Unix(100, 0)
 	sends := map[netip.AddrPort][]*send{}
-	step := func() {
-		for _, sd := range s.poll(now) {
-			s.wrote(sd, now, nil)
-			sends[sd.r.t.addr] = append(sends[sd.r.t.addr], sd)
-		}
+	now = pacedSteps(s, now, 50, sends)
+	first, sibling := a1, a2
+	if len(sends[a1]) == 0 {
+		first, sibling = a2, a1
 	}
-	for range 50 { // all three sent
-		step()
-		now = now.Add(time.Millisecond)
+	if len(sends[first]) != 1 || len(sends[sibling]) != 0 || len(sends[b]) != 1 {
+		t.Fatalf("after 50 ms: %d, %d and %d sends; want one to one server of the pair, none to its sibling, one to the other address", len(sends[first]), len(sends[sibling]), len(sends[b]))
 	}
-	first := sends[a1][0]
-	s.receive(first.at.Add(30*time.Millisecond), a1, q3InfoReply(first))
-	for range 2000 {
-		step()
-		now = now.Add(time.Millisecond)
+	sd := sends[first][0]
+	s.receive(sd.at.Add(30*time.Millisecond), first, q3InfoReply(sd))
+	pacedSteps(s, now, 2000, sends)
+	if len(sends[sibling]) < 2 || len(sends[b]) < 2 {
+		t.Fatalf("sends: %d to the lost sibling, %d to the other address", len(sends[sibling]), len(sends[b]))
 	}
-	if len(sends[a2]) < 2 || len(sends[b]) < 2 {
-		t.Fatalf("sends: %d to the lost sibling, %d to the other address", len(sends[a2]), len(sends[b]))
-	}
-	if gap := sends[a2][1].at.Sub(sends[a2][0].at); gap != hostRetryMin {
-		t.Errorf("the sibling was sent again after %v, want %v", gap, hostRetryMin)
+	if gap := sends[sibling][1].at.Sub(sends[sibling][0].at); gap != 56*time.Millisecond {
+		t.Errorf("the sibling was sent again after %v, want 56ms", gap)
 	}
 	if gap := sends[b][1].at.Sub(sends[b][0].at); gap != time.Second {
 		t.Errorf("the other address was sent again after %v, want the full 1s", gap)
+	}
+}
+
+// TestSession_PacedOneServerPerAddressFirst: 40 addresses of 3 servers
+// each. The first 40 sends go to one server of each address; the others
+// of an address go only once it has answered (the replies here: 20-59
+// ms, by address); those of an address that never answers go once its
+// probe is overdue (the run's retry timeout: its floor of 250 ms here).
+// Every server is probed.
+func TestSession_PacedOneServerPerAddressFirst(t *testing.T) {
+	s := newSession((&Prober{Timeout: time.Second, Pace: &Pace{}}).settings())
+	const hosts, per = 40, 3
+	silent := netip.AddrFrom4([4]byte{198, 18, 1, 39}) // never answers
+	for h := range hosts {
+		for k := range per {
+			s.add(Target{netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 18, 1, byte(h)}), uint16(27960+k)), Q3Info})
+		}
+	}
+	s.closeInput()
+	now := time.Unix(100, 0)
+	sent := map[netip.Addr][]time.Time{} // first sends by address, in order
+	answered := map[netip.Addr]time.Time{}
+	var due []*send // sends awaiting their reply
+	for range 3000 {
+		for _, sd := range s.poll(now) {
+			s.wrote(sd, now, nil)
+			a := sd.r.t.addr.Addr()
+			if sd.r.attempts == 1 {
+				sent[a] = append(sent[a], now)
+			}
+			if a != silent {
+				due = append(due, sd)
+			}
+		}
+		kept := due[:0]
+		for _, sd := range due {
+			a := sd.r.t.addr.Addr()
+			if rtt := time.Duration(20+int(a.As4()[3])) * time.Millisecond; !now.Before(sd.at.Add(rtt)) {
+				s.receive(now, sd.r.t.addr, q3InfoReply(sd))
+				if _, ok := answered[a]; !ok {
+					answered[a] = now
+				}
+				continue
+			}
+			kept = append(kept, sd)
+		}
+		due = kept
+		now = now.Add(time.Millisecond)
+	}
+	var lastFirst time.Time // the last address's first send
+	for _, times := range sent {
+		if times[0].After(lastFirst) {
+			lastFirst = times[0]
+		}
+	}
+	for a, times := range sent {
+		if len(times) != per {
+			t.Errorf("%v: %d sends, want %d", a, len(times), per)
+			continue
+		}
+		after := answered[a]
+		if a == silent {
+			after = times[0].Add(paceRetryMin)
+		}
+		for _, at := range times[1:] {
+			if at.Before(after) || !at.After(lastFirst) {
+				t.Errorf("%v: probed at %v, its other servers at %v; want them after every address was probed (%v) and after it answered or was overdue (%v)",
+					a, times[0].Format("05.000"), at.Format("05.000"), lastFirst.Format("05.000"), after.Format("05.000"))
+			}
+		}
+	}
+	if len(sent) != hosts {
+		t.Errorf("%d addresses probed, want %d", len(sent), hosts)
 	}
 }

@@ -52,20 +52,13 @@ func (s *session) poll(now time.Time) []*send {
 
 	// Sends, paced.
 	var out []*send
-	for (len(s.queue) > 0 || len(s.retries) > 0) && !now.Before(s.nextSend) {
-		var r *request
-		if len(s.retries) > 0 {
-			r = s.retries[0]
-			s.retries[0] = nil
-			s.retries = s.retries[1:]
-		} else {
-			if s.pacer != nil && len(s.queue) > 1 {
-				j := s.draw()
-				s.queue[0], s.queue[j] = s.queue[j], s.queue[0]
-			}
-			r = s.queue[0]
-			s.queue[0] = nil
-			s.queue = s.queue[1:]
+	for s.toSend() > 0 && !now.Before(s.nextSend) {
+		r, rtt := s.next(now)
+		if r == nil {
+			// Paced: what waits may not go yet (its reply would find the
+			// link full, or its host's RTT is about to be known).
+			s.nextSend = now.Truncate(calBin).Add(calBin)
+			break
 		}
 		if r.done {
 			continue
@@ -87,6 +80,9 @@ func (s *session) poll(now time.Time) []*send {
 			s.byTok[tok] = sd
 			s.tokens = append(s.tokens, sd)
 			r.last = sd
+			if s.pacer != nil {
+				s.pacer.Planned(now, rtt)
+			}
 			if k == 0 {
 				r.attempts++
 				r.deadline = time.Time{}
@@ -213,7 +209,7 @@ func (s *session) wake() time.Time {
 	if len(s.waiting) > 0 {
 		w = s.waiting[0].deadline
 	}
-	if len(s.queue)+len(s.retries) > 0 && !s.nextSend.IsZero() {
+	if s.toSend() > 0 && !s.nextSend.IsZero() {
 		if w.IsZero() || s.nextSend.Before(w) {
 			w = s.nextSend
 		}
