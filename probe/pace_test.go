@@ -641,7 +641,8 @@ func TestSession_PacedTrains(t *testing.T) {
 // six, as before, 5,000); two clean ones among four interleaved fall back
 // to the median of all (5,000); a clean train stamped too close (1 µs a
 // reply, a batch released at once) does not count alone (the median of
-// all: 5,000).
+// all: 5,000), nor do three when the clean median is more than 1.3 times
+// all the trains' (5,000 then).
 func TestPacer_TrainsCleanMedian(t *testing.T) {
 	// train sends n trains, each of 8 replies gap apart, with one other
 	// datagram between its second and third reply when interleaved.
@@ -674,6 +675,7 @@ func TestPacer_TrainsCleanMedian(t *testing.T) {
 		{"three clean", []time.Duration{176 * us, 200 * us, 200 * us, 176 * us, 200 * us, 176 * us}, []bool{false, true, true, false, true, false}, 1 / 176e-6},
 		{"two clean", []time.Duration{200 * us, 176 * us, 200 * us, 200 * us, 176 * us, 200 * us}, []bool{true, false, true, true, false, true}, 1 / 200e-6},
 		{"one compressed", []time.Duration{176 * us, 1 * us, 176 * us, 200 * us, 200 * us, 200 * us}, []bool{false, false, false, true, true, true}, 1 / 176e-6},
+		{"three compressed", []time.Duration{1 * us, 200 * us, 1 * us, 200 * us, 1 * us, 200 * us}, []bool{false, true, false, true, false, true}, 1 / 200e-6},
 	} {
 		p := NewPacer(Pace{})
 		train(p, time.Unix(0, 0), c.gaps, c.interleaved)

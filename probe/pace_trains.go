@@ -22,11 +22,13 @@ const (
 	paceTrainQueue = 256
 	paceTrainMin   = 5
 	// paceTrainClean: the trains' estimate is the clean trains' once
-	// this many are in (see trainDone).
-	paceTrainClean   = 3
-	paceTrainSettle  = 20 * time.Millisecond
-	paceJump         = 0.8
-	paceTrainMaxWait = time.Second
+	// this many are in, unless it is more than paceTrainCleanMax times
+	// all the trains' (see trainDone).
+	paceTrainClean    = 3
+	paceTrainCleanMax = 1.3
+	paceTrainSettle   = 20 * time.Millisecond
+	paceJump          = 0.8
+	paceTrainMaxWait  = time.Second
 )
 
 // paceTrain is one train's replies so far.
@@ -85,18 +87,22 @@ func (p *Pacer) TrainReply(id int, at time.Time) {
 // its replies after the first over their dispersion, and the trains'
 // estimate is the median (the lower of two) of the clean trains
 // measured, those with no other datagram received between their first
-// and last reply, once paceTrainClean are, or else of all. Other datagrams crossing
-// the narrow link between a train's replies (the replies of the run's
-// other probes, once the rate has jumped) spread them: on the emulated
-// 10 Mbit/s link the median of all trains was 4,870-5,570 replies a
-// second against the link's 5,680, where 4 or 5 of the 6 trains are
-// clean and measure 5,600-5,800. A clean train is exact, upstream or
-// down; the median of three or more keeps one stamped too close (a
-// batch of datagrams released or stamped at once, as the emulator does
-// when the machine stalls it) from counting alone. On a slow upstream
-// the replies of other servers cross the fast downstream between a
-// train's replies without spreading them, so trains are seldom clean
-// there, and all of them are right.
+// and last reply, once paceTrainClean are and their median is at most
+// paceTrainCleanMax times all the trains', or else of all. Other
+// datagrams crossing the narrow link between a train's replies (the
+// replies of the run's other probes, once the rate has jumped) spread
+// them: on the emulated 10 Mbit/s link the median of all trains was
+// 4,870-5,570 replies a second against the link's 5,680, where 4 or 5 of
+// the 6 trains are clean, at 164-180 µs a reply against 199-201 µs for
+// the others. A clean train is exact, upstream or down, but a batch of
+// datagrams released or stamped at once (as the emulator does when the
+// machine stalls it) is clean too, and stamped too close: the median of
+// three or more keeps one from counting alone, and a clean median far
+// above all the trains' (interleaving spreads a train by a reply or two,
+// a tenth or so) is such batches. On a slow upstream the replies of
+// other servers cross the fast downstream between a train's replies
+// without spreading them, so trains are seldom clean there, and all of
+// them are right.
 func (p *Pacer) trainDone(t *paceTrain) {
 	t.final = true
 	if t.n < paceTrainMin {
@@ -114,12 +120,14 @@ func (p *Pacer) trainDone(t *paceTrain) {
 			}
 		}
 	}
-	rates := all
+	slices.Sort(all)
+	p.trainRate = all[(len(all)-1)/2]
 	if len(clean) >= paceTrainClean {
-		rates = clean
+		slices.Sort(clean)
+		if m := clean[(len(clean)-1)/2]; m <= paceTrainCleanMax*p.trainRate {
+			p.trainRate = m
+		}
 	}
-	slices.Sort(rates)
-	p.trainRate = rates[(len(rates)-1)/2]
 }
 
 // settleTrains ends the trains whose replies have stopped coming by now.
