@@ -120,7 +120,9 @@ type Prober struct {
 	// sent: a caller that decides each target from the outcomes so far
 	// (an adaptive order) then decides it as late as the pacing allows,
 	// not when the window has room. With Lookahead the packet trains of
-	// Pace are not sent (they need [Pacer.Train]'s queue of 256).
+	// Pace are not sent (they need [Pacer.Train]'s queue of 256), and a
+	// paced run keeps the order it is given (no address first, see
+	// session_order.go).
 	Lookahead int
 }
 

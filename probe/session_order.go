@@ -79,7 +79,9 @@ func (s *session) next(now time.Time) (*request, time.Duration) {
 		}
 		h := s.hosts[r.t.addr.Addr()]
 		switch {
-		case h == nil:
+		case h == nil || s.lookahead > 0:
+			// With a lookahead the caller orders the targets (an
+			// adaptive order): the few waiting go as drawn.
 			return r, 0
 		case h.rtt > 0:
 			s.parkKnown(r, h.rtt)

@@ -138,3 +138,21 @@ func TestSession_PacedOneServerPerAddressFirst(t *testing.T) {
 		t.Errorf("%d addresses probed, want %d", len(sent), hosts)
 	}
 }
+
+// TestSession_PacedLookaheadKeepsTheOrder: with a lookahead (the caller
+// orders the targets as it goes, as the landmark order does, nearest
+// first) a paced run parks nothing: the sibling of a server whose
+// address has not answered goes as soon as it is drawn.
+func TestSession_PacedLookaheadKeepsTheOrder(t *testing.T) {
+	s := newSession((&Prober{Timeout: time.Second, Pace: &Pace{}, Lookahead: 4}).settings())
+	a1 := netip.MustParseAddrPort("198.18.0.1:27960")
+	a2 := netip.MustParseAddrPort("198.18.0.1:27961")
+	s.add(Target{a1, Q3Info})
+	s.add(Target{a2, Q3Info})
+	s.closeInput()
+	sends := map[netip.AddrPort][]*send{}
+	pacedSteps(s, time.Unix(100, 0), 50, sends)
+	if len(sends[a1]) != 1 || len(sends[a2]) != 1 || s.parked != 0 {
+		t.Errorf("%d and %d sends, %d parked; want both sent, none parked", len(sends[a1]), len(sends[a2]), s.parked)
+	}
+}
