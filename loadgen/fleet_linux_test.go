@@ -241,9 +241,15 @@ func TestRun_LostEndMarkerIsUnansweredWithLostPackets(t *testing.T) {
 	_, master := populated(t, 400, "127.97.0.1", func(packet, of int) bool { return armed.Load() && packet == of-1 })
 	armed.Store(true)
 	q, _ := q3.GetServers{Protocol: 68, Empty: true, Full: true}.AppendBinary(nil)
+	// The four requests go at once (a source each), so the run lasts one
+	// give-up: twice the timeout for an answer already arriving. The
+	// timeout is the time the fake master has to send its first packet;
+	// at 20 ms a loaded machine (load average 12 on 2 cores) sometimes
+	// left it unscheduled longer, and an answer counted as silent
+	// (4 of 200 runs).
 	r, err := Run(context.Background(), Config{
-		Master: master, Query: q, Expect: 400, Sources: 2, SourceBase: netip.MustParseAddr("127.97.100.1"),
-		Outstanding: 2, MaxRequests: 4, Duration: time.Minute, Timeout: 20 * time.Millisecond,
+		Master: master, Query: q, Expect: 400, Sources: 4, SourceBase: netip.MustParseAddr("127.97.100.1"),
+		Outstanding: 4, MaxRequests: 4, Duration: time.Minute, Timeout: time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
