@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scout-discovery/scout/internal/freeport"
 	"github.com/scout-discovery/scout/q3"
 )
 
@@ -97,7 +98,13 @@ func (m *fakeMaster) serve() {
 // serves it until the test ends.
 func newTestFleet(t *testing.T, n int, base string) *Fleet {
 	t.Helper()
-	f, err := NewFleet(FleetConfig{Servers: n, PerAddr: 3, Base: netip.MustParseAddr(base), Port: 40000})
+	// A fixed first port collided with another test process's copy of
+	// the fleet; freeport draws one no other process holds.
+	var f *Fleet
+	err := freeport.Retry(t, 3, func(port uint16) (err error) {
+		f, err = NewFleet(FleetConfig{Servers: n, PerAddr: 3, Base: netip.MustParseAddr(base), Port: port})
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/scout-discovery/scout/internal/freeport"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/masterd"
 )
@@ -64,11 +66,12 @@ func inProcessMaster(t *testing.T, cfg masterd.Config) *masterd.Master {
 
 func TestLoad_RegistersAndMeasuresScoutMaster(t *testing.T) {
 	addr := startInProcessMaster(t, "127.95.0.1")
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"load", "--target", "scout=" + addr.String(),
-		"--servers", "60", "--per-addr", "2", "--fleet-base", "127.95.1.1", "--fleet-port", "41000",
-		"--sources", "4", "--source-base", "127.95.2.1", "--outstanding", "2",
-		"--duration", "200ms", "--runs", "2", "--json"}, &stdout, &stderr)
+	code, stdout, stderr := runFleetPort(t, 1, func(port string) []string {
+		return []string{"load", "--target", "scout=" + addr.String(),
+			"--servers", "60", "--per-addr", "2", "--fleet-base", "127.95.1.1", "--fleet-port", port,
+			"--sources", "4", "--source-base", "127.95.2.1", "--outstanding", "2",
+			"--duration", "200ms", "--runs", "2", "--json"}
+	})
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
@@ -109,11 +112,12 @@ func TestLoad_MarkerOnEveryPacket(t *testing.T) {
 		{nil, true, "127.95.20.1"},
 		{[]string{"--first-marker-ends"}, false, "127.95.21.1"},
 	} {
-		var stdout, stderr bytes.Buffer
-		code := run(context.Background(), append([]string{"load", "--target", "scout=" + addr.String(),
-			"--servers", "400", "--per-addr", "4", "--fleet-base", "127.95.11.1", "--fleet-port", "41000",
-			"--sources", "4", "--source-base", c.sources, "--outstanding", "2",
-			"--max-requests", "40", "--duration", "10s", "--runs", "1", "--json"}, c.flags...), &stdout, &stderr)
+		code, stdout, stderr := runFleetPort(t, 3, func(port string) []string {
+			return append([]string{"load", "--target", "scout=" + addr.String(),
+				"--servers", "400", "--per-addr", "4", "--fleet-base", "127.95.11.1", "--fleet-port", port,
+				"--sources", "4", "--source-base", c.sources, "--outstanding", "2",
+				"--max-requests", "40", "--duration", "10s", "--runs", "1", "--json"}, c.flags...)
+		})
 		// Exit 1: the summary found incomplete answers.
 		if want := map[bool]int{true: 0, false: 1}[c.complete]; code != want {
 			t.Fatalf("%q: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", c.flags, code, want, stdout.String(), stderr.String())
@@ -181,10 +185,11 @@ func TestLoad_FloodAgainstResponseLimit(t *testing.T) {
 		Responses: lim,
 		OutRate:   1_000_000_000,
 	})
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"load", "--target", "scout=" + m.Addrs()[0].String(),
-		"--servers", "60", "--per-addr", "2", "--fleet-base", "127.96.1.1", "--fleet-port", "41000",
-		"--flood", "200", "--victim", "127.96.9.1", "--refresh", "250ms", "--duration", "2s", "--runs", "1", "--json"}, &stdout, &stderr)
+	code, stdout, stderr := runFleetPort(t, 1, func(port string) []string {
+		return []string{"load", "--target", "scout=" + m.Addrs()[0].String(),
+			"--servers", "60", "--per-addr", "2", "--fleet-base", "127.96.1.1", "--fleet-port", port,
+			"--flood", "200", "--victim", "127.96.9.1", "--refresh", "250ms", "--duration", "2s", "--runs", "1", "--json"}
+	})
 	if code != 0 || stderr.Len() != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
@@ -259,4 +264,22 @@ func TestLoad_SwarmRegistersEveryServer(t *testing.T) {
 	if l, _ := m.Handler.Registry().Counts(); l != n4+n6 {
 		t.Errorf("master lists %d, want %d", l, n4+n6)
 	}
+}
+
+// runFleetPort runs scout with the arguments args makes of a first fleet
+// port drawn by freeport (span: the ports above it the fleet takes), into
+// fresh buffers, again with another port while the fleet's bind failed
+// because the port was in use (the same test in another test process),
+// and returns the exit code and output of the last run.
+func runFleetPort(t *testing.T, span int, args func(port string) []string) (code int, stdout, stderr *bytes.Buffer) {
+	t.Helper()
+	freeport.Retry(t, span, func(port uint16) error {
+		stdout, stderr = new(bytes.Buffer), new(bytes.Buffer)
+		code = run(context.Background(), args(strconv.Itoa(int(port))), stdout, stderr)
+		if code != 0 && strings.Contains(stderr.String(), "address already in use") {
+			return fmt.Errorf("%w: %s", freeport.ErrInUse, strings.TrimSpace(stderr.String()))
+		}
+		return nil
+	})
+	return code, stdout, stderr
 }

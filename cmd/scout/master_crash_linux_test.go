@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/game"
+	"github.com/scout-discovery/scout/internal/freeport"
 	"github.com/scout-discovery/scout/loadgen"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/master/store"
@@ -25,14 +26,33 @@ import (
 // addresses no other test of the repository uses.
 func crashFleet(t testing.TB, n int, base string) *loadgen.Fleet {
 	t.Helper()
-	f, err := loadgen.NewFleet(loadgen.FleetConfig{Servers: n, Base: netip.MustParseAddr(base), Port: 29100})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := newFleet(t, loadgen.FleetConfig{Servers: n, Base: netip.MustParseAddr(base)})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- f.Serve(ctx) }()
 	t.Cleanup(func() { cancel(); <-done; f.Close() })
+	return f
+}
+
+// newFleet opens the fleet cfg on a first port that no other process
+// holds (cfg.Port is drawn; a fixed one collided with the same test run
+// by another test process: "bind 127.93.0.1:29100: address already in
+// use").
+func newFleet(t testing.TB, cfg loadgen.FleetConfig) *loadgen.Fleet {
+	t.Helper()
+	span := cfg.PerAddr
+	if span == 0 {
+		span = loadgen.DefaultPerAddr
+	}
+	var f *loadgen.Fleet
+	err := freeport.Retry(t, span-1, func(port uint16) (err error) {
+		cfg.Port = port
+		f, err = loadgen.NewFleet(cfg)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return f
 }
 

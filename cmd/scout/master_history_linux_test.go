@@ -50,10 +50,7 @@ func TestMaster_Kill9KeepsHistory(t *testing.T) {
 	m1 := startStateMaster(t, bin, state)
 	addr, httpAddr, commits := m1.addr, m1.httpAddr, m1.commits
 
-	fleet, err := loadgen.NewFleet(loadgen.FleetConfig{Servers: 60, Base: netip.MustParseAddr("127.71.0.1"), Port: 29200})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fleet := newFleet(t, loadgen.FleetConfig{Servers: 60, Base: netip.MustParseAddr("127.71.0.1")})
 	fctx, stopFleet := context.WithCancel(context.Background())
 	fdone := make(chan error, 1)
 	go func() { fdone <- fleet.Serve(fctx) }()

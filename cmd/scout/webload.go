@@ -61,6 +61,7 @@ func runWebload(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	pid := fs.Int("pid", 0, "the master's PID, for its CPU time (with an already running master)")
 	servers := fs.Int("servers", 5000, "emulated game servers to register")
 	fleetBase := fs.String("fleet-base", "127.48.0.1", "first address of the emulated servers")
+	fleetPort := fs.Uint("fleet-port", loadgen.DefaultFleetPort, "first port of the emulated servers on each address")
 	sources := fs.Int("sources", loadgen.DefaultSources, "UDP source sockets")
 	outstanding := fs.Int("outstanding", loadgen.DefaultOutstanding, "UDP requests in flight")
 	clients := fs.Int("clients", 8, "HTTP connections")
@@ -92,6 +93,9 @@ func runWebload(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if *runs < 1 || *servers < 1 || *clients < 1 || *perPage < 1 || *perPage > web.MaxPerPage || fs.NArg() > 0 {
 		return fail("bad arguments (see -h)")
 	}
+	if *fleetPort == 0 || *fleetPort > 65535 {
+		return fail("--fleet-port %d: want a port", *fleetPort)
+	}
 	req, _ := q3.GetServers{Protocol: loadgen.DefaultProtocol, Empty: true, Full: true}.AppendBinary(nil)
 	t := &loadTarget{name: "master", addr: ma, pid: *pid}
 	if *execCmd != "" {
@@ -102,7 +106,7 @@ func runWebload(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 		defer stopLaunched(t)
 	}
-	fleet, err := loadgen.NewFleet(loadgen.FleetConfig{Servers: *servers, Base: fb})
+	fleet, err := loadgen.NewFleet(loadgen.FleetConfig{Servers: *servers, Base: fb, Port: uint16(*fleetPort)})
 	if err != nil {
 		fmt.Fprintf(stderr, "scout webload: %v\n", err)
 		return 1

@@ -4,8 +4,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
 	"net/netip"
 	"testing"
@@ -30,11 +28,12 @@ func TestWebload_MeasuresUDPAndAPI(t *testing.T) {
 		API:          web.Config{Rate: -1, MaxRate: -1, MinRefresh: -1},
 	})
 
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"webload", "--master", m.Addrs()[0].String(), "--http", m.HTTPAddr().String(),
-		"--servers", "40", "--fleet-base", "127.46.1.1", "--per-page", "15", "--clients", "2",
-		"--list-rate", "50", "--cond-rate", "100", "--sources", "2", "--outstanding", "2",
-		"--duration", "300ms", "--runs", "1", "--json"}, &stdout, &stderr)
+	code, stdout, stderr := runFleetPort(t, loadgen.DefaultPerAddr-1, func(port string) []string {
+		return []string{"webload", "--master", m.Addrs()[0].String(), "--http", m.HTTPAddr().String(),
+			"--servers", "40", "--fleet-base", "127.46.1.1", "--fleet-port", port, "--per-page", "15", "--clients", "2",
+			"--list-rate", "50", "--cond-rate", "100", "--sources", "2", "--outstanding", "2",
+			"--duration", "300ms", "--runs", "1", "--json"}
+	})
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
@@ -46,7 +45,7 @@ func TestWebload_MeasuresUDPAndAPI(t *testing.T) {
 		HTTPPerS float64 `json:"http_requests_per_second"`
 	}
 	var phases []string
-	sc := bufio.NewScanner(&stdout)
+	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		var r row
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
