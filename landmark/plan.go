@@ -81,6 +81,11 @@ type PlanParams struct {
 	// are playable servers whose estimate ranks them after StopAfter
 	// unplayable ones.
 	StopAfter int
+	// Siblings, when set, skips a server whose answered siblings (servers
+	// whose vectors differ from its own by nearly the same amount at every
+	// landmark) predict it unplayable (siblings.go); nil probes every
+	// candidate.
+	Siblings *Siblings
 }
 
 // DefaultPlanParams returns the defaults: 200 ms, no margin, drop 0,
@@ -132,6 +137,7 @@ const (
 	slotUnprobed uint8 = iota
 	slotOutstanding
 	slotObserved
+	slotSkipped // predicted by its siblings (siblings.go), not probed
 )
 
 // Planner probes the servers a client may find playable in ascending
@@ -175,6 +181,7 @@ type Planner struct {
 	sent    int
 	stopped bool
 	info    adaptive.StopInfo
+	sib     *siblingIndex // nil without PlanParams.Siblings
 }
 
 // NewPlanner plans the discovery of in.Targets. Duplicate addresses are
@@ -200,6 +207,9 @@ func NewPlanner(in PlanInput, p PlanParams, rng *rand.Rand) (*Planner, error) {
 	default:
 		return nil, fmt.Errorf("%w: stop on %q", ErrPlan, p.Stop)
 	}
+	if s := p.Siblings; s != nil && (!(s.Tolerance > 0) || math.IsInf(s.Tolerance, 0) || math.IsNaN(s.Margin) || math.IsInf(s.Margin, 0) || !(s.MaxDelta >= 0) || !(s.Near >= 0)) {
+		return nil, fmt.Errorf("%w: siblings' tolerance %v, margin %v, largest difference %v, near %v", ErrPlan, s.Tolerance, s.Margin, s.MaxDelta, s.Near)
+	}
 	if p.Repair && in.Landmarks == nil {
 		return nil, fmt.Errorf("%w: repair needs the landmarks' matrix", ErrPlan)
 	}
@@ -214,6 +224,9 @@ func NewPlanner(in PlanInput, p PlanParams, rng *rand.Rand) (*Planner, error) {
 		return nil, fmt.Errorf("%w: client height %v", ErrPlan, h)
 	}
 	pl := &Planner{p: p, index: make(map[netip.AddrPort]int32, len(in.Targets)), slotOf: make([]int32, len(in.Targets))}
+	if p.Siblings != nil && (p.Siblings.Near <= 0 || nearest(in.Client)-h <= p.Siblings.Near) {
+		pl.sib = newSiblingIndex(*p.Siblings)
+	}
 	client := in.Client
 	if p.Repair && !p.KeepClient && !in.LandmarksDerived {
 		client = Repair(client, in.Landmarks)
@@ -246,6 +259,9 @@ func NewPlanner(in PlanInput, p PlanParams, rng *rand.Rand) (*Planner, error) {
 		pl.index[t.Addr] = s
 		pl.slotOf[i] = s
 		pl.targets = append(pl.targets, t)
+		if pl.sib != nil {
+			pl.sib.add(v)
+		}
 		if p.Repair {
 			v = Repair(v, in.Landmarks)
 		}
@@ -325,11 +341,24 @@ func (pl *Planner) Next() (adaptive.Target, adaptive.Phase, bool) {
 	if pl.stopped {
 		return adaptive.Target{}, adaptive.Done, false
 	}
+	pl.skipSiblings()
 	bounded := pl.next < len(pl.order)
-	if !pl.subDone && (!bounded || pl.level <= pl.slots[pl.order[pl.next]].est) {
+	for !pl.subDone && (!bounded || pl.level <= pl.slots[pl.order[pl.next]].est) {
 		t, ph, ok := pl.sub.Next()
 		if ok {
 			s := pl.subIdx[t.Index]
+			if pred, skip := pl.predicted(s); skip {
+				// Told to the adaptive planner as answered with the
+				// prediction, which is at or over the threshold.
+				pl.slots[s].status = slotSkipped
+				pl.sib.skipped++
+				if err := pl.sub.Observe(t.Addr, time.Duration(pred*float64(time.Millisecond)), true); err == nil {
+					if st, _ := pl.sub.Stopped(); st {
+						pl.subDone = true
+					}
+				}
+				continue
+			}
 			pl.hand(s)
 			pl.subSent++
 			return pl.targets[s], ph, true
@@ -340,6 +369,7 @@ func (pl *Planner) Next() (adaptive.Target, adaptive.Phase, bool) {
 		} else if !bounded {
 			return adaptive.Target{}, adaptive.Waiting, false
 		}
+		break
 	}
 	if bounded {
 		s := pl.order[pl.next]
@@ -375,6 +405,9 @@ func (pl *Planner) Observe(addr netip.AddrPort, rtt time.Duration, answered bool
 	}
 	sl.status = slotObserved
 	pl.out--
+	if pl.sib != nil && answered {
+		pl.sib.observed(s, rtt)
+	}
 	if sl.sub {
 		if err := pl.sub.Observe(addr, rtt, answered); err != nil {
 			return err
@@ -398,6 +431,39 @@ func (pl *Planner) Observe(addr netip.AddrPort, rtt time.Duration, answered bool
 	}
 	pl.checkStop()
 	return nil
+}
+
+// predicted reports whether slot s is skipped: its answered siblings
+// predict it at or over Threshold + Siblings.Margin; pred is the
+// prediction (ms).
+func (pl *Planner) predicted(s int32) (pred float64, skip bool) {
+	if pl.sib == nil {
+		return 0, false
+	}
+	return pl.sib.predict(s, pl.p.Threshold+pl.sib.p.Margin)
+}
+
+// skipSiblings passes over the bounded candidates next in order that
+// their siblings predict unplayable.
+func (pl *Planner) skipSiblings() {
+	for pl.sib != nil && pl.next < len(pl.order) {
+		s := pl.order[pl.next]
+		if _, skip := pl.predicted(s); !skip {
+			return
+		}
+		pl.slots[s].status = slotSkipped
+		pl.sib.skipped++
+		pl.next++
+	}
+}
+
+// Skipped returns how many servers the planner skipped as their siblings
+// predicted them unplayable (PlanParams.Siblings).
+func (pl *Planner) Skipped() int {
+	if pl.sib == nil {
+		return 0
+	}
+	return pl.sib.skipped
 }
 
 // checkStop stops once every candidate was handed out, the adaptive

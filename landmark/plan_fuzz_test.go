@@ -54,6 +54,13 @@ func FuzzPlanner(f *testing.F) {
 			rest = rest[n:]
 		}
 		p := PlanParams{Threshold: 200, Margin: 5, Drop: int(drop % 3), Repair: drop%2 == 0, StopAfter: int(drop % 4)}
+		if drop%5 < 2 {
+			p.Siblings = &Siblings{Tolerance: 1 + float64(drop%7), Margin: float64(drop % 3)}
+		}
+		if drop%5 == 1 {
+			sc := adaptive.Scout()
+			p.Calibrate = &sc
+		}
 		pl, err := NewPlanner(in, p, rand.New(rand.NewPCG(1, 2)))
 		if err != nil {
 			return

@@ -121,9 +121,9 @@ func landmarkMatrix(names []string, reps []discover.MasterReport, vs []landmark.
 
 // landmarkPlanParams are --order landmarks' planner constants for
 // --auto-stop autoStop: the margin, the threshold (none for 0: the
-// largest float, which the planner takes, where +Inf it refuses), and
-// for the servers no landmark measured adaptive.Scout's constants with
-// the same RTTstop.
+// largest float, which the planner takes, where +Inf it refuses), for the
+// servers no landmark measured adaptive.Scout's constants with the same
+// RTTstop, and sibling skipping (landmark.DefaultSiblings).
 func landmarkPlanParams(autoStop time.Duration) landmark.PlanParams {
 	p := landmark.DefaultPlanParams()
 	p.Margin = landmarkMargin
@@ -134,6 +134,8 @@ func landmarkPlanParams(autoStop time.Duration) landmark.PlanParams {
 	ap := adaptive.Scout()
 	ap.StopRTT = autoStop
 	p.Unknown = &ap
+	sib := landmark.DefaultSiblings()
+	p.Siblings = &sib
 	// Repair clips the client's own vector too when the matrix is
 	// measured, as the margin was fitted (EVALUATION.md, "Leaving the
 	// client's own vector unrepaired": on the real mesh keeping it raises
@@ -162,6 +164,9 @@ func serversLandmarks(ctx context.Context, opt serversOptions, out *serversOutpu
 	var height float64
 	var derived bool
 	p := landmarkPlanParams(o.autoStop)
+	if !o.siblings {
+		p.Siblings = nil
+	}
 	plan := func(ts []adaptive.Target) (adaptive.Strategy, error) {
 		in, n := landmarkInput(ts, reps)
 		names, height, derived = n, in.ClientHeight, in.LandmarksDerived

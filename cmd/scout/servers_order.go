@@ -28,6 +28,7 @@ type orderOptions struct {
 	plot      string // RTT-vs-time chart to write (.svg or .png); "" for none
 	seed      uint64 // the planner's random source (calibration samples)
 	pings     int    // landmarks: pings to each landmark master after its list
+	siblings  bool   // landmarks: skip servers their answered siblings predict unplayable
 }
 
 // orderHelp is the paragraph of scout servers -h on --order and its flags.
@@ -51,8 +52,11 @@ to the servers with the list, takes the least of each list query's round
 trip and --landmark-pings pings after it (an empty-list query each, one
 small packet each way) as the client's RTT to that master, probes in ascending estimate (the triangle
 upper bound) and stops once every unprobed server's lower bound, less a
-54 ms margin, is past --auto-stop; servers no landmark measured get
-Armitage's calibration (--variant scout's constants).
+54 ms margin, is past --auto-stop, passing over servers whose answered
+siblings (servers whose landmark RTTs differ from theirs by the same
+amount at every landmark) predict them unplayable (--landmark-siblings;
+only for a client within 50 ms of a landmark); servers no landmark
+measured get Armitage's calibration (--variant scout's constants).
 
 --plot FILE writes the run's RTT against probe time (.svg or .png) with
 the phases, the running 2nd percentile and the auto-stop line.`
@@ -64,6 +68,7 @@ func addOrderFlags(fs *flag.FlagSet, o *orderOptions) (check func() error) {
 	by := fs.String("cluster-by", "", "adaptive: cluster servers by country, as (origin AS) or country+as (default: the variant's, country for paper, country+as for scout)")
 	fs.StringVar(&o.plot, "plot", "", "write the RTT-vs-time chart of the run to `FILE` (.svg or .png)")
 	fs.Uint64Var(&o.seed, "order-seed", 1, "adaptive: seed of the calibration samples' random choice")
+	fs.BoolVar(&o.siblings, "landmark-siblings", true, "landmarks: skip a server whose answered siblings (vectors that differ by the same amount at every landmark) predict it unplayable, for a client within 50 ms of a landmark (landmark.DefaultSiblings)")
 	fs.IntVar(&o.pings, "landmark-pings", discover.DefaultLandmarkPings, fmt.Sprintf("landmarks: pings to each landmark master after its list, for the client's RTT to it (the least sample; 0 to %d)", discover.MaxLandmarkPings))
 	return func() error {
 		switch o.order {

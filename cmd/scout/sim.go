@@ -548,6 +548,7 @@ func simSeeds(ctx context.Context, stdout, stderr io.Writer, model func(populati
 	fmt.Fprintf(stdout, "\nSeeds %d to %d: probes %% of the full probe's (min mean max) | lowest %% of playable servers found\n", first, first+uint64(n)-1)
 	table(func(a *acc) string { return spreadDecimal(a.probes) + " | " + lowest(a.found) })
 	printTargets(stdout, results, first)
+	printFarRatios(stdout, results, first)
 	fmt.Fprintf(stdout, "\nSeeds %d to %d, landmark strategies: playable servers missed / unplayable servers probed, summed over the seeds, by the server's region\n", first, first+uint64(n)-1)
 	for _, nm := range names {
 		if accs[clients[0]][nm].missed == nil {

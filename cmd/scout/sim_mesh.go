@@ -36,6 +36,10 @@ type simMeshFlags struct {
 	derive     *bool
 	margin     *string
 	keepClient *bool
+	siblings   *float64
+	sibMargin  *float64
+	sibDelta   *float64
+	sibNear    *float64
 }
 
 func addSimMeshFlags(fs *flag.FlagSet) *simMeshFlags {
@@ -55,6 +59,10 @@ func addSimMeshFlags(fs *flag.FlagSet) *simMeshFlags {
 		margin:     fs.String("margin", "", "with --mesh: the stop margin in `MS` for every K instead of the one fitted on the mesh at --margin-quantile (negative: the rule stops before the bound says; for fitting a margin on training seeds)"),
 		keepClient: fs.Bool("keep-client", false, "with --mesh: Repair leaves the client's own vector as measured (landmark.PlanParams.KeepClient; always so with --derive), and the margin is fitted on the mesh the same way (with --derive alone it is fitted with the vector repaired)"),
 		derive:     fs.Bool("derive", false, "with --mesh: the client derives what the live one derives instead of being told: the landmarks' RTTs to each other from the servers' vectors (landmark.MatrixFromVectors) and its access delay from its vector (landmark.AccessHeight); --know-access is then ignored"),
+		siblings:   fs.Float64("siblings", 0, "with --mesh: skip a server whose answered siblings (vectors differing by the same amount at every landmark, within `MS`) predict it unplayable (landmark.Siblings; 0: off)"),
+		sibMargin:  fs.Float64("sibling-margin", 0, "with --mesh and --siblings: a sibling's prediction must be at least 200 ms + `MS` to skip"),
+		sibNear:    fs.Float64("sibling-near", 0, "with --mesh and --siblings: only for a client within `MS` of a landmark, its access delay aside (0: any client)"),
+		sibDelta:   fs.Float64("sibling-delta", 0, "with --mesh and --siblings: siblings' vectors differ by at most `MS` at every landmark (0: any)"),
 		unmeasured: fs.Float64("unmeasured", 0, "with --mesh: share of servers no landmark has measured yet (left to Armitage's planner)"),
 	}
 }
@@ -79,6 +87,9 @@ func (f *simMeshFlags) spec() (*sim.MeshSpec, []string, error) {
 	}
 	if !(*f.quantile > 0 && *f.quantile <= 1) || *f.drop < 0 || *f.stopAfter < 0 || !(*f.unmeasured >= 0 && *f.unmeasured <= 1) {
 		return nil, nil, fmt.Errorf("--margin-quantile in (0, 1], --drop and --stop-after >= 0, and --unmeasured in [0, 1]")
+	}
+	if !(*f.siblings >= 0) || math.IsInf(*f.siblings, 0) || math.IsNaN(*f.sibMargin) || math.IsInf(*f.sibMargin, 0) || !(*f.sibDelta >= 0) || math.IsInf(*f.sibDelta, 0) || !(*f.sibNear >= 0) || math.IsInf(*f.sibNear, 0) {
+		return nil, nil, fmt.Errorf("--siblings: want a tolerance of 0 (off) or more ms, a finite --sibling-margin and a --sibling-delta of 0 or more")
 	}
 	var ks []int
 	for _, s := range strings.Split(*f.landmarks, ",") {
@@ -133,6 +144,9 @@ func (f *simMeshFlags) spec() (*sim.MeshSpec, []string, error) {
 		}
 		ls := sim.LandmarkSet{Name: "landmarks-" + strconv.Itoa(k), Unmeasured: *f.unmeasured, KnowAccess: *f.access, Derive: *f.derive}
 		ls.Params = landmark.PlanParams{Threshold: 200, Margin: margin, Drop: *f.drop, Repair: *f.repair, KeepClient: *f.keepClient, Estimator: est, Stop: stop}
+		if *f.siblings > 0 {
+			ls.Params.Siblings = &landmark.Siblings{Tolerance: *f.siblings, Margin: *f.sibMargin, MaxDelta: *f.sibDelta, Near: *f.sibNear}
+		}
 		var names []string
 		for _, l := range lms {
 			c, ok := byMesh[l]
@@ -156,8 +170,8 @@ func (f *simMeshFlags) spec() (*sim.MeshSpec, []string, error) {
 			lc.Params.Calibrate = &sc
 			calibrated = append(calibrated, lc)
 		}
-		notes = append(notes, fmt.Sprintf("%s: %s, stop on %s, margin %.1f ms (%s), drop %d, repair %v, order by %s, client height known %v, derived %v, client kept %v",
-			ls.Name, strings.Join(names, " "), stop, margin, fitted, *f.drop, *f.repair, est, *f.access, *f.derive, *f.keepClient))
+		notes = append(notes, fmt.Sprintf("%s: %s, stop on %s, margin %.1f ms (%s), drop %d, repair %v, order by %s, client height known %v, derived %v, client kept %v, siblings within %g ms, margin %g ms, differing by at most %g ms, for a client within %g ms of a landmark",
+			ls.Name, strings.Join(names, " "), stop, margin, fitted, *f.drop, *f.repair, est, *f.access, *f.derive, *f.keepClient, *f.siblings, *f.sibMargin, *f.sibDelta, *f.sibNear))
 	}
 	ms.Landmarks = append(append(ms.Landmarks, runs...), calibrated...)
 	return ms, notes, nil

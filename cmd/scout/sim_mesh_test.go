@@ -82,6 +82,24 @@ func TestPrintTargets(t *testing.T) {
 	}
 }
 
+// printFarRatios gives each strategy's probes as a multiple of the
+// oracle's over the seeds it found enough on, the seeds it did not, and
+// its share on the seeds where the oracle probes at most 5%.
+func TestPrintFarRatios(t *testing.T) {
+	row := func(lm, oracle, found float64) []*sim.Row {
+		return []*sim.Row{{Client: "AU-ET", Place: "AU", Conventional: sim.Outcome{Probes: 1000},
+			Oracle:   sim.Outcome{Probes: int(oracle * 10)},
+			Variants: []sim.Outcome{{Name: "landmarks-8", Probes: int(lm * 10), FoundPct: found}}}}
+	}
+	results := [][]*sim.Row{row(8, 4, 100), row(9, 6, 100), row(12, 3, 100), row(5, 5, 99)} // ratios 2, 1.5, 4; one short
+	var out bytes.Buffer
+	printFarRatios(&out, results, 1)
+	want := "AU-ET  3/4  2.00 4.00 | 1 | 5.0-12.0"
+	if !strings.Contains(strings.Join(strings.Fields(out.String()), "  "), strings.Join(strings.Fields(want), "  ")) {
+		t.Errorf("output lacks %q:\n%s", want, out.String())
+	}
+}
+
 // --margin replaces the fitted margin, and --derive says so in the notes.
 func TestSimMesh_MarginAndDerive(t *testing.T) {
 	dir := peer.SharedData(t, mesh.WonderProxyPings)
@@ -91,6 +109,27 @@ func TestSimMesh_MarginAndDerive(t *testing.T) {
 	}
 	if want := "margin -7.5 ms (given by --margin), drop 0, repair true, order by upper, client height known true, derived true"; !strings.Contains(out.String(), want) {
 		t.Errorf("output lacks %q:\n%s", want, out.String())
+	}
+}
+
+// --siblings and its bounds reach the landmark strategies (the notes say
+// so), and bad values are refused.
+func TestSimMesh_Siblings(t *testing.T) {
+	dir := peer.SharedData(t, mesh.WonderProxyPings)
+	var out, errb bytes.Buffer
+	args := []string{"--mesh", dir, "--client", "AU", "--servers", "600", "--landmarks", "8", "--siblings", "4", "--sibling-margin", "10", "--sibling-delta", "50", "--sibling-near", "50"}
+	if code := runSim(context.Background(), args, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if want := "siblings within 4 ms, margin 10 ms, differing by at most 50 ms, for a client within 50 ms of a landmark"; !strings.Contains(out.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, out.String())
+	}
+	for _, bad := range [][]string{{"--siblings", "-1"}, {"--siblings", "4", "--sibling-near", "-1"}, {"--siblings", "4", "--sibling-delta", "-3"}} {
+		out.Reset()
+		errb.Reset()
+		if code := runSim(context.Background(), append([]string{"--mesh", dir, "--client", "AU", "--servers", "600"}, bad...), &out, &errb); code == 0 {
+			t.Errorf("%q accepted", bad)
+		}
 	}
 }
 
