@@ -214,7 +214,11 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 				return
 			}
 			defer mc.Close()
-			pc, mw := loopnat.Wrap(c, table), loopnat.Wrap(mc, table)
+			// The probes' socket reads with the kernel's receive
+			// timestamps, as scout servers' does: an RTT then leaves out
+			// the time a busy machine took to read the reply.
+			sc, _ := probe.KernelTimestamps(c)
+			pc, mw := loopnat.Wrap(sc.(loopnat.PacketConn), table), loopnat.Wrap(mc, table)
 			switch {
 			case plans[i] == nil:
 				r.Summary, r.Ordering.Probes, r.Err = conventional(ctx, mw, pc, base)

@@ -84,16 +84,66 @@ func (c *Conn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
 		if err != nil {
 			return n, from, err
 		}
-		from = unmap(from)
-		if pub, ok := c.table.Public(from); ok {
-			c.readTranslated.Add(1)
-			return n, pub, nil
-		}
-		if loopbackNet.Contains(from.Addr()) {
-			c.readLoopback.Add(1)
+		if from, ok := c.source(from); ok {
 			return n, from, nil
 		}
-		c.droppedForeign.Add(1)
+	}
+}
+
+// source returns the address a datagram from the loopback address from is
+// returned with (its public address when mapped), counting it; false for
+// a source outside 127.0.0.0/8, counted as DroppedForeign.
+func (c *Conn) source(from netip.AddrPort) (netip.AddrPort, bool) {
+	from = unmap(from)
+	if pub, ok := c.table.Public(from); ok {
+		c.readTranslated.Add(1)
+		return pub, true
+	}
+	if loopbackNet.Contains(from.Addr()) {
+		c.readLoopback.Add(1)
+		return from, true
+	}
+	c.droppedForeign.Add(1)
+	return from, false
+}
+
+// stampedReader is the method of a socket that tells when the kernel
+// received each datagram: probe.StampedConn's, which probe.KernelTimestamps
+// returns on Linux.
+type stampedReader interface {
+	ReadStamped(b []byte) (n int, from netip.AddrPort, at time.Time, lag time.Duration, err error)
+}
+
+// ReadStamped is ReadFromUDPAddrPort with the kernel's receive time of the
+// datagram, when the wrapped socket gives it (a Conn of
+// probe.KernelTimestamps): at is that time on the monotonic clock and lag
+// how long the datagram waited to be read (see probe.StampedConn). Over a
+// socket without it, at is the time of the read and lag -1. A prober reads
+// through it when present, so the RTTs it measures over an emulated world
+// leave out the time a busy client took to read the replies, as they do
+// over the Internet.
+func (c *Conn) ReadStamped(b []byte) (int, netip.AddrPort, time.Time, time.Duration, error) {
+	sr, stamped := c.conn.(stampedReader)
+	for {
+		var (
+			n    int
+			from netip.AddrPort
+			at   time.Time
+			lag  = time.Duration(-1)
+			err  error
+		)
+		if stamped {
+			n, from, at, lag, err = sr.ReadStamped(b)
+		} else {
+			n, from, err = c.conn.ReadFromUDPAddrPort(b)
+			at = time.Now()
+		}
+		if err != nil {
+			return n, from, at, lag, err
+		}
+		if from, ok := c.source(from); ok {
+			return n, from, at, lag, nil
+		}
 	}
 }
 
@@ -121,16 +171,9 @@ func (c *Conn) ReadMsgUDPAddrPort(b, oob []byte) (n, oobn, flags int, addr netip
 		if err != nil {
 			return n, oobn, flags, from, err
 		}
-		from = unmap(from)
-		if pub, ok := c.table.Public(from); ok {
-			c.readTranslated.Add(1)
-			return n, oobn, flags, pub, nil
-		}
-		if loopbackNet.Contains(from.Addr()) {
-			c.readLoopback.Add(1)
+		if from, ok := c.source(from); ok {
 			return n, oobn, flags, from, nil
 		}
-		c.droppedForeign.Add(1)
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/scout-discovery/scout/probe"
 )
 
 var (
@@ -213,5 +215,58 @@ func TestConn_RealSockets(t *testing.T) {
 	}
 	if _, _, _, _, err := Wrap(&fakeConn{}, tab).ReadMsgUDPAddrPort(buf, nil); !errors.Is(err, ErrNoMsg) {
 		t.Errorf("without ReadMsgUDPAddrPort: %v", err)
+	}
+}
+
+// TestConn_ReadStampedKeepsTheKernelsTime reads a reply through a Conn
+// over a socket with the kernel's receive timestamps (probe's, as scout
+// servers and the demo probe an emulated world): it comes under the public
+// name with a receive time between its send and the read and a lag of 0
+// or more; over a plain socket, at the read with lag -1.
+func TestConn_ReadStampedKeepsTheKernelsTime(t *testing.T) {
+	srv, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.1.0.9:0")))
+	if err != nil {
+		t.Skipf("cannot bind 127.1.0.9 (needs Linux loopback /8): %v", err)
+	}
+	defer srv.Close()
+	lo := srv.LocalAddr().(*net.UDPAddr).AddrPort()
+	pub := netip.AddrPortFrom(netip.MustParseAddr("81.169.12.35"), lo.Port())
+	tab, err := New([]Pair{{pub, lo}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kernel := range []bool{true, false} {
+		cli, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inner := PacketConn(cli)
+		if kernel {
+			sc, ok := probe.KernelTimestamps(cli)
+			if !ok {
+				cli.Close()
+				t.Skip("no kernel receive timestamps on this platform")
+			}
+			inner = sc.(PacketConn)
+		}
+		c := Wrap(inner, tab)
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		sent := time.Now()
+		if _, err := srv.WriteToUDPAddrPort([]byte("pong"), cli.LocalAddr().(*net.UDPAddr).AddrPort()); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 16)
+		n, from, at, lag, err := c.ReadStamped(buf)
+		read := time.Now()
+		if err != nil || string(buf[:n]) != "pong" || from != pub {
+			t.Errorf("kernel %v: read %q from %v, %v; want pong from %v", kernel, buf[:n], from, err, pub)
+		}
+		if kernel && (lag < 0 || at.Before(sent) || at.After(read)) {
+			t.Errorf("kernel timestamps: at %v after the send, %v before the read, lag %v", at.Sub(sent), read.Sub(at), lag)
+		}
+		if !kernel && (lag != -1 || at.Before(sent) || at.After(read)) {
+			t.Errorf("plain socket: lag %v, at %v after the send", lag, at.Sub(sent))
+		}
+		c.Close()
 	}
 }

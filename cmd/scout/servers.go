@@ -280,14 +280,16 @@ func parsePorts(s string) ([]uint16, error) {
 }
 
 // listen opens a UDP socket, wrapped for an emulated world when
-// --world-map is given (kernel timestamps otherwise, where available).
+// --world-map is given, read with the kernel's receive timestamps where
+// available (and ICMP errors, off an emulated world).
 func listen(opt serversOptions, table *loopnat.Table) (probe.Conn, io.Closer, error) {
 	c, err := net.ListenUDP("udp", nil)
 	if err != nil {
 		return nil, nil, err
 	}
 	if table != nil {
-		return loopnat.Wrap(c, table), c, nil
+		sc, _ := probe.KernelTimestamps(c)
+		return loopnat.Wrap(sc.(loopnat.PacketConn), table), c, nil
 	}
 	sc, _ := probe.Wrap(c) // kernel timestamps and ICMP errors, where the platform has them
 	return sc, c, nil
