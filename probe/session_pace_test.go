@@ -2,8 +2,11 @@ package probe
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
+	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -154,5 +157,149 @@ func TestSession_PacedLookaheadKeepsTheOrder(t *testing.T) {
 	pacedSteps(s, time.Unix(100, 0), 50, sends)
 	if len(sends[a1]) != 1 || len(sends[a2]) != 1 || s.parked != 0 {
 		t.Errorf("%d and %d sends, %d parked; want both sent, none parked", len(sends[a1]), len(sends[a2]), s.parked)
+	}
+}
+
+// TestRun_PacedOrderAndRetry: a paced run sends its queue in random
+// order, not the list's, and once 100 RTTs are in retries a lost reply
+// after 1.2 times their 99th percentile plus 20 ms (at least 250 ms),
+// not Timeout; a send made before they were in has its deadline brought
+// forward to that.
+func TestRun_PacedOrderAndRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 300
+		var order []int
+		lossy := map[int][]time.Time{} // every tenth server loses its first reply
+		servers := make([]*server, n)
+		targets := make([]Target, n)
+		for i := range n {
+			addr := netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 18, byte(i >> 8), byte(i)}), 27960)
+			servers[i] = &server{addr: addr, answer: func(k, _ int, _ string) (string, time.Duration, bool) {
+				if k == 1 {
+					order = append(order, i)
+				}
+				if i%10 == 9 {
+					lossy[i] = append(lossy[i], time.Now())
+					return "ok", 50 * time.Millisecond, k == 2
+				}
+				return "ok", 50 * time.Millisecond, true
+			}}
+			targets[i] = Target{addr, echoDialect{}}
+		}
+		p := &Prober{Timeout: time.Second, Pace: &Pace{}}
+		_, c, _ := run(t, p, network(servers...), targets...)
+		if c.Answered != n || c.Retries != n/10 || c.PaceRate == 0 {
+			t.Fatalf("counts %+v", c)
+		}
+		if slices.IsSorted(order) || len(order) != n {
+			t.Errorf("servers contacted in the list's order (%d of them)", len(order))
+		}
+		quick, early := 0, 0
+		for i, sends := range lossy {
+			if len(sends) != 2 {
+				t.Fatalf("server %d: %d sends", i, len(sends))
+			}
+			switch gap := sends[1].Sub(sends[0]); {
+			case gap == paceRetryMin:
+				quick++
+			case gap > paceRetryMin && gap < time.Second:
+				early++ // sent before the RTTs were in, brought forward since
+			default:
+				t.Errorf("server %d retried after %v, want 250ms to 1s", i, gap)
+			}
+		}
+		if quick < 10 || quick+early != len(lossy) {
+			t.Errorf("%d of %d lost replies retried after 250 ms (1.2 x 50 ms + 20 ms, at least 250 ms), %d brought forward from 1s; want most, and none after the full second", quick, len(lossy), early)
+		}
+	})
+}
+
+// TestSession_PacedRetryTimeoutSparesA2S: once the pacer has its RTTs, a
+// Q3 send waits the quick retry timeout, an A2S send (no token in its
+// reply) the full one.
+func TestSession_PacedRetryTimeoutSparesA2S(t *testing.T) {
+	s := newSession((&Prober{Timeout: time.Second, Pace: &Pace{}}).settings())
+	for i := range 200 {
+		s.pacer.Answered(time.Unix(90, 0).Add(time.Duration(i)*time.Millisecond), 50*time.Millisecond)
+	}
+	s.add(Target{srvA, Q3Info})
+	s.add(Target{srvB, A2S})
+	s.closeInput()
+	now := time.Unix(100, 0)
+	waits := map[netip.AddrPort]time.Duration{}
+	for range 10 {
+		for _, sd := range s.poll(now) {
+			s.wrote(sd, now, nil)
+			waits[sd.r.t.addr] = sd.r.deadline.Sub(now)
+		}
+		now = now.Add(10 * time.Millisecond)
+	}
+	if waits[srvA] != paceRetryMin || waits[srvB] != time.Second {
+		t.Errorf("waits %v; want %v for Q3, 1s for A2S", waits, paceRetryMin)
+	}
+}
+
+// TestSession_PacedTrains: a paced session sends its first paceTrains
+// getinfo requests paceTrainProbes times each, every send with its own
+// token, one deadline per request; the train's replies after the first
+// count as train replies (not late), measure the path, and the request is
+// answered once, timed from the send it answered.
+func TestSession_PacedTrains(t *testing.T) {
+	s := newSession((&Prober{Timeout: time.Second, Pace: &Pace{}}).settings())
+	const n = paceTrainQueue + 10
+	for i := range n {
+		s.add(Target{netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 18, byte(i >> 8), byte(i)}), 27960), Q3Info})
+	}
+	s.closeInput()
+	now := time.Unix(100, 0)
+	byAddr := map[netip.AddrPort][]*send{}
+	for range 2000 {
+		for _, sd := range s.poll(now) {
+			s.wrote(sd, now, nil)
+			byAddr[sd.r.t.addr] = append(byAddr[sd.r.t.addr], sd)
+		}
+		now = now.Add(time.Millisecond)
+		if len(s.queue) == 0 {
+			break
+		}
+	}
+	trains := 0
+	for a, sends := range byAddr {
+		switch len(sends) {
+		case paceTrainProbes:
+			trains++
+			toks := map[uint64]bool{}
+			for _, sd := range sends {
+				toks[sd.tok] = true
+			}
+			if len(toks) != paceTrainProbes {
+				t.Errorf("%v: %d tokens for %d sends", a, len(toks), len(sends))
+			}
+		case 1:
+		default:
+			t.Errorf("%v: %d sends", a, len(sends))
+		}
+	}
+	if trains != paceTrains || len(s.waiting) != n || s.counts.PaceTrainSends != paceTrains*(paceTrainProbes-1) {
+		t.Fatalf("%d trains, %d deadlines, %d train sends; want %d, %d, %d", trains, len(s.waiting), s.counts.PaceTrainSends, paceTrains, n, paceTrains*(paceTrainProbes-1))
+	}
+	var train []*send
+	for _, sends := range byAddr {
+		if len(sends) == paceTrainProbes {
+			train = sends
+			break
+		}
+	}
+	at := now.Add(50 * time.Millisecond)
+	for k, sd := range train {
+		b := fmt.Appendf(nil, "\xff\xff\xff\xffinfoResponse\n\\challenge\\%s\\hostname\\t", q3Challenge(sd.tok))
+		s.receive(at.Add(time.Duration(k)*176*time.Microsecond), sd.r.t.addr, b)
+	}
+	tg := train[0].r.t
+	if !tg.done || !tg.res.Answered() || tg.res.RTT != at.Sub(train[0].at) || s.counts.Matched != 1 || s.counts.PaceTrainReplies != paceTrainProbes-1 || s.counts.Late != 0 {
+		t.Errorf("done %v, RTT %v, counts %+v; want answered once at 50ms, %d train replies, none late", tg.done, tg.res.RTT, s.counts, paceTrainProbes-1)
+	}
+	if r := s.pacer.trainRate; math.Abs(r-1/176e-6) > 1 {
+		t.Errorf("train rate %.0f probes/s, want %.0f", r, 1/176e-6)
 	}
 }
