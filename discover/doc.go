@@ -46,7 +46,9 @@
 // ([DefaultAdmitBurst], then [DefaultAdmitRate] a second, and
 // [AdmitPerAnswer] more for each server that answered), so a list of
 // addresses that answer nothing, or an ICMP error, cannot be probed at the
-// pace the master sends it.
+// pace the master sends it. A paced prober gets them in random order
+// among those listed, not the list's (a hosting network's servers,
+// listed together, would reach the player's link together).
 //
 // # Core and shell
 //

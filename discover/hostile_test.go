@@ -2,6 +2,7 @@ package discover
 
 import (
 	"encoding/binary"
+	"math/rand/v2"
 	"net/netip"
 	"slices"
 	"strings"
@@ -266,5 +267,59 @@ func TestMasterReply_DuplicatesProbedOnce(t *testing.T) {
 	ev := s.takeEvents()
 	if p, ok := ev[len(ev)-1].(Probed); !ok || !slices.Equal(p.Masters, []string{"A", "B"}) {
 		t.Fatalf("last event %+v, want srv 2 listed by A and B", ev[len(ev)-1])
+	}
+}
+
+// TestAdmission_PacedProberGetsListedServersInRandomOrder: 3,000 servers
+// listed, the burst of 1,000 handed at once. To a prober that paces (and
+// sends in random order what it holds) they are drawn from all 3,000
+// listed, about a third of them from the first 1,000 (a master lists a
+// hosting network's servers together, and handed in order they would be
+// probed together); to any other, the first 1,000 in the list's order.
+// Either way each is handed once, and the index of a result still names
+// the server it was handed as.
+func TestAdmission_PacedProberGetsListedServersInRandomOrder(t *testing.T) {
+	listed := servers(3000)
+	first := map[netip.AddrPort]bool{}
+	for _, a := range listed[:DefaultAdmitBurst] {
+		first[a] = true
+	}
+	for _, paced := range []bool{false, true} {
+		cfg := Config{}
+		if paced {
+			cfg.Prober.Pace = &probe.Pace{}
+		}
+		s := coreOf(t, cfg)
+		s.rng = rand.New(rand.NewPCG(1, 2))
+		pkts, err := q3.EncodeServersResponses(listed, q3.SplitOptions{End: q3.EndEOT, MaxBytes: 1400})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pkts {
+			s.receive(at(10*time.Millisecond), masterA, p)
+		}
+		due := s.due(at(10 * time.Millisecond))
+		inFirst, seen := 0, map[netip.AddrPort]bool{}
+		for i, tg := range due {
+			if seen[tg.Addr] {
+				t.Fatalf("paced %v: %v handed twice", paced, tg.Addr)
+			}
+			seen[tg.Addr] = true
+			if first[tg.Addr] {
+				inFirst++
+			}
+			if !paced && tg.Addr != listed[i] {
+				t.Fatalf("not paced: handed %v %d-th, want %v (the list's order)", tg.Addr, i, listed[i])
+			}
+			if s.order[i] != tg.Addr {
+				t.Fatalf("paced %v: result %d would name %v, handed %v", paced, i, s.order[i], tg.Addr)
+			}
+		}
+		if len(due) != DefaultAdmitBurst+1 { // 10 ms at 100/s
+			t.Fatalf("paced %v: %d handed, want %d", paced, len(due), DefaultAdmitBurst+1)
+		}
+		if paced && (inFirst < 250 || inFirst > 420) {
+			t.Errorf("paced: %d of the %d handed are among the first %d listed, want about a third", inFirst, len(due), DefaultAdmitBurst)
+		}
 	}
 }

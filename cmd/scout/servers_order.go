@@ -33,7 +33,9 @@ type orderOptions struct {
 
 // orderHelp is the paragraph of scout servers -h on --order and its flags.
 const orderHelp = `Order (--order): master probes in the masters' order, starting while the
-lists arrive (conventional discovery, as the Enemy Territory client does).
+lists arrive (conventional discovery, as the Enemy Territory client does;
+paced by the link, the default, in random order among those listed, an
+address's first server before its others).
 adaptive is Armitage's client-side adaptive discovery (NETWORKING 2008): it
 waits for the complete list (clustering needs every server), geolocates
 every server (embedded tables; country and AS), clusters them by country
