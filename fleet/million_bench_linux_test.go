@@ -83,10 +83,11 @@ func fillRedisMillion(b *testing.B, r *redisProc, n int) {
 //     millisecond from another socket), first and cached;
 //
 // and for the fleet: convergence, a real game server (Nexuiz 3, a game
-// with no other server) heartbeating to instance 0 until the other two
-// list it, seen in their /metrics (polled every 10 ms) and in their UDP
-// answer for Nexuiz 3 (polled every 10 ms); and Redis's used_memory and
-// VmRSS.
+// with no other server) heartbeating to instance 0 until every instance
+// lists it, seen in their /metrics (polled every 10 ms) and in their UDP
+// answer for Nexuiz 3 (polled every 10 ms); then the same for one more
+// server of the 700,000 (Quake3Arena 68 with a gametype of its own,
+// "-large"); and Redis's used_memory and VmRSS.
 //
 // Run it alone: go test -run '^$' -bench MillionThreeInstances -benchtime 1x -timeout 30m ./fleet
 func BenchmarkFleet_MillionThreeInstances(b *testing.B) {
@@ -154,41 +155,14 @@ func benchMillionThree(b *testing.B) {
 	}
 	fleetState("before the new server")
 	defer fleetState("at the end")
-	// Convergence: one new server, heartbeating to instance 0.
-	gs := startNexuiz(b)
+	// Convergence: one new server, heartbeating to instance 0, of a game
+	// with no other server (Nexuiz 3: a group of one); then one more of
+	// the 700,000 (Quake3Arena 68, its gametype new so that a
+	// one-datagram query finds it).
 	nexuiz, _ := q3.GetServers{Ext: true, GameName: "Nexuiz", Protocol: 3, Empty: true, Full: true}.AppendBinary(nil)
-	hb, _ := q3.Heartbeat{Tag: "DarkPlaces"}.AppendBinary(nil)
-	start := time.Now()
-	if _, err := gs.WriteToUDPAddrPort(hb, ins[0].addr); err != nil {
-		b.Fatal(err)
-	}
-	// Every instance's registry and answers are polled at once, each in
-	// its own goroutine, from the heartbeat on: polled one after the
-	// other (before), an instance's time included the previous ones'.
-	at := func(cond func() bool) time.Duration { // -1: not within a minute
-		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
-			if cond() {
-				return time.Since(start)
-			}
-			time.Sleep(10 * time.Millisecond) // the poll's pace
-		}
-		return -1
-	}
-	conv := make([][2]time.Duration, len(ins)) // registry, answers
-	var wg sync.WaitGroup
-	for k, p := range ins {
-		wg.Go(func() { conv[k][0] = at(func() bool { return listedMetric(b, p.http) == millionServers+1 }) })
-		wg.Go(func() { conv[k][1] = at(func() bool { n, _ := askCount(p.addr, nexuiz); return n == 1 }) })
-	}
-	wg.Wait()
-	for k, c := range conv {
-		if c[0] < 0 || c[1] < 0 {
-			b.Fatalf("instance %d: no convergence within a minute (registry %v, answers %v)", k, c[0], c[1])
-		}
-		b.Logf("instance %d: the new server in its registry after %v, in its answers after %v", k, c[0].Round(time.Millisecond), c[1].Round(time.Millisecond))
-		b.ReportMetric(c[0].Seconds()*1e3, fmt.Sprintf("conv%d-registry-ms", k))
-		b.ReportMetric(c[1].Seconds()*1e3, fmt.Sprintf("conv%d-answer-ms", k))
-	}
+	convergeAll(b, ins, startGameServer(b, "Nexuiz", "3", "dm"), "DarkPlaces", nexuiz, millionServers+1, "")
+	q3a9, _ := q3.GetServers{Ext: true, GameName: "Quake3Arena", Protocol: 68, Empty: true, Full: true, IPv4: true, IPv6: true, GameType: "9"}.AppendBinary(nil)
+	convergeAll(b, ins, startGameServer(b, "Quake3Arena", "68", "9"), "QuakeArena-1", q3a9, millionServers+2, "-large")
 
 	// Redis's slowest commands of the run (SLOWLOG, over 10 ms by
 	// default): what a write waiting seconds waited behind.
@@ -236,9 +210,47 @@ func metricWith(b *testing.B, httpAddr, name, label string) string {
 	return ""
 }
 
-// startNexuiz is a game server answering getinfo as Nexuiz 3 on a
-// loopback socket, until the benchmark ends.
-func startNexuiz(b *testing.B) *net.UDPConn {
+// convergeAll has gs heartbeat (tag) to the first instance once and
+// reports how long after the heartbeat every instance's registry counts
+// listed servers and its answer to query (a one-datagram list) holds one,
+// each polled every 10 ms from its own goroutine (polled one after the
+// other, an instance's time would include the ones before).
+func convergeAll(b *testing.B, ins []*scoutProc, gs *net.UDPConn, tag string, query []byte, listed int, label string) {
+	hb, _ := q3.Heartbeat{Tag: tag}.AppendBinary(nil)
+	start := time.Now()
+	if _, err := gs.WriteToUDPAddrPort(hb, ins[0].addr); err != nil {
+		b.Fatal(err)
+	}
+	at := func(cond func() bool) time.Duration { // -1: not within a minute
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+			if cond() {
+				return time.Since(start)
+			}
+			time.Sleep(10 * time.Millisecond) // the poll's pace
+		}
+		return -1
+	}
+	conv := make([][2]time.Duration, len(ins)) // registry, answers
+	var wg sync.WaitGroup
+	for k, p := range ins {
+		wg.Go(func() { conv[k][0] = at(func() bool { return listedMetric(b, p.http) == listed }) })
+		wg.Go(func() { conv[k][1] = at(func() bool { n, _ := askCount(p.addr, query); return n == 1 }) })
+	}
+	wg.Wait()
+	for k, c := range conv {
+		if c[0] < 0 || c[1] < 0 {
+			b.Fatalf("instance %d: no convergence within a minute (registry %v, answers %v)", k, c[0], c[1])
+		}
+		b.Logf("instance %d: the new server%s in its registry after %v, in its answers after %v", k, label, c[0].Round(time.Millisecond), c[1].Round(time.Millisecond))
+		b.ReportMetric(c[0].Seconds()*1e3, fmt.Sprintf("conv%d%s-registry-ms", k, label))
+		b.ReportMetric(c[1].Seconds()*1e3, fmt.Sprintf("conv%d%s-answer-ms", k, label))
+	}
+}
+
+// startGameServer is a game server answering getinfo and getstatus as
+// gamename, protocol and gametype on a loopback socket, until the
+// benchmark ends.
+func startGameServer(b *testing.B, gamename, protocol, gametype string) *net.UDPConn {
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		b.Fatal(err)
@@ -254,12 +266,12 @@ func startNexuiz(b *testing.B) *net.UDPConn {
 		default:
 			return nil
 		}
-		reply, err := q3.InfoResponse{Info: infostring.Info{{Key: "challenge", Value: ch}, {Key: "gamename", Value: "Nexuiz"},
-			{Key: "protocol", Value: "3"}, {Key: "hostname", Value: "converge"}, {Key: "clients", Value: "0"},
-			{Key: "sv_maxclients", Value: "8"}, {Key: "gametype", Value: "dm"}}}.AppendBinary(nil)
+		reply, err := q3.InfoResponse{Info: infostring.Info{{Key: "challenge", Value: ch}, {Key: "gamename", Value: gamename},
+			{Key: "protocol", Value: protocol}, {Key: "hostname", Value: "converge"}, {Key: "clients", Value: "0"},
+			{Key: "sv_maxclients", Value: "8"}, {Key: "gametype", Value: gametype}}}.AppendBinary(nil)
 		if _, ok := m.(q3.GetStatus); ok {
-			reply, err = q3.StatusResponse{Info: infostring.Info{{Key: "challenge", Value: ch}, {Key: "gamename", Value: "Nexuiz"},
-				{Key: "protocol", Value: "3"}, {Key: "sv_maxclients", Value: "8"}}}.AppendBinary(nil)
+			reply, err = q3.StatusResponse{Info: infostring.Info{{Key: "challenge", Value: ch}, {Key: "gamename", Value: gamename},
+				{Key: "protocol", Value: protocol}, {Key: "sv_maxclients", Value: "8"}, {Key: "g_gametype", Value: gametype}}}.AppendBinary(nil)
 		}
 		if err != nil {
 			return nil

@@ -35,42 +35,101 @@ type answerKey struct {
 }
 
 // answer is one query shape's reply for one snapshot, encoded once and
-// shared read-only by every answer until the listing changes.
+// shared read-only by every answer until its groups change.
+//
+// Its packets are encoded chunk by chunk of the groups it lists (parts):
+// a packet never spans two chunks, so when a change falls in one chunk
+// the answer of the next snapshot is the packets of the other chunks,
+// taken as they are, and the changed chunk's encoded again
+// (snapshot.encode). Within a chunk the entries start at the chunk's
+// start, new with each new chunk, so a list that fits one packet still
+// turns over as the listing changes.
 //
 // Fair rotation is by packet: the k-th answer sends the packets in order
 // from k*stride modulo their count, stride coprime with the count, so over
 // any n successive answers of an n-packet list every packet goes first and
 // last once. The end marker goes on the last packet sent: each packet is
 // stored with its marker, and the others are sent without it (a prefix of
-// the same bytes). Within a packet the order is fixed for the snapshot;
-// each rebuild starts the list at a new entry (the registry's rotation
-// counter), so a list that fits one packet still turns over as the listing
-// changes. UDP loses or delivers whole packets, and a client that keeps
-// only its first N servers keeps whole packets in practice, so the packet
-// is the unit that matters for who is left out.
+// the same bytes). UDP loses or delivers whole packets, and a client that
+// keeps only its first N servers keeps whole packets in practice, so the
+// packet is the unit that matters for who is left out.
 type answer struct {
 	pkts   [][]byte // each ends with its end marker (endLen bytes)
+	parts  []answerPart
 	endLen int
 	every  bool // every packet keeps its marker (SplitOptions.EndOnEvery)
 	bytes  int  // UDP payload of one whole reply
 	stride int  // coprime with len(pkts)
 }
 
-// encodeAnswer encodes list in form.
-func encodeAnswer(list []netip.AddrPort, form replyForm, every bool) (*answer, error) {
-	a := &answer{every: every}
-	var err error
+// answerPart is the packets of one chunk: pkts[at:at+n].
+type answerPart struct {
+	c     *chunk
+	at, n int
+}
+
+// encodePackets encodes list in form, every packet with its end marker.
+func encodePackets(list []netip.AddrPort, form replyForm) ([][]byte, error) {
 	if form.q4 {
-		a.pkts, err = q4.EncodeServers(list, 0, form.split.MaxBytes)
+		return q4.EncodeServers(list, 0, form.split.MaxBytes)
+	}
+	opt := form.split
+	opt.EndOnEvery = true // every packet keeps room for it anyway
+	return q3.EncodeServersResponses(list, opt)
+}
+
+// groupsOf returns the groups f selects from.
+func (s *snapshot) groupsOf(f filter) []*group {
+	if f.anyProtocol {
+		return s.byGame[gameKey{f.family, f.game}]
+	}
+	if g := s.groups[groupKey{f.family, f.game, f.protocol}]; g != nil {
+		return []*group{g}
+	}
+	return nil
+}
+
+// encode returns the reply to f in form for s: for each chunk of the
+// groups f selects, the packets of its matching entries, taken from prev
+// (an answer to the same query of an earlier snapshot; nil if none) when
+// prev encoded that very chunk.
+func (s *snapshot) encode(f filter, form replyForm, every bool, prev *answer) (*answer, error) {
+	var reuse map[*chunk]answerPart
+	if prev != nil {
+		reuse = make(map[*chunk]answerPart, len(prev.parts))
+		for _, p := range prev.parts {
+			reuse[p.c] = p
+		}
+	}
+	a := &answer{every: every}
+	var list []netip.AddrPort
+	for _, g := range s.groupsOf(f) {
+		for _, c := range g.chunks {
+			var pkts [][]byte
+			if p, ok := reuse[c]; ok {
+				pkts = prev.pkts[p.at : p.at+p.n]
+			} else if list = c.appendMatching(f, list[:0]); len(list) > 0 {
+				var err error
+				if pkts, err = encodePackets(list, form); err != nil {
+					return nil, err
+				}
+			}
+			a.parts = append(a.parts, answerPart{c: c, at: len(a.pkts), n: len(pkts)})
+			a.pkts = append(a.pkts, pkts...)
+		}
+	}
+	if len(a.pkts) == 0 {
+		// No server: one packet with none, so the client hears an answer.
+		pkts, err := encodePackets(nil, form)
+		if err != nil {
+			return nil, err
+		}
+		a.pkts = pkts
+	}
+	if form.q4 {
 		a.every = true // no marker
 	} else {
-		opt := form.split
-		opt.EndOnEvery = true // every packet keeps room for it anyway
-		a.pkts, err = q3.EncodeServersResponses(list, opt)
-		a.endLen = endLen(opt.End)
-	}
-	if err != nil {
-		return nil, err
+		a.endLen = endLen(form.split.End)
 	}
 	for _, p := range a.pkts {
 		a.bytes += len(p)
@@ -83,16 +142,16 @@ func encodeAnswer(list []netip.AddrPort, form replyForm, every bool) (*answer, e
 }
 
 // answer returns the encoded reply to f in form at now, from the current
-// snapshot's cache, encoding it on first use.
+// snapshot's cache, encoding it on first use (from the packets of the
+// chunks an earlier snapshot's answer shares with it).
 func (r *Registry) answer(now time.Time, f filter, form replyForm, every bool) (*answer, error) {
 	snap := r.current(now)
 	key := answerKey{f: f, form: form}
 	if a, ok := snap.answers.Load(key); ok {
 		return a.(*answer), nil
 	}
-	list := snap.appendMatching(f, r.rotation.Add(1), nil)
 	r.encodings.Add(1)
-	a, err := encodeAnswer(list, form, every)
+	a, err := snap.encode(f, form, every, snap.prev[key])
 	if err != nil {
 		return nil, err
 	}
@@ -107,10 +166,10 @@ func (r *Registry) cachedAnswer(now time.Time, f filter, form replyForm) (*answe
 	n := 0
 	if f.anyProtocol {
 		for _, g := range snap.byGame[gameKey{f.family, f.game}] {
-			n += len(g.entries)
+			n += g.n
 		}
 	} else if g := snap.groups[groupKey{f.family, f.game, f.protocol}]; g != nil {
-		n = len(g.entries)
+		n = g.n
 	}
 	if a, ok := snap.answers.Load(answerKey{f: f, form: form}); ok {
 		return a.(*answer), n
@@ -119,13 +178,13 @@ func (r *Registry) cachedAnswer(now time.Time, f filter, form replyForm) (*answe
 }
 
 // Encodings returns the server-list replies encoded on a query's demand
-// (not from the cache, and not again by a snapshot rebuild).
+// (not from the cache, and not again by a snapshot build).
 func (r *Registry) Encodings() uint64 { return r.encodings.Load() }
 
 // cache stores a as key's answer if the bounds leave room, and returns
 // the answer to use: a, or one stored meanwhile by another query.
 func (snap *snapshot) cache(key answerKey, a *answer) *answer {
-	size := int64(a.bytes + len(a.pkts)*a.endLen)
+	size := a.size()
 	if snap.nAnswers.Add(1) > MaxCachedAnswers {
 		snap.nAnswers.Add(-1)
 		return a
@@ -141,6 +200,63 @@ func (snap *snapshot) cache(key answerKey, a *answer) *answer {
 		return prev.(*answer)
 	}
 	return a
+}
+
+// size is the bytes of a's packets as stored (each with its marker).
+func (a *answer) size() int64 { return int64(a.bytes + len(a.pkts)*a.endLen) }
+
+// reads reports whether an answer to f reads a group changed (or a game
+// whose groups changed, for AnyProtocol).
+func (f filter) reads(changed map[groupKey]bool, games map[gameKey]bool) bool {
+	if f.anyProtocol {
+		return games[gameKey{f.family, f.game}]
+	}
+	return changed[groupKey{f.family, f.game, f.protocol}]
+}
+
+// carryAnswers caches in s the answers of base whose groups did not
+// change, and keeps the others in s.prev (with base's own prev not
+// encoded since), within MaxCachedAnswers and MaxCachedAnswerBytes.
+func (s *snapshot) carryAnswers(base *snapshot, changed map[groupKey]bool, games map[gameKey]bool) {
+	var prevBytes int64
+	keep := func(key answerKey, a *answer) {
+		if _, ok := s.prev[key]; ok || len(s.prev) >= MaxCachedAnswers || prevBytes+a.size() > MaxCachedAnswerBytes {
+			return
+		}
+		if s.prev == nil {
+			s.prev = map[answerKey]*answer{}
+		}
+		s.prev[key] = a
+		prevBytes += a.size()
+	}
+	base.answers.Range(func(k, v any) bool {
+		key, a := k.(answerKey), v.(*answer)
+		if key.f.reads(changed, games) {
+			keep(key, a)
+		} else {
+			s.cache(key, a)
+		}
+		return true
+	})
+	for key, a := range base.prev {
+		if _, cached := base.answers.Load(key); !cached {
+			keep(key, a)
+		}
+	}
+}
+
+// prewarm encodes into s the answers kept in s.prev, so that the first
+// query of each shape after a build off the socket loop does not encode
+// a large listing on it; the packets of unchanged chunks are reused.
+func (r *Registry) prewarm(s *snapshot) {
+	for key, prev := range s.prev {
+		if _, ok := s.answers.Load(key); ok {
+			continue
+		}
+		if a, err := s.encode(key.f, key.form, prev.every, prev); err == nil {
+			s.cache(key, a)
+		}
+	}
 }
 
 // appendTo appends the reply's packets to dst, addressed to to, rotated

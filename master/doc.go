@@ -56,7 +56,8 @@
 // # Queries
 //
 // Select answers getservers / getserversExt / getServers with a fair
-// rotation over a snapshot rebuilt only after the listing changes. For the
+// rotation over a snapshot built from the last one and what changed since
+// (snapshot.go: a build costs the changes, not the listing). For the
 // HTTP API (package web), Version counts the changes a list could show,
 // Players gives each server's last player list (kept off the entry, see
 // players.go for its bounds and cost), and HandlerConfig.Observer is told

@@ -49,9 +49,10 @@ func (s *Server) Full() bool  { return s.Clients >= s.MaxClients }
 // entry is what the registry keeps of one server, with its bookkeeping.
 // It holds the fields of Server in a compact form (Server.Info is built
 // from info, instants are stamps, names are interned) because there is
-// one per listed server: 144 bytes, where a Server with its []Pair and
+// one per listed server: 160 bytes, where a Server with its []Pair and
 // five time.Time was 320 plus the pairs (see BENCHMARKS.md, "Memory per
-// listed server"). server returns the Server.
+// listed server"); its flags fill the last byte of the last word. server
+// returns the Server.
 type entry struct {
 	Addr     netip.AddrPort
 	Game     string     // interned
@@ -71,7 +72,35 @@ type entry struct {
 	Missed              uint8 // checks unanswered in a row, at most MaxMissedCount
 	Family              game.Family
 	Listed              bool
-	restored            bool // listed from the store, not verified by this process
+	flags               entryFlags
+}
+
+// entryFlags are an entry's one-bit states.
+type entryFlags uint8
+
+const (
+	// flagRestored: listed from the store (or a fleet's record silent
+	// for Timeout), not verified by this process since.
+	flagRestored entryFlags = 1 << iota
+	// The answer snapshot's bookkeeping (snapshot.go):
+	flagInSnap  // in the snapshot, once the changes recorded are applied
+	flagTouched // in Registry.touched: to be looked at by the next build
+	flagQueued  // has a node in the expiry queue
+	flagEarly   // its silence moved earlier: needs a node of its own
+	flagRemoved // removed from the registry
+	flagKept    // the expiry queue's compaction has kept a node for it
+)
+
+// restored reports flagRestored.
+func (e *entry) restored() bool { return e.flags&flagRestored != 0 }
+
+// setRestored sets or clears flagRestored.
+func (e *entry) setRestored(on bool) {
+	if on {
+		e.flags |= flagRestored
+	} else {
+		e.flags &^= flagRestored
+	}
 }
 
 // MaxMissedCount is where an entry's count of missed checks stops (it is
@@ -94,7 +123,7 @@ func (e *entry) server() Server {
 
 // lastVerified is Server.LastVerified: zero for a restored server.
 func (e *entry) lastVerified() time.Time {
-	if e.restored {
+	if e.restored() {
 		return time.Time{}
 	}
 	return e.LastVerified.Time()

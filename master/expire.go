@@ -39,7 +39,7 @@ func (r *Registry) DueProbes(now time.Time, dst []Probe, max int) []Probe {
 			continue
 		}
 		cause := CauseReprobe
-		if e.restored {
+		if e.restored() {
 			cause = CauseRestored
 			reqs |= game.GetInfo // an infoResponse restores everything a client filters on
 		}
@@ -146,6 +146,10 @@ func (r *Registry) Expire(now time.Time, dst []Removal) []Removal {
 }
 
 func (r *Registry) removeLocked(a netip.AddrPort, e *entry) {
+	if e.flags&flagInSnap != 0 {
+		r.touchLocked(e) // its removal from the answer snapshot
+	}
+	e.flags |= flagRemoved
 	delete(r.servers, keyOf(a))
 	r.tallyLocked(e, -1)
 	k := addrKeyOf(a.Addr())
@@ -155,7 +159,6 @@ func (r *Registry) removeLocked(a netip.AddrPort, e *entry) {
 	delete(r.players, a)
 	delete(r.peers, keyOf(a))
 	if e.Listed {
-		r.dirty.Store(true)
 		r.version.Add(1)
 	} else {
 		r.pending--

@@ -3,7 +3,6 @@ package master
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -101,9 +100,10 @@ type Config struct {
 	// DefaultLandmarkPingInterval.
 	LandmarkPingInterval time.Duration
 	// InlineSnapshot is the largest listing whose answer snapshot a
-	// query rebuilds itself when the listing changed; a larger one is
-	// answered from the last snapshot until Refresh rebuilds it (see
-	// Refresh). Default DefaultInlineSnapshot; negative: always inline.
+	// query brings up to date itself when the listing changed; a larger
+	// one is answered from the last snapshot until Refresh does, but for
+	// a few changes of small groups (see current). Default
+	// DefaultInlineSnapshot; negative: always the query.
 	InlineSnapshot int
 }
 
@@ -139,10 +139,14 @@ type Registry struct {
 	afterRetry  atomic.Uint64            // checks verified after a retry was sent
 	encodings   atomic.Uint64            // replies encoded on demand (answer.go)
 	leftToPeers atomic.Uint64            // due re-probes left to other instances (share.go)
-	snap        atomic.Pointer[snapshot] // immutable; rebuilt after changes
-	dirty       atomic.Bool              // snap is stale
+	snap        atomic.Pointer[snapshot] // immutable but for its minExpire; built from the last after changes
+	dirty       atomic.Bool              // changes recorded since the last build took them (snapshot.go)
+	waiting     atomic.Bool              // a query's build left changes of large groups (deferred)
 	version     atomic.Uint64            // listing version (see Version)
-	build       sync.Mutex               // one snapshot build at a time (select.go)
+	build       sync.Mutex               // one snapshot build at a time (snapshot.go)
+	chunkMax    int                      // most entries a chunk holds (DefaultChunk; tests set fewer)
+	inlineGroup int                      // MaxInlineGroup; tests set fewer
+	opsMissed   atomic.Uint64            // removals a build did not find (a bookkeeping bug; tests check 0)
 
 	mu      sync.Mutex
 	servers map[serverKey]*entry
@@ -156,6 +160,16 @@ type Registry struct {
 	// MaxLandmarks, and each server's samples; nil until the first.
 	landmarks []string
 	peers     map[serverKey][]peerRTT
+	// What the next snapshot build must apply (snapshot.go): the entries
+	// changed since the last build (flagTouched), the removals from the
+	// last snapshot recorded at their first change, the removals of
+	// groups too large for a query's build (deferred), and the entries
+	// of the snapshot by the time they fall silent.
+	touched  []*entry
+	leaving  []snapOp
+	deferred []snapOp
+	expq     expiryQueue
+	inSnap   int // entries with flagInSnap
 }
 
 // NewRegistry returns an empty registry.
@@ -181,9 +195,12 @@ func NewRegistry(cfg Config, chal *Challenger) (*Registry, error) {
 		names:   make(map[string]string),
 		players: make(map[netip.AddrPort]playerList),
 		tally:   make(map[tallyKey]int),
+
+		chunkMax:    DefaultChunk,
+		inlineGroup: MaxInlineGroup,
 	}
 	r.mesh.interval = cfg.LandmarkPingInterval
-	r.snap.Store(&snapshot{minExpire: math.MaxInt64})
+	r.snap.Store(newSnapshot())
 	return r, nil
 }
 
@@ -240,7 +257,7 @@ func (r *Registry) Restore(now time.Time, servers []Server) (restored int, skipp
 			FirstSeen: stampOf(s.FirstSeen), LastHeartbeat: stampOf(s.LastHeartbeat),
 			// Its silence is timed from now; Server.LastVerified stays
 			// zero: not verified by this process.
-			LastVerified: stampOf(now), restored: true,
+			LastVerified: stampOf(now), flags: flagRestored,
 			NextProbe: stampOf(now),
 		}
 		if g, ok := r.cfg.Catalogue.ByName(s.Game); ok && g.Anonymous && len(g.Heartbeats) > 0 {
@@ -249,9 +266,9 @@ func (r *Registry) Restore(now time.Time, servers []Server) (restored int, skipp
 		r.servers[keyOf(a)] = e
 		r.perKey[k]++
 		r.tallyLocked(e, 1)
+		r.touchLocked(e)
 		restored++
 	}
-	r.dirty.Store(true)
 	r.version.Add(1)
 	return restored, skipped
 }

@@ -1,13 +1,7 @@
 package master
 
 import (
-	"bytes"
-	"cmp"
-	"math"
 	"net/netip"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/scout-discovery/scout/game"
@@ -47,231 +41,6 @@ func GametypeShortcut(word string) (string, bool) {
 		return "4", true
 	}
 	return "", false
-}
-
-const (
-	stateEmpty uint8 = 1 << iota
-	stateFull
-)
-
-type snapEntry struct {
-	ip       [16]byte // the address as published (after -m mapping), As16
-	gametype string
-	port     uint16
-	state    uint8
-	v6       bool
-}
-
-// addrPort returns the published address. The 16 bytes and the port are
-// 40 bytes an entry where a netip.AddrPort (with its zone handle) made
-// 56: one per listed server in every snapshot.
-func (e *snapEntry) addrPort() netip.AddrPort {
-	a := netip.AddrFrom16(e.ip)
-	if !e.v6 {
-		a = a.Unmap()
-	}
-	return netip.AddrPortFrom(a, e.port)
-}
-
-type groupKey struct {
-	f     game.Family
-	game  string
-	proto int
-}
-
-type group struct {
-	entries []snapEntry // sorted by published address
-	stride  int         // coprime with len(entries), about 0.618 * len
-}
-
-// snapshot is an immutable view of the listed servers, grouped by game and
-// protocol, rebuilt after the listing changes. Every entry in it is listed
-// until minExpire at least: the snapshot is rebuilt when a query's now
-// reaches it, so a server silent for Timeout leaves the answers at once,
-// before Expire runs, and one whose listing a verified reply extended is
-// not left out on the strength of an older expiry time.
-//
-// answers caches the encoded replies of this listing, one per query shape
-// (see answer.go); they die with the snapshot.
-type snapshot struct {
-	groups    map[groupKey]*group
-	byGame    map[gameKey][]*group // for AnyProtocol
-	minExpire int64                // unix ns; math.MaxInt64 if nothing expires
-	// anon is, per family and protocol, the anonymous game an anonymous
-	// query for a protocol no game lists is answered with (see
-	// anonymousGame).
-	anon map[protoKey]string
-	// anonCounts is anon's input between collectLocked and finish.
-	anonCounts map[anonCount]int
-	listed     int // servers in groups
-
-	answers     sync.Map     // answerKey -> *answer
-	nAnswers    atomic.Int32 // entries in answers, at most MaxCachedAnswers
-	answerBytes atomic.Int64 // their packets' bytes, at most MaxCachedAnswerBytes
-}
-
-type gameKey struct {
-	f    game.Family
-	game string
-}
-
-type protoKey struct {
-	f     game.Family
-	proto int
-}
-
-// DefaultInlineSnapshot is Config.InlineSnapshot's default: a listing
-// of up to 65,536 servers is rebuilt by the query that finds it stale
-// (tens of milliseconds at most); a larger one by Refresh, off the path
-// of queries (about a second of CPU at 1,000,000 servers, issue 11).
-const DefaultInlineSnapshot = 65536
-
-// current returns the snapshot valid at now, rebuilding it if the listing
-// changed or an entry's listing ran out, unless the last snapshot lists
-// more than Config.InlineSnapshot servers: then it returns that one, and
-// Refresh rebuilds it.
-func (r *Registry) current(now time.Time) *snapshot {
-	nowNS := now.UnixNano()
-	s := r.snap.Load()
-	if !r.dirty.Load() && nowNS < s.minExpire {
-		return s
-	}
-	if r.cfg.InlineSnapshot >= 0 && s.listed > r.cfg.InlineSnapshot {
-		return s
-	}
-	r.rebuild(nowNS)
-	return r.snap.Load()
-}
-
-// Refresh rebuilds the answer snapshot if the listing changed or an
-// entry's listing ran out at now, and reports whether it did. The shell
-// calls it off the socket loop (masterd does every
-// masterd.SnapshotRefreshInterval), so that a listing larger than
-// Config.InlineSnapshot reaches the answers within that interval plus
-// one rebuild. The registry's lock is held only while the listed
-// entries are copied out, not while they are sorted.
-//
-// A listing of at most Config.InlineSnapshot servers is left to the
-// queries: Refresh does nothing.
-func (r *Registry) Refresh(now time.Time) bool {
-	nowNS := now.UnixNano()
-	s := r.snap.Load()
-	if !r.dirty.Load() && nowNS < s.minExpire {
-		return false
-	}
-	if r.cfg.InlineSnapshot < 0 {
-		return false
-	}
-	r.mu.Lock()
-	n := len(r.servers)
-	r.mu.Unlock()
-	if n <= r.cfg.InlineSnapshot && s.listed <= r.cfg.InlineSnapshot {
-		return false
-	}
-	return r.rebuild(nowNS)
-}
-
-// rebuild builds and stores the snapshot at nowNS unless another build,
-// done while this one waited for its turn, left it fresh. Builds are one
-// at a time, so snapshots are stored in the order they were taken.
-func (r *Registry) rebuild(nowNS int64) bool {
-	r.build.Lock()
-	defer r.build.Unlock()
-	if s := r.snap.Load(); !r.dirty.Load() && nowNS < s.minExpire {
-		return false
-	}
-	r.mu.Lock()
-	r.dirty.Store(false)
-	s := r.collectLocked(nowNS)
-	r.mu.Unlock()
-	s.finish(r.cfg.Catalogue)
-	if r.cfg.InlineSnapshot >= 0 && s.listed > r.cfg.InlineSnapshot {
-		r.prewarm(s, r.snap.Load())
-	}
-	r.snap.Store(s)
-	return true
-}
-
-// prewarm encodes into s the answers cached in old, so that the first
-// query of each shape after a rebuild off the socket loop does not encode
-// a large listing on it.
-func (r *Registry) prewarm(s, old *snapshot) {
-	var list []netip.AddrPort
-	old.answers.Range(func(k, v any) bool {
-		key, prev := k.(answerKey), v.(*answer)
-		list = s.appendMatching(key.f, r.rotation.Add(1), list[:0])
-		a, err := encodeAnswer(list, key.form, prev.every)
-		if err == nil {
-			s.cache(key, a)
-		}
-		return true
-	})
-}
-
-// collectLocked copies the servers listed at nowNS into a new snapshot's
-// groups, unsorted (see finish).
-func (r *Registry) collectLocked(nowNS int64) *snapshot {
-	s := &snapshot{groups: make(map[groupKey]*group), byGame: make(map[gameKey][]*group), minExpire: math.MaxInt64}
-	anon := make(map[anonCount]int)
-	for _, e := range r.servers {
-		if !e.Listed {
-			continue
-		}
-		exp := int64(e.expiry(r.cfg.Timeout))
-		if nowNS >= exp {
-			continue // silent for Timeout: Expire removes it at its next run
-		}
-		s.minExpire = min(s.minExpire, exp)
-		if e.hbGame != nil && e.hbGame.Name == e.Game {
-			anon[anonCount{protoKey{e.Family, int(e.Protocol)}, e.hbGame}]++
-		}
-		k := groupKey{e.Family, e.Game, int(e.Protocol)}
-		g := s.groups[k]
-		if g == nil {
-			g = &group{}
-			s.groups[k] = g
-			gk := gameKey{e.Family, e.Game}
-			s.byGame[gk] = append(s.byGame[gk], g)
-		}
-		pub, _ := r.cfg.AddrMap.Map(e.Addr)
-		var st uint8
-		if e.Empty() {
-			st |= stateEmpty
-		}
-		if e.Full() {
-			st |= stateFull
-		}
-		g.entries = append(g.entries, snapEntry{ip: pub.Addr().As16(), port: pub.Port(), gametype: e.Gametype, state: st, v6: pub.Addr().Is6()})
-		s.listed++
-	}
-	s.anonCounts = anon
-	return s
-}
-
-// finish sorts the groups collectLocked filled, without the registry's
-// lock.
-func (s *snapshot) finish(cat *game.Catalogue) {
-	for _, g := range s.groups {
-		slices.SortFunc(g.entries, compareSnapEntries)
-		g.stride = coprimeStride(len(g.entries))
-	}
-	s.anon = anonymousGames(s.anonCounts, cat)
-	s.anonCounts = nil
-}
-
-// compareSnapEntries orders entries by published address, IPv4 before
-// IPv6, as netip.AddrPort.Compare does, without building the AddrPorts.
-func compareSnapEntries(a, b snapEntry) int {
-	if a.v6 != b.v6 {
-		if a.v6 {
-			return 1
-		}
-		return -1
-	}
-	if c := bytes.Compare(a.ip[:], b.ip[:]); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.port, b.port)
 }
 
 // anonCount counts the listed servers of one anonymous game (found by its
@@ -399,34 +168,21 @@ func (r *Registry) resolve(q Query, snap *snapshot) (filter, Reason) {
 	return f, OK
 }
 
+// match reports whether f selects e.
+func (f *filter) match(e *snapEntry) bool {
+	return e.state&f.skip == 0 && (e.v6 && f.want6 || !e.v6 && f.want4) &&
+		(!f.hasGametype || e.gametype == f.gametype)
+}
+
 // appendMatching appends the addresses s lists for f, each group starting
 // at k*stride modulo its size.
 func (s *snapshot) appendMatching(f filter, k uint64, dst []netip.AddrPort) []netip.AddrPort {
-	sel := func(g *group) {
-		n := len(g.entries)
-		if n == 0 {
-			return
-		}
-		start := int((k * uint64(g.stride)) % uint64(n))
-		for i := range n {
-			j := start + i
-			if j >= n {
-				j -= n
-			}
-			e := &g.entries[j]
-			if e.state&f.skip != 0 || (e.v6 && !f.want6) || (!e.v6 && !f.want4) ||
-				(f.hasGametype && e.gametype != f.gametype) {
-				continue
-			}
-			dst = append(dst, e.addrPort())
-		}
-	}
 	if f.anyProtocol {
 		for _, g := range s.byGame[gameKey{f.family, f.game}] {
-			sel(g)
+			dst = g.appendMatching(f, k, dst)
 		}
 	} else if g := s.groups[groupKey{f.family, f.game, f.protocol}]; g != nil {
-		sel(g)
+		dst = g.appendMatching(f, k, dst)
 	}
 	return dst
 }

@@ -70,7 +70,7 @@ func Round(a netip.AddrPort, lastVerified time.Time, interval time.Duration) uin
 
 // roundLocked is e's round (Round; 0 while restored).
 func (r *Registry) roundLocked(e *entry) uint64 {
-	if e.restored {
+	if e.restored() {
 		return 0
 	}
 	_, interval := r.reprobeOf(e)
@@ -173,7 +173,19 @@ func (r *Registry) Apply(now time.Time, s Server) (Change, Reason) {
 	case listing || s.Clients != int(e.Clients) || s.MaxClients != int(e.MaxClients) || info != e.info:
 		change = ChangeUpdated
 	}
-	reverified := e.restored
+	reverified := e.restored()
+	// Its silence is timed from its verification there, unless that is
+	// Timeout ago already: then from now, as a restored server.
+	silentAgain := ver+stamp(r.cfg.Timeout) <= stampOf(now)
+	verified := ver
+	if silentAgain {
+		verified = stampOf(now)
+	}
+	hbGame := e.hbGame
+	if g, ok := r.cfg.Catalogue.ByName(s.Game); ok && g.Anonymous && len(g.Heartbeats) > 0 && e.hbGame == nil {
+		hbGame = g
+	}
+	r.noteChangeLocked(e, listing || hbGame != e.hbGame, verified)
 	r.tallyLocked(e, -1)
 	e.Listed = true
 	e.Family = s.Family
@@ -186,21 +198,16 @@ func (r *Registry) Apply(now time.Time, s Server) (Change, Reason) {
 	if e.FirstSeen == 0 || (!s.FirstSeen.IsZero() && stampOf(s.FirstSeen) < e.FirstSeen) {
 		e.FirstSeen = stampOf(s.FirstSeen)
 	}
-	if g, ok := r.cfg.Catalogue.ByName(s.Game); ok && g.Anonymous && len(g.Heartbeats) > 0 && e.hbGame == nil {
-		e.hbGame = g
-	}
-	e.LastVerified, e.restored = ver, false
+	e.hbGame = hbGame
+	e.LastVerified = verified
+	e.setRestored(silentAgain)
 	e.Missed = 0
 	_, interval := r.reprobeOf(e)
 	e.NextProbe = r.reprobeAtLocked(e, s.LastVerified, interval)
-	if e.expiry(r.cfg.Timeout) <= stampOf(now) {
+	if silentAgain {
 		// Silent for Timeout already: kept as a restored server, timed
 		// from now and re-verified at once by its owner.
-		e.LastVerified, e.restored = stampOf(now), true
 		e.NextProbe = stampOf(now)
-	}
-	if listing {
-		r.dirty.Store(true)
 	}
 	if change != ChangeRefreshed || reverified {
 		r.version.Add(1)
@@ -219,7 +226,7 @@ func (r *Registry) ApplyRemoval(a netip.AddrPort, verified time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, ok := r.servers[keyOf(a)]
-	if !ok || !e.Listed || (!e.restored && e.LastVerified > stampOf(verified)) {
+	if !ok || !e.Listed || (!e.restored() && e.LastVerified > stampOf(verified)) {
 		return false
 	}
 	r.removeLocked(a, e)

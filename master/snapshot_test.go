@@ -6,12 +6,17 @@ import (
 )
 
 // A listing larger than InlineSnapshot is answered from its last snapshot
-// until Refresh rebuilds it; a smaller one is rebuilt by the query.
+// until Refresh brings it up to date, but for a few changes of small
+// groups, which the query applies itself; a smaller one is brought up to
+// date by the query.
 func TestRegistry_RefreshRebuildsLargeListingsOffTheQueryPath(t *testing.T) {
 	r := newTestRegistry(t, Config{InlineSnapshot: 2, AllowLoopback: true})
+	r.inlineGroup = 2 // a group of more than 2 servers is a large one here
 	addr := func(i int) netip.AddrPort {
 		return netip.AddrPortFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(i)}), 27960)
 	}
+	q68 := q71
+	q68.Protocol = 68
 	for i := 1; i <= 2; i++ {
 		register(t, r, t0, addr(i))
 		if got := len(selectAll(r, t0, q71)); got != i {
@@ -27,7 +32,14 @@ func TestRegistry_RefreshRebuildsLargeListingsOffTheQueryPath(t *testing.T) {
 	}
 	register(t, r, t0, addr(4))
 	if got := len(selectAll(r, t0, q71)); got != 3 {
-		t.Fatalf("3 in the last snapshot, above InlineSnapshot: %d answered, want 3 until Refresh", got)
+		t.Fatalf("3 in the last snapshot's group, above InlineSnapshot and the inline group: %d answered, want 3 until Refresh", got)
+	}
+	register(t, r, t0, addr(5), "protocol", "68")
+	if got := len(selectAll(r, t0, q68)); got != 1 {
+		t.Fatalf("a new small group: %d answered, want 1 at the next query", got)
+	}
+	if got := len(selectAll(r, t0, q71)); got != 3 {
+		t.Fatalf("the large group: %d answered, want 3 until Refresh", got)
 	}
 	if !r.Refresh(t0) {
 		t.Fatal("Refresh left a stale snapshot")
@@ -43,7 +55,7 @@ func TestRegistry_RefreshRebuildsLargeListingsOffTheQueryPath(t *testing.T) {
 	if !r.Refresh(late) {
 		t.Fatal("Refresh kept servers silent for Timeout")
 	}
-	if got := len(selectAll(r, late, q71)); got != 0 {
+	if got := len(selectAll(r, late, q71)) + len(selectAll(r, late, q68)); got != 0 {
 		t.Fatalf("%d answered after Timeout, want 0", got)
 	}
 }

@@ -182,7 +182,11 @@ func (r *Registry) Heartbeat(now time.Time, src netip.AddrPort, hb Heartbeat) (P
 	}
 	if e.Listed && (e.Family != hb.Family || (e.hbGame != g)) {
 		// A listed server that changes game must prove it again; its
-		// listing stands until then.
+		// listing stands until then. The game its heartbeat names is
+		// what an anonymous query finds it by (resolve).
+		if e.hbGame != g {
+			r.touchLocked(e)
+		}
 		e.hbGame = g
 	}
 	if !e.Listed {
@@ -277,12 +281,13 @@ func (r *Registry) Verify(now time.Time, src netip.AddrPort, rep Reply) (Server,
 
 	info := packInfo(rep.Info)
 	change := ChangeRefreshed
-	reverified := e.restored // restored, verified again: its last-verified time shows
+	reverified := e.restored() // restored, verified again: its last-verified time shows
 	// What the snapshot (and so every cached answer) holds: a change in
 	// the info alone, if only its echoed challenge, leaves them be.
 	listing := !e.Listed || s.Game != e.Game || s.Protocol != int(e.Protocol) || s.Gametype != e.Gametype ||
 		s.Empty() != e.Empty() || s.Full() != e.Full()
 	wasListed, gameChanged := e.Listed, s.Game != e.Game
+	r.noteChangeLocked(e, listing, stampOf(now))
 	switch {
 	case !e.Listed:
 		change = ChangeListed
@@ -299,7 +304,8 @@ func (r *Registry) Verify(now time.Time, src netip.AddrPort, rep Reply) (Server,
 	if info != e.info {
 		e.info = info
 	}
-	e.LastVerified, e.restored = stampOf(now), false
+	e.LastVerified = stampOf(now)
+	e.setRestored(false)
 	e.Missed = 0
 	if d, ok := c.rttSample(e.Family, &rep, now); ok {
 		e.rtt.add(now, d)
@@ -320,9 +326,6 @@ func (r *Registry) Verify(now time.Time, src netip.AddrPort, rep Reply) (Server,
 		} else if e.hbGame == nil {
 			e.NextProbe = r.reprobeAtLocked(e, now, game.DefaultReprobeInterval)
 		}
-	}
-	if listing {
-		r.dirty.Store(true)
 	}
 	if change != ChangeRefreshed || reverified {
 		r.version.Add(1)

@@ -135,6 +135,29 @@ func benchMillion(b *testing.B) {
 		b.ReportMetric(float64(r.packets), phase+"-packets")
 	}
 
+	// A change reaching the answers: a new server of a game with none
+	// (a group of one), then one more of the 700,000 (its gametype new,
+	// so that a one-datagram query finds it), each registered here and
+	// asked for over UDP every millisecond from the registration on.
+	for _, c := range []struct {
+		label, tag, name, proto, gametype string
+		req                               q3.GetServers
+	}{
+		{"small", "DarkPlaces", "Nexuiz", "3", "dm", q3.GetServers{Ext: true, GameName: "Nexuiz", Protocol: 3, Empty: true, Full: true}},
+		{"large", "QuakeArena-1", "Quake3Arena", "68", "9", q3.GetServers{Ext: true, GameName: "Quake3Arena", Protocol: 68, Empty: true, Full: true, IPv4: true, IPv6: true, GameType: "9"}},
+	} {
+		req, _ := c.req.AppendBinary(nil)
+		if n, _ := askCount(addr, req); n != 0 {
+			b.Fatalf("%s group: %d listed before the new server", c.label, n)
+		}
+		start := time.Now()
+		registerServer(b, m.Handler, millionAddr(next), c.tag, c.name, c.proto, c.gametype, 3)
+		next++
+		took := untilListed(b, addr, req, start)
+		b.Logf("a new server of the %s group (%s %s) in the answers after %v", c.label, c.name, c.proto, took)
+		b.ReportMetric(took.Seconds()*1e3, "conv-"+c.label+"-ms")
+	}
+
 	runtime.GC()
 	b.ReportMetric(float64(liveHeap()-heap0)/float64(listed), "heap-B/server")
 	b.ReportMetric(float64(vmRSS(b)-rss0)/float64(listed), "rss-B/server")
@@ -146,39 +169,91 @@ func benchMillion(b *testing.B) {
 // registerMillion lists the servers [from, to) through h, one heartbeat
 // and one infoResponse each.
 func registerMillion(b *testing.B, h *master.Handler, from, to int) {
-	var out []master.Outgoing
-	hbs := map[string][]byte{}
-	for _, tag := range []string{"QuakeArena-1", "DarkPlaces"} {
-		hbs[tag], _ = q3.Heartbeat{Tag: tag}.AppendBinary(nil)
-	}
-	var pkt []byte
+	var r registrar
 	for i := from; i < to; i++ {
-		a := millionAddr(i)
 		name, proto, tag := millionGame(i)
-		now := time.Now()
-		out = h.HandlePacket(now, a, hbs[tag], out[:0])
-		challenge := ""
-		for _, o := range out {
-			if m, err := q3.Parse(o.Payload); err == nil {
-				if gi, ok := m.(q3.GetInfo); ok && o.To == a {
-					challenge = gi.Challenge
-				}
+		r.register(b, h, millionAddr(i), tag, name, proto, "0", i%17)
+	}
+}
+
+// registerServer lists one server at a through h.
+func registerServer(b *testing.B, h *master.Handler, a netip.AddrPort, tag, name, proto, gametype string, clients int) {
+	var r registrar
+	r.register(b, h, a, tag, name, proto, gametype, clients)
+}
+
+// registrar registers servers through a handler in-process, reusing its
+// buffers.
+type registrar struct {
+	out []master.Outgoing
+	pkt []byte
+}
+
+// register sends h a heartbeat from a (tag) and the infoResponse to its
+// getinfo, now.
+func (r *registrar) register(b *testing.B, h *master.Handler, a netip.AddrPort, tag, name, proto, gametype string, clients int) {
+	hb, _ := q3.Heartbeat{Tag: tag}.AppendBinary(nil)
+	now := time.Now()
+	r.out = h.HandlePacket(now, a, hb, r.out[:0])
+	challenge := ""
+	for _, o := range r.out {
+		if m, err := q3.Parse(o.Payload); err == nil {
+			if gi, ok := m.(q3.GetInfo); ok && o.To == a {
+				challenge = gi.Challenge
 			}
 		}
-		if challenge == "" {
-			b.Fatalf("server %d %v: no getinfo in %d datagrams", i, a, len(out))
-		}
-		var err error
-		pkt, err = q3.InfoResponse{Info: infostring.Info{
-			{Key: "challenge", Value: challenge}, {Key: "protocol", Value: proto}, {Key: "gamename", Value: name},
-			{Key: "hostname", Value: "million " + strconv.Itoa(i)}, {Key: "mapname", Value: "q3dm17"},
-			{Key: "clients", Value: strconv.Itoa(i % 17)}, {Key: "sv_maxclients", Value: "16"}, {Key: "gametype", Value: "0"},
-		}}.AppendBinary(pkt[:0])
-		if err != nil {
-			b.Fatal(err)
-		}
-		out = h.HandlePacket(now, a, pkt, out[:0])
 	}
+	if challenge == "" {
+		b.Fatalf("server %v: no getinfo in %d datagrams", a, len(r.out))
+	}
+	var err error
+	r.pkt, err = q3.InfoResponse{Info: infostring.Info{
+		{Key: "challenge", Value: challenge}, {Key: "protocol", Value: proto}, {Key: "gamename", Value: name},
+		{Key: "hostname", Value: "million " + a.String()}, {Key: "mapname", Value: "q3dm17"},
+		{Key: "clients", Value: strconv.Itoa(clients)}, {Key: "sv_maxclients", Value: "16"}, {Key: "gametype", Value: gametype},
+	}}.AppendBinary(r.pkt[:0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	r.out = h.HandlePacket(now, a, r.pkt, r.out[:0])
+}
+
+// askCount asks m for req from a fresh socket and counts the servers of
+// the first datagram of the answer (waiting at most 100 ms).
+func askCount(m netip.AddrPort, req []byte) (int, error) {
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	if _, err := c.WriteToUDPAddrPort(req, m); err != nil {
+		return 0, err
+	}
+	c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	buf := make([]byte, 2048)
+	n, _, err := c.ReadFromUDPAddrPort(buf)
+	if err != nil {
+		return 0, err
+	}
+	msg, err := q3.Parse(buf[:n])
+	if sr, ok := msg.(q3.ServersResponse); ok {
+		return len(sr.Servers), err
+	}
+	return 0, errors.New("not a server list")
+}
+
+// untilListed asks m for req every millisecond until its answer lists a
+// server, and returns how long that was after start (at most 10 s).
+func untilListed(b *testing.B, m netip.AddrPort, req []byte, start time.Time) time.Duration {
+	tick := time.NewTicker(time.Millisecond) // the poll's pace
+	defer tick.Stop()
+	for ; time.Since(start) < 10*time.Second; <-tick.C {
+		if n, _ := askCount(m, req); n > 0 {
+			return time.Since(start)
+		}
+	}
+	b.Fatalf("not listed within 10 s")
+	return 0
 }
 
 type answerRun struct {

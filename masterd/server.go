@@ -445,17 +445,26 @@ func (s *PacketServer) Tick(ctx context.Context, interval time.Duration) {
 }
 
 // SnapshotRefreshInterval is how often a listing larger than
-// master.Config.InlineSnapshot has its answer snapshot rebuilt (if it
-// changed), off the socket loops; after a rebuild that took d, the next
-// waits at least 2d, so rebuilds take at most a third of a core (about
-// a second of CPU each at 1,000,000 servers on the 2-core machine of
-// BENCHMARKS.md). Such a listing's changes reach the answers within
-// max(SnapshotRefreshInterval, 2d) plus one rebuild, and no query waits
-// for a rebuild.
-const SnapshotRefreshInterval = 500 * time.Millisecond
+// master.Config.InlineSnapshot has its answer snapshot brought up to date
+// (if it changed: master.Registry.Refresh), off the socket loops; after a
+// build that took d, the next waits min(max(interval, 2d),
+// MaxSnapshotRefreshWait), so builds take at most a third of a core
+// while they take less than MaxSnapshotRefreshWait/2. A build costs what
+// changed since the last, not the listing (master's snapshot.go): well
+// under a millisecond for one change at 1,000,000 servers, seconds for
+// the first build of a million after a restart or a join, which would
+// otherwise hold the next build back twice as long. Such a listing's
+// changes reach the answers within min(max(interval, 2d),
+// MaxSnapshotRefreshWait) plus one build, those of small groups at the
+// next query (master.MaxInlineGroup), and no query waits for a build.
+const (
+	SnapshotRefreshInterval = 50 * time.Millisecond
+	MaxSnapshotRefreshWait  = 500 * time.Millisecond
+)
 
 // refreshSnapshots calls reg.Refresh until ctx ends, every interval or
-// twice the last rebuild's duration, whichever is longer.
+// twice the last build's duration, whichever is longer, but at most
+// MaxSnapshotRefreshWait apart.
 func refreshSnapshots(ctx context.Context, reg *master.Registry, interval time.Duration) {
 	t := time.NewTimer(interval)
 	defer t.Stop()
@@ -467,7 +476,7 @@ func refreshSnapshots(ctx context.Context, reg *master.Registry, interval time.D
 			start := time.Now()
 			wait := interval
 			if reg.Refresh(start) {
-				wait = max(interval, 2*time.Since(start))
+				wait = min(max(interval, 2*time.Since(start)), max(interval, MaxSnapshotRefreshWait))
 			}
 			t.Reset(wait)
 		}

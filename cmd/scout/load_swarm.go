@@ -186,8 +186,10 @@ func runSwarm(ctx context.Context, stdout, stderr io.Writer, t *loadTarget, ss s
 	fmt.Fprintf(stdout, "swarm CPU: %.1f s (this process, sampling included)\n", (self1 - self0).Seconds())
 
 	// The lists: every game's, whole, from a fresh source each. Above
-	// 65,536 servers a master answers from a snapshot rebuilt every few
-	// seconds, so the lists are read again while they grow. A server that
+	// 65,536 servers a master answers from a snapshot its refresher
+	// brings up to date off the socket loop (within tens of milliseconds
+	// since the incremental snapshot, seconds before), so the lists are
+	// read again while they grow. A server that
 	// answered a getinfo and is still not listed then (its infoResponse
 	// lost, and the master's retries too) is heartbeated again.
 	total, src := 0, netip.AddrFrom4([4]byte{127, 13, 0, 1})
@@ -259,8 +261,9 @@ func settle(ctx context.Context, url string, want int64) int64 {
 }
 
 // listUntil reads the master's lists until they hold want of the swarm's
-// servers (its answers come from a snapshot rebuilt every few seconds at
-// this size) or stop growing, and returns which servers they hold.
+// servers (at this size its answers come from a snapshot brought up to
+// date off its socket loop) or stop growing, and returns which servers
+// they hold.
 func listUntil(ctx context.Context, stdout io.Writer, s *loadgen.Swarm, master netip.AddrPort, want, attempt int) []bool {
 	var listed []bool
 	best, still := -1, 0
@@ -280,7 +283,7 @@ func listUntil(ctx context.Context, stdout io.Writer, s *loadgen.Swarm, master n
 		} else {
 			still++
 		}
-		time.Sleep(time.Second) // the snapshot's next rebuild
+		time.Sleep(time.Second) // the snapshot's next build
 	}
 	return listed
 }
