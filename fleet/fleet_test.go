@@ -36,7 +36,7 @@ func TestFleet_VerifiedByOneListedByAllWithinASecond(t *testing.T) {
 	for k, g := range servers {
 		at := ins[k%3]
 		g.heartbeat(t, at.addr)
-		if !waitFor(5*time.Second, func() bool { s, ok := at.m.Registry.Lookup(g.addr); return ok && s.Listed }) {
+		if !waitFor(patience(t), func() bool { s, ok := at.m.Registry.Lookup(g.addr); return ok && s.Listed }) {
 			t.Fatalf("%v not listed by the instance it heartbeat to", g.addr)
 		}
 		verified := time.Now()
@@ -129,7 +129,7 @@ func TestFleet_SameServerAtOnceLeavesOneRecord(t *testing.T) {
 			sb, okb := b.m.Registry.Lookup(g.addr)
 			return oka && okb && sa.Listed && sb.Listed && sa.LastVerified.Equal(sb.LastVerified) && a.node.Queued() == 0 && b.node.Queued() == 0
 		}
-		if !waitFor(5*time.Second, both) {
+		if !waitFor(patience(t), both) {
 			t.Fatalf("%v: the instances did not converge on one verification", g.addr)
 		}
 		sa, _ := a.m.Registry.Lookup(g.addr)
@@ -170,7 +170,7 @@ func TestFleet_ReprobeShareMovesWhenAnInstanceDies(t *testing.T) {
 		fc.Landmark = &web.Landmark{Place: places[i]}
 		ins = append(ins, startInstance(t, fc, period))
 	}
-	if !waitFor(5*time.Second, func() bool {
+	if !waitFor(patience(t), func() bool {
 		for _, in := range ins {
 			if len(in.node.Live()) != 3 {
 				return false
@@ -232,7 +232,7 @@ func TestFleet_ReprobeShareMovesWhenAnInstanceDies(t *testing.T) {
 	// Every instance holds the three landmarks' RTTs to every server (its
 	// own and the two others', applied from the stream).
 	ids := []string{"i0", "i1", "i2"}
-	if !waitFor(5*time.Second, func() bool {
+	if !waitFor(patience(t), func() bool {
 		for _, in := range ins {
 			for _, s := range in.m.Registry.Servers(nil) {
 				if s.RTT <= 0 || len(s.Landmarks) != 2 {
@@ -301,7 +301,7 @@ func TestFleet_ReprobeShareMovesWhenAnInstanceDies(t *testing.T) {
 	// re-probed by a survivor within one period of being due (the share
 	// moves after Dead, then the survivors look again within half a
 	// period, on their 1 s tick).
-	bound := period + period/2 + 500*time.Millisecond + time.Second + 500*time.Millisecond
+	bound := period + period/2 + fastConfig("", "").Dead + time.Second + 500*time.Millisecond
 	var mu sync.Mutex
 	late := 0
 	if !waitFor(bound+period, func() bool {
@@ -383,7 +383,7 @@ func TestFleet_RedisOpsPerEvent(t *testing.T) {
 	for range 10 {
 		c.WriteToUDPAddrPort(hb, a.addr)
 	}
-	if !waitFor(5*time.Second, func() bool { _, p := a.m.Registry.Counts(); return p == 1 }) {
+	if !waitFor(patience(t), func() bool { _, p := a.m.Registry.Counts(); return p == 1 }) {
 		t.Fatal("the heartbeat was not taken")
 	}
 	calls := commandCalls(t, r)
@@ -399,7 +399,7 @@ func TestFleet_RedisOpsPerEvent(t *testing.T) {
 	for _, g := range servers {
 		g.heartbeat(t, a.addr)
 	}
-	if !waitFor(5*time.Second, func() bool { return a.listed() == n && a.node.Queued() == 0 && commandCalls(t, r)["xadd"] == n }) {
+	if !waitFor(patience(t), func() bool { return a.listed() == n && a.node.Queued() == 0 && commandCalls(t, r)["xadd"] == n }) {
 		t.Fatalf("%d listed, %d queued", a.listed(), a.node.Queued())
 	}
 	calls = commandCalls(t, r)
@@ -414,7 +414,7 @@ func TestFleet_RedisOpsPerEvent(t *testing.T) {
 	// Re-probes: a re-probe costs nothing to send; its verification one
 	// script. A follower reads the changes with XREAD.
 	b = startInstance(t, fastConfig(r.URL(), "b"), period)
-	if !waitFor(5*time.Second, func() bool { return len(a.node.Live()) == 2 && b.listed() == n }) {
+	if !waitFor(patience(t), func() bool { return len(a.node.Live()) == 2 && b.listed() == n }) {
 		t.Fatal("b did not join")
 	}
 	rc.ConfigResetStat(ctx)
@@ -460,7 +460,7 @@ func TestFleet_SilentServerExpiresOnce(t *testing.T) {
 		// No re-probe within the test: silence alone removes.
 		ins = append(ins, startInstanceTimeout(t, fastConfig(r.URL(), fmt.Sprint("i", i)), time.Hour, timeout))
 	}
-	if !waitFor(5*time.Second, func() bool { return len(ins[0].node.Live()) == 3 && len(ins[2].node.Live()) == 3 }) {
+	if !waitFor(patience(t), func() bool { return len(ins[0].node.Live()) == 3 && len(ins[2].node.Live()) == 3 }) {
 		t.Fatal("the instances do not see each other")
 	}
 	servers := startGameServers(t, 6)
@@ -468,7 +468,7 @@ func TestFleet_SilentServerExpiresOnce(t *testing.T) {
 		g.heartbeat(t, ins[k%3].addr)
 	}
 	for _, in := range ins {
-		if !waitFor(5*time.Second, func() bool { return in.listed() == len(servers) }) {
+		if !waitFor(patience(t), func() bool { return in.listed() == len(servers) }) {
 			t.Fatalf("%s lists %d", in.node.ID(), in.listed())
 		}
 	}
@@ -477,13 +477,16 @@ func TestFleet_SilentServerExpiresOnce(t *testing.T) {
 	ctx := context.Background()
 	rc.ConfigResetStat(ctx)
 	for _, in := range ins {
-		if !waitFor(timeout+3*time.Second, func() bool { return in.listed() == 0 }) {
+		if !waitFor(timeout+patience(t), func() bool { return in.listed() == 0 }) {
 			t.Fatalf("%s still lists %d silent servers", in.node.ID(), in.listed())
 		}
 	}
-	if took := time.Since(verified); took >= 2*timeout {
-		t.Errorf("the silent servers went after %v: not by their owners' removals", took)
-	}
+	// By their owners' removals: had an owner's removal not reached the
+	// others, each would have decided itself a second Timeout later (more
+	// silence decisions than servers, below). How long it took is load's:
+	// the 1 s tick after the Timeout, late on a busy machine (4.2-4.4 s
+	// for a 2 s Timeout, twice, at load average 13).
+	t.Logf("the silent servers went %v after their verification", time.Since(verified).Round(time.Millisecond))
 	calls := commandCalls(t, r)
 	if calls["hdel"] != len(servers) {
 		t.Errorf("%d removals written for %d servers: %v", calls["hdel"], len(servers), calls)
