@@ -53,7 +53,11 @@
 // where it runs, measures its RTT to every server. An instance beats every
 // Config.Beat (ZADD with Redis's own clock, so hosts' clocks do not
 // matter) and is live while its last beat is within Config.Dead; a stopped
-// instance leaves at once (ZREM). When an instance dies its servers are
+// instance leaves at once (ZREM). An instance takes others for dead only
+// once it has beaten for Config.Dead itself since Redis last failed it,
+// its own previous beat within Config.Dead: after a Redis stall or outage
+// of Config.Dead or more, no instance's beat is recent, and none is dead
+// for it. When an instance dies its servers are
 // the others' after Config.Dead, and each is re-probed by its new owner
 // within master.DefaultShareRecheck of the time it was due: well within
 // one re-probe period. The owner decides a silent server's expiry and
@@ -69,8 +73,9 @@
 //     Config.ReadCount changes;
 //   - a re-probe: none to send it; its verification is the line above; an
 //     unanswered one that drops the server, one EVALSHA (HGET, HDEL, XADD);
-//   - per instance, every Config.Beat: one EVALSHA (TIME, ZADD,
-//     ZRANGEBYSCORE, ZRANGE, HMGET; HSET of its description when it is a
+//   - per instance, every Config.Beat: one EVALSHA (TIME, ZSCORE, ZADD,
+//     ZRANGE, HMGET; ZRANGEBYSCORE once it has beaten for Config.Dead
+//     since Redis last failed it; HSET of its description when it is a
 //     landmark; ZREM and HDEL when an instance died), and a blocking
 //     XREAD always waiting;
 //   - per instance, every masterd.FleetHistoryInterval with history

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -200,4 +201,78 @@ func TestFleet_RedisBackWithoutItsData(t *testing.T) {
 	if !waitFor(5*time.Second, func() bool { return a.listed() == 21 }) {
 		t.Fatal("a server verified by b after the loss does not reach a")
 	}
+}
+
+// A Redis that answers nothing for a while takes no instance for dead,
+// however long the stall: past an instance's Redis timeout, and past
+// Config.Dead (no instance could beat meanwhile, so the first to beat
+// again must not take the others, whose beats are as old as its own, for
+// dead). Once Redis answers again every instance beats, none was removed
+// from the live set (no ZREM, no HDEL of a description) and each still
+// sees the three. A loaded machine stalls redis-server so (it fsyncs
+// every write to a shared disk): 2.6 s in one run of the fleet tests at
+// load average 7, after which one instance took another for dead and
+// TestFleet_SilentServerExpiresOnce counted 7 removals for 6 servers.
+func TestFleet_RedisStallIsNoDeath(t *testing.T) {
+	fc := fastConfig("", "")
+	for _, stall := range []time.Duration{fc.Timeout + (fc.Dead-fc.Timeout)/4, fc.Dead + fc.Timeout} {
+		t.Run(stall.String(), func(t *testing.T) { redisStall(t, stall) })
+	}
+}
+
+// redisStall starts three instances, pauses their Redis for stall, and
+// checks that none was taken for dead.
+func redisStall(t *testing.T, stall time.Duration) {
+	r := startRedis(t)
+	var ins []*instance
+	for i := range 3 {
+		ins = append(ins, startInstance(t, fastConfig(r.URL(), fmt.Sprint("i", i)), 0))
+	}
+	live := func() bool {
+		for _, in := range ins {
+			if len(in.node.Live()) != 3 {
+				return false
+			}
+		}
+		return true
+	}
+	if !waitFor(patience(t), live) {
+		t.Fatal("the instances do not see each other")
+	}
+	rc := r.client(t)
+	ctx := context.Background()
+	now, err := rc.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.ConfigResetStat(ctx)
+	if err := rc.Do(ctx, "CLIENT", "PAUSE", stall.Milliseconds(), "ALL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Every instance has beaten since the pause ended (Redis's clock),
+	// and then for Dead more: long enough to take a silent one for dead.
+	after := float64(now.Add(stall + fastConfig("", "").Dead).UnixMilli())
+	if !waitFor(patience(t)+stall+fastConfig("", "").Dead, func() bool {
+		zs, err := rc.ZRangeWithScores(ctx, DefaultPrefix+"instances", 0, -1).Result()
+		if err != nil || len(zs) != 3 {
+			return false
+		}
+		for _, z := range zs {
+			if z.Score <= after {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Fatal("the instances did not all beat again after the pause")
+	}
+	calls := commandCalls(t, r)
+	if calls["zrem"] != 0 || calls["hdel"] != 0 || !live() {
+		var views []int
+		for _, in := range ins {
+			views = append(views, len(in.node.Live()))
+		}
+		t.Errorf("a %v stall of Redis took an instance for dead (live views %v): %v", stall, views, calls)
+	}
+	t.Logf("after a %v stall: %v", stall, calls)
 }

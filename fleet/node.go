@@ -124,6 +124,10 @@ type Node struct {
 	lmAddr  string         // this landmark's address, if its description had none (SetLandmarkAddress)
 	downAt  time.Time      // when Redis became unreachable; zero while up
 	lastErr string
+	// beating is when this instance's beats began to succeed without a
+	// failed round trip since (zero: not beating). Until it has beaten
+	// for Dead it takes no other instance for dead (doBeat).
+	beating time.Time
 
 	stats stats
 }
@@ -238,9 +242,13 @@ redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'a', ARGV[1], 'd', ARGV
 return 1`
 	beatScript = `local t = redis.call('TIME')
 local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local prev = redis.call('ZSCORE', KEYS[1], ARGV[1])
 redis.call('ZADD', KEYS[1], ms, ARGV[1])
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[3]) end
-local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ms - tonumber(ARGV[2]))
+local dead = {}
+if ARGV[4] == '1' and prev and ms - tonumber(prev) < tonumber(ARGV[2]) then
+  dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ms - tonumber(ARGV[2]))
+end
 if #dead > 0 then
   redis.call('ZREM', KEYS[1], unpack(dead))
   redis.call('HDEL', KEYS[2], unpack(dead))
@@ -405,6 +413,7 @@ func (n *Node) failed(err error) {
 		n.downAt = time.Now()
 	}
 	n.lastErr = err.Error()
+	n.beating = time.Time{}
 	n.mu.Unlock()
 	n.stats.errors.Add(1)
 	if first {
@@ -457,9 +466,25 @@ func (n *Node) beatLoop(ctx context.Context) {
 // doBeat says this instance is live (and describes it as a landmark),
 // reads the live set and the landmarks' descriptions, and sets the
 // registry's share from it.
+//
+// It takes the instances whose last beat is Dead old for dead only once
+// it has itself beaten for Dead without a failed round trip, and only if
+// its own previous beat, by Redis's clock, is less than Dead old: after
+// Redis stalled or was unreachable for Dead or more, no instance could
+// beat meanwhile, and the first to beat again would otherwise take every
+// other, whose beats are as old as its own, for dead, and take their
+// shares until they beat again (on a loaded machine a redis-server that
+// fsyncs every write stalled 2.6 s; TestFleet_RedisStallIsNoDeath). An
+// instance dead meanwhile goes Dead later.
 func (n *Node) doBeat(ctx context.Context) error {
 	start := time.Now()
-	res, err := n.beat.Run(ctx, n.rdb, []string{n.insts, n.lms}, n.cfg.ID, n.cfg.Dead.Milliseconds(), n.description()).Slice()
+	n.mu.Lock()
+	judge := "0"
+	if !n.beating.IsZero() && start.Sub(n.beating) >= n.cfg.Dead {
+		judge = "1"
+	}
+	n.mu.Unlock()
+	res, err := n.beat.Run(ctx, n.rdb, []string{n.insts, n.lms}, n.cfg.ID, n.cfg.Dead.Milliseconds(), n.description(), judge).Slice()
 	n.stats.observe(start)
 	if err != nil {
 		return err
@@ -468,6 +493,9 @@ func (n *Node) doBeat(ctx context.Context) error {
 	live, peers := n.parseBeat(res)
 	slices.Sort(live)
 	n.mu.Lock()
+	if n.beating.IsZero() {
+		n.beating = start
+	}
 	changed := !slices.Equal(live, n.live)
 	n.live = live
 	n.peers = peers
