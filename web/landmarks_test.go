@@ -2,6 +2,8 @@ package web_test
 
 import (
 	"fmt"
+	"math"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -35,12 +37,24 @@ func TestAPI_Landmarks(t *testing.T) {
 		if len(s.Landmarks) != 1 || s.Landmarks[0].ID != "fra-1" || s.Landmarks[0].Measured.IsZero() {
 			t.Fatalf("%s: landmarks %+v", s.Name, s.Landmarks)
 		}
+		// The API publishes the master's own measurement, and the
+		// emulator never delivers early. How close the measurement is to
+		// the emulated RTT depends on the machine's load (a busy master
+		// reads the reply late: 345 ms for a 20 ms link once, under a
+		// parallel test run at load average 10-17), so it is not asserted
+		// here: the registry's RTT arithmetic is TestRegistry_RTT*'s, with
+		// time passed in, and the emulator's delays are package world's
+		// accuracy tests'.
 		got := time.Duration(s.Landmarks[0].RTTMs * float64(time.Millisecond))
-		// The emulator never delivers early; a loaded machine adds (on
-		// the shared 2-core machine under a parallel test run, once 100
-		// ms to two servers' first check).
-		if got < want || got > want+250*time.Millisecond {
-			t.Errorf("%s: rtt_ms %v, emulated %v", s.Name, s.Landmarks[0].RTTMs, want)
+		a, err := netip.ParseAddrPort(s.Address)
+		// The registry keys a server by its socket (loopback) address; the
+		// API lists it at its public address, the port kept.
+		reg, ok := f.m.Registry.Lookup(netip.AddrPortFrom(f.srvs[s.Name].Loopback.Addr(), a.Port()))
+		if err != nil || !ok || reg.RTT <= 0 || math.Abs(s.Landmarks[0].RTTMs-float64(reg.RTT)/float64(time.Millisecond)) > 1e-9 || !s.Landmarks[0].Measured.Equal(reg.RTTMeasured) {
+			t.Errorf("%s: rtt_ms %v measured %v; the registry holds %v measured %v", s.Name, s.Landmarks[0].RTTMs, s.Landmarks[0].Measured, reg.RTT, reg.RTTMeasured)
+		}
+		if got < want {
+			t.Errorf("%s: rtt_ms %v, below the emulated %v", s.Name, s.Landmarks[0].RTTMs, want)
 		}
 	}
 	var d web.DetailJSON
