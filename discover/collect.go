@@ -409,6 +409,26 @@ func (s *session) listsDone() bool {
 // up on the master socket.
 const maxReadErrors = 64
 
+// How collect reads, so that a busy client does not take its own delay
+// for a master's silence. A timeout of s (the end of a list EndGrace or
+// Quiet after its last packet, a master asked again, a ping given up) is
+// acted on only after a read has found the socket empty since the last
+// datagram: a datagram that came while the client was not running (a
+// landmark run right behind its list, on a loaded machine) is read
+// first. A read always waits at least minRead, so that it looks at the
+// socket even when a timeout is already due (a read whose deadline has
+// passed returns at once without looking); a read that times out more
+// than lateRead after its deadline may not have looked either (the
+// deadline passed before it began), so it is tried once more before its
+// silence counts. After maxUnchecked datagrams in a row the timeouts are
+// acted on anyway, so that a master that never stops sending does not
+// hold up the others.
+const (
+	minRead      = 5 * time.Millisecond
+	lateRead     = 20 * time.Millisecond
+	maxUnchecked = 64
+)
+
 // collect is the shell of [Ordered]'s listing: it drives the master half
 // of s on conn until every list has ended or ctx ends, emitting s's events
 // through emit as they come.
@@ -429,14 +449,25 @@ func collect(ctx context.Context, conn probe.Conn, s *session, emit func(Event))
 		}
 	}
 	defer flush()
+	// empty: a read found the socket empty since the last datagram (or
+	// nothing was asked yet); late: the last read timed out late;
+	// unchecked: datagrams read since the socket was last found empty.
+	empty, late, unchecked := true, false, 0
 	for {
 		now := time.Now()
-		send(now, s.poll(now))
+		if empty || unchecked >= maxUnchecked {
+			send(now, s.poll(now))
+			unchecked = 0
+		}
 		flush()
 		if s.listsDone() {
 			return nil
 		}
-		if err := conn.SetReadDeadline(s.wake()); err != nil {
+		deadline := s.wake()
+		if floor := time.Now().Add(minRead); deadline.Before(floor) {
+			deadline = floor
+		}
+		if err := conn.SetReadDeadline(deadline); err != nil {
 			return err
 		}
 		if err := ctx.Err(); err != nil {
@@ -448,9 +479,14 @@ func collect(ctx context.Context, conn probe.Conn, s *session, emit func(Event))
 		switch {
 		case err == nil:
 			readErrors = 0
+			empty, late = false, false
+			unchecked++
 			send(now, s.receive(now, netip.AddrPortFrom(from.Addr().Unmap(), from.Port()), buf[:n]))
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			readErrors = 0
+			wasLate := late
+			late = now.Sub(deadline) > lateRead
+			empty = !late || wasLate
 		case !errors.Is(err, net.ErrClosed) && readErrors < maxReadErrors:
 			readErrors++ // an ICMP error on some platforms; the socket lives on
 		default:
