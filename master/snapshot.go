@@ -174,6 +174,13 @@ const (
 	MaxInlineGroup   = 256
 )
 
+// maxDeferred bounds the changes of large groups queries' builds leave
+// for Refresh: beyond it a query's build gives up, and the changes wait
+// in the registry's records, one per server at most, so that a shell
+// that calls Refresh late (or never) does not make them grow with every
+// change.
+const maxDeferred = 64 * MaxInlineChanges
+
 // buildBatch is how many entries a build reads per hold of the
 // registry's lock (a restart's million are read in steps, between which
 // the socket loop registers).
@@ -249,7 +256,7 @@ func (r *Registry) rebuildLocked(nowNS int64, inline, prewarm bool) bool {
 		return false
 	}
 	r.mu.Lock()
-	if inline && len(r.touched) > MaxInlineChanges {
+	if inline && (len(r.touched) > MaxInlineChanges || len(r.deferred) > maxDeferred) {
 		r.mu.Unlock()
 		return false
 	}

@@ -3,6 +3,7 @@ package master
 import (
 	"net/netip"
 	"testing"
+	"time"
 )
 
 // A listing larger than InlineSnapshot is answered from its last snapshot
@@ -57,6 +58,44 @@ func TestRegistry_RefreshRebuildsLargeListingsOffTheQueryPath(t *testing.T) {
 	}
 	if got := len(selectAll(r, late, q71)) + len(selectAll(r, late, q68)); got != 0 {
 		t.Fatalf("%d answered after Timeout, want 0", got)
+	}
+}
+
+// Queries' builds of a large listing leave the changes of large groups
+// to Refresh; without a Refresh those wait bounded: at most maxDeferred
+// in the queries' list, then one record per server.
+func TestRegistry_DeferredChangesBounded(t *testing.T) {
+	r := newTestRegistry(t, Config{InlineSnapshot: 1, AllowLoopback: true})
+	r.inlineGroup = 2
+	addr := func(i int) netip.AddrPort {
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(i)}), 27960)
+	}
+	for i := 1; i <= 3; i++ {
+		register(t, r, t0, addr(i))
+	}
+	r.Refresh(t0)
+	now := t0
+	for i := range 5 * maxDeferred {
+		now = now.Add(time.Millisecond)
+		s, _ := r.Lookup(addr(1 + i%3))
+		s.Clients = 3 - s.Clients // empty, then not
+		s.LastVerified = now
+		if ch, why := r.Apply(now, s); why != OK || ch == ChangeNone {
+			t.Fatalf("Apply: %v %v", ch, why)
+		}
+		r.current(now)
+		r.mu.Lock()
+		deferred, touched := len(r.deferred), len(r.touched)
+		r.mu.Unlock()
+		if deferred > maxDeferred+2*MaxInlineChanges || touched > 3 {
+			t.Fatalf("after %d changes without Refresh: %d deferred, %d touched", i+1, deferred, touched)
+		}
+	}
+	if !r.Refresh(now) {
+		t.Fatal("Refresh built nothing")
+	}
+	if got := len(selectAll(r, now, q71)); got != 3 {
+		t.Fatalf("%d answered, want 3", got)
 	}
 }
 
