@@ -276,3 +276,22 @@ func redisStall(t *testing.T, stall time.Duration) {
 	}
 	t.Logf("after a %v stall: %v", stall, calls)
 }
+
+// The wait before following the stream again grows while tries fail and
+// starts from MinBackoff again once a try has read the stream: a second
+// outage hours after the first is retried at once, not after MaxBackoff.
+func TestFollowBackoff_ResetsAfterARead(t *testing.T) {
+	b := time.Duration(0)
+	for range 10 {
+		b = followBackoff(b, false)
+	}
+	if b != MaxBackoff {
+		t.Fatalf("after 10 failed tries the wait is %v, want MaxBackoff %v", b, MaxBackoff)
+	}
+	if got := followBackoff(b, true); got != MinBackoff {
+		t.Errorf("a try that read the stream then failed waits %v, want MinBackoff %v", got, MinBackoff)
+	}
+	if got := followBackoff(MinBackoff, false); got != 2*MinBackoff {
+		t.Errorf("a second failed try in a row waits %v, want %v", got, 2*MinBackoff)
+	}
+}

@@ -130,28 +130,40 @@ func (n *Node) write(ctx context.Context, batch map[netip.AddrPort]op) error {
 }
 
 // follow applies the other instances' changes until ctx ends, catching up
-// after every failure.
+// after every failure. The wait before trying again grows while the
+// tries fail and starts again from MinBackoff once one has read the
+// stream, so an outage after hours of service is retried as soon as the
+// first one was.
 func (n *Node) follow(ctx context.Context) {
 	backoff := time.Duration(0)
 	for ctx.Err() == nil {
-		err := n.followOnce(ctx)
+		read, err := n.followOnce(ctx)
 		if ctx.Err() != nil {
 			return
 		}
 		n.failed(err)
-		backoff = nextBackoff(backoff)
+		backoff = followBackoff(backoff, read)
 		if !sleep(ctx, backoff) {
 			return
 		}
 	}
 }
 
+// followBackoff is the wait before the next try after one that failed:
+// the next step of the backoff, from its start if the try read the stream.
+func followBackoff(last time.Duration, read bool) time.Duration {
+	if read {
+		last = 0
+	}
+	return nextBackoff(last)
+}
+
 // followOnce catches up (the stream from the last change applied, or the
 // whole hash if the stream lost changes since), then reads the stream
-// until an error.
-func (n *Node) followOnce(ctx context.Context) error {
+// until an error; read reports whether a read of the stream succeeded.
+func (n *Node) followOnce(ctx context.Context) (read bool, err error) {
 	if err := n.catchUp(ctx, !n.synced); err != nil {
-		return err
+		return false, err
 	}
 	for {
 		start := time.Now()
@@ -160,13 +172,15 @@ func (n *Node) followOnce(ctx context.Context) error {
 		}).Result()
 		if errors.Is(err, redis.Nil) {
 			n.succeeded()
+			read = true
 			continue // no change within Block
 		}
 		if err != nil {
-			return err
+			return read, err
 		}
 		n.stats.observe(start)
 		n.succeeded()
+		read = true
 		now := time.Now()
 		got := 0
 		for _, s := range res {
@@ -180,7 +194,7 @@ func (n *Node) followOnce(ctx context.Context) error {
 			// Behind by a full read: make sure the stream still holds
 			// what comes next.
 			if err := n.catchUp(ctx, false); err != nil {
-				return err
+				return read, err
 			}
 		}
 	}
