@@ -105,7 +105,12 @@ func TestServers_MasterWithOpenArenaAndWorldAgreesWithQstat(t *testing.T) {
 			diffs = append(diffs, fmt.Sprintf("%v: quakestat listed it but got no answer", a))
 			continue
 		}
-		if d := compare(*s, *q); d != "" {
+		// The real server is a live game: its bots' scores (and pings)
+		// move between scout's query and quakestat's, seconds apart
+		// (22 s for quakestat on a loaded machine, and a bot scored in
+		// between); its players are compared by name. The emulated
+		// world's are fixed and compared in full.
+		if d := compare(*s, *q, a == oa.Addr); d != "" {
 			diffs = append(diffs, fmt.Sprintf("%v: %s", a, d))
 		}
 	}
@@ -174,8 +179,10 @@ func index(t *testing.T, who string, servers []discobench.Server) map[netip.Addr
 
 // compare returns the fields on which scout and quakestat disagree about
 // one server ("" when none). quakestat strips colour codes from names, as
-// scout's name_plain does; its game type is the g_gametype rule.
-func compare(s, q discobench.Server) string {
+// scout's name_plain does; its game type is the g_gametype rule. Of a live
+// server's players only the names are compared: their scores and pings
+// move between two queries.
+func compare(s, q discobench.Server, live bool) string {
 	var d []string
 	check := func(field string, a, b any) {
 		if fmt.Sprint(a) != fmt.Sprint(b) {
@@ -189,7 +196,11 @@ func compare(s, q discobench.Server) string {
 	check("protocol", s.Protocol, q.Protocol)
 	check("player count", len(s.Players), len(q.Players))
 	for i := range min(len(s.Players), len(q.Players)) {
-		check(fmt.Sprintf("player %d", i), s.Players[i], q.Players[i])
+		if live {
+			check(fmt.Sprintf("player %d", i), s.Players[i].Name, q.Players[i].Name)
+		} else {
+			check(fmt.Sprintf("player %d", i), s.Players[i], q.Players[i])
+		}
 	}
 	return strings.Join(d, "; ")
 }
