@@ -1,0 +1,212 @@
+package master
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base32"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/scout-discovery/scout/game"
+	"github.com/scout-discovery/scout/infostring"
+	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/q4"
+)
+
+// getServers answers getservers and getserversExt.
+func (h *Handler) getServers(now time.Time, from netip.AddrPort, m q3.GetServers, dst []Outgoing) []Outgoing {
+	k := KindGetServers
+	if m.Ext {
+		k = KindGetServersExt
+	}
+	if badSource(from) {
+		return h.drop(dst, k, from, ReasonBadAddress)
+	}
+	if m.Ext && m.GameName == "" {
+		// The game name is mandatory in getserversExt (dpmaster reads the
+		// first word as the name, finds no protocol after it, and answers
+		// nothing): early ioquake3's "getserversExt 68 empty ipv6".
+		return h.drop(dst, k, from, ReasonExtWithoutGame)
+	}
+	if why := h.allow(h.cfg.Queries, now, from); why != OK {
+		return h.drop(dst, k, from, why)
+	}
+	q := Query{Family: game.FamilyQ3, Game: m.GameName, Protocol: m.Protocol, Empty: m.Empty, Full: m.Full}
+	if m.GameType != "" {
+		q.Gametype, q.HasGametype = m.GameType, true
+	}
+	if m.Ext {
+		q.IPv4, q.IPv6 = m.IPv4, m.IPv6
+	} else {
+		q.IPv4 = true // the short form has no room for IPv6 entries
+	}
+	f, why := h.reg.resolve(q, h.reg.current(now))
+	switch why {
+	case OK:
+	case ReasonUnknownGame:
+		// A well-formed query for a protocol no game lists and no listed
+		// anonymous server uses gets the empty list, as from dpmaster, so
+		// the client stops waiting; it is no larger than the query's own
+		// reply to an empty game.
+		h.stats.unknownGame.Add(1)
+		f = filter{game: "\x00unknown"} // matches no group
+	default:
+		return h.drop(dst, k, from, why)
+	}
+	end := q3.EndEOT
+	if m.GameName == "" && (m.Protocol == 43 || m.Protocol == 45) {
+		end = q3.EndNUL // Q3Master notes: protocols 43/45 end with one NUL
+	}
+	form := replyForm{split: q3.SplitOptions{
+		Ext: m.Ext, End: end, MaxEntries: h.cfg.MaxEntries, MaxBytes: h.cfg.MaxPacketBytes,
+	}}
+	outK := KindServersResponse
+	if m.Ext {
+		outK = KindServersExtResponse
+	}
+	var landmarks lmAsk
+	if m.Ext && h.cfg.Landmark != "" && slices.Contains(m.Other, q3.LandmarksKeyword) {
+		landmarks = lmRuns
+		if slices.Contains(m.Other, q3.LandmarkPeersKeyword) {
+			landmarks |= lmPeers
+		}
+	}
+	return h.reply(now, from, outK, f, form, !h.cfg.EndOnLastOnly, landmarks, dst)
+}
+
+// sendList sends a cached server-list reply, all or nothing: its bytes
+// are reserved from the response limiter and the budget at once, and its packets rotated for
+// fairness (see answer).
+func (h *Handler) sendList(now time.Time, to netip.AddrPort, k Kind, a *answer, dst []Outgoing) []Outgoing {
+	if why := h.reserve(now, to, h.cfg.Responses, a.bytes, len(a.pkts)); why != OK {
+		h.stats.dropped[why].Add(1)
+		h.stats.denied.Add(uint64(a.bytes))
+		return dst
+	}
+	h.stats.out[k].Add(uint64(len(a.pkts)))
+	h.stats.outBytes[k].Add(uint64(a.bytes))
+	h.stats.answers.Add(1)
+	return a.appendTo(dst, to, k, h.reg.rotation.Add(1))
+}
+
+// answer sends a query's reply packets, all or nothing.
+func (h *Handler) answer(now time.Time, to netip.AddrPort, k Kind, pkts [][]byte, dst []Outgoing) []Outgoing {
+	outs := make([]Outgoing, len(pkts))
+	for i, p := range pkts {
+		outs[i] = Outgoing{To: to, Kind: k, Payload: p}
+	}
+	n := len(dst)
+	dst = h.send(now, to, h.cfg.Responses, dst, outs...)
+	if len(dst) > n {
+		h.stats.answers.Add(1)
+	}
+	return dst
+}
+
+func (h *Handler) q4GetServers(now time.Time, from netip.AddrPort, m *q4.GetServers, dst []Outgoing) []Outgoing {
+	k := KindQ4GetServers
+	if badSource(from) {
+		return h.drop(dst, k, from, ReasonBadAddress)
+	}
+	if why := h.allow(h.cfg.Queries, now, from); why != OK {
+		return h.drop(dst, k, from, why)
+	}
+	q := Query{Family: game.FamilyDoom3, Protocol: int(m.Protocol.Uint32()), IPv4: true}
+	if _, ok := h.reg.Config().Catalogue.ByProtocol(game.FamilyDoom3, q.Protocol); !ok && m.Protocol.Major == 0 {
+		// qstat's q4m and dm3m send protocol 0.0: tell the games by the
+		// request's layout, and list every protocol of that game.
+		q.Game, q.AnyProtocol = "Doom3", true
+		if m.Dialect == q4.DialectQuake4 {
+			q.Game = "Quake4"
+		}
+	}
+	// The players filter (gui_filter_players): 0 any, 1 not full, 2 not
+	// full and not empty. Password and gametype filters are the client's.
+	switch m.Filter.Players {
+	case 1:
+		q.Empty = true
+	case 2:
+	default:
+		q.Empty, q.Full = true, true
+	}
+	f, why := h.reg.resolve(q, h.reg.current(now))
+	switch why {
+	case OK:
+	case ReasonUnknownGame:
+		f = filter{game: "\x00unknown"} // matches no group: the empty list
+	default:
+		return h.drop(dst, k, from, why)
+	}
+	form := replyForm{q4: true, split: q3.SplitOptions{MaxBytes: min(h.cfg.MaxPacketBytes, q4.MaxServersPacketLen)}}
+	return h.reply(now, from, KindQ4Servers, f, form, true, 0, dst)
+}
+
+// gameAuth answers a Doom 3 / Quake 4 client's key check. id's key
+// database is gone, so the master cannot tell a good key from a bad one:
+// it accepts every well-formed request with a CD key and returns a GUID
+// derived from the key (so the same key keeps the same GUID, and the key
+// cannot be read back from it). A request without a CD key is refused
+// with "invalid".
+func (h *Handler) gameAuth(now time.Time, from netip.AddrPort, m *q4.GameAuth, dst []Outgoing) []Outgoing {
+	k := KindQ4GameAuth
+	if badSource(from) {
+		return h.drop(dst, k, from, ReasonBadAddress)
+	}
+	if why := h.allow(h.cfg.Queries, now, from); why != OK {
+		return h.drop(dst, k, from, why)
+	}
+	reply := q4.AuthKey{Kind: q4.AuthBadKey, Reason: q4.AuthBadInvalid, XPKeyValid: !m.HasXPKey}
+	if m.HasCDKey && m.CDKey != "" {
+		reply = q4.AuthKey{Kind: q4.AuthGUID, GUID: GUIDOf(m.CDKey)}
+	}
+	b, err := reply.AppendBinary(nil)
+	if err != nil {
+		return h.drop(dst, k, from, ReasonMalformed)
+	}
+	return h.answer(now, from, KindQ4AuthKey, [][]byte{b}, dst)
+}
+
+// GUIDOf is the GUID the master gives a CD key: 11 characters of the
+// base32 SHA-256 of the key (the Doom 3 server keeps 11).
+func GUIDOf(cdkey string) string {
+	sum := sha256.Sum256([]byte("scout-master-guid\x00" + cdkey))
+	return base32.StdEncoding.EncodeToString(sum[:])[:11]
+}
+
+// HandleMOTD handles one datagram that arrived on the message-of-the-day
+// port: Enemy Territory's getmotd, answered with motd echoing the
+// client's challenge. Anything else is dropped.
+func (h *Handler) HandleMOTD(now time.Time, from netip.AddrPort, pkt []byte, dst []Outgoing) []Outgoing {
+	from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
+	h.stats.inBytes.Add(uint64(len(pkt)))
+	if !bytes.HasPrefix(pkt, []byte(q3.Prefix)) {
+		h.stats.in[KindGarbage].Add(1)
+		return h.drop(dst, KindGarbage, from, ReasonNotConnectionless)
+	}
+	m, k, why := parseQ3(pkt)
+	h.stats.in[k].Add(1)
+	if why != OK {
+		return h.drop(dst, k, from, why)
+	}
+	req, ok := m.(q3.GetMOTD)
+	if !ok {
+		return h.drop(dst, k, from, ReasonWrongPort)
+	}
+	if badSource(from) {
+		return h.drop(dst, k, from, ReasonBadAddress)
+	}
+	if why := h.allow(h.cfg.Queries, now, from); why != OK {
+		return h.drop(dst, k, from, why)
+	}
+	c, _ := req.Info.Get("challenge")
+	if len(c) > MaxMOTDChallengeLen || strings.ContainsRune(c, '"') {
+		return h.drop(dst, k, from, ReasonMalformed)
+	}
+	b, err := q3.MOTD{Info: infostring.Info{{Key: "challenge", Value: c}, {Key: "motd", Value: h.cfg.MOTD}}}.AppendBinary(nil)
+	if err != nil {
+		return h.drop(dst, k, from, ReasonMalformed)
+	}
+	return h.answer(now, from, KindMOTD, [][]byte{b}, dst)
+}
