@@ -228,3 +228,27 @@ func TestReprobe_FivePercentLossKeepsLiveServers(t *testing.T) {
 		t.Errorf("%d live servers removed", now)
 	}
 }
+
+// TestReprobe_HeartbeatChecksDoNotPostponeIt: a server that heartbeats as
+// often as it is re-probed (Quake III: both every 5 minutes) is still
+// re-probed on time: a heartbeat's check verifies it but leaves the
+// re-probe's schedule, which collects the player list, alone.
+func TestReprobe_HeartbeatChecksDoNotPostponeIt(t *testing.T) {
+	r := newTestRegistry(t, Config{})
+	a := ap("198.51.100.7:27960")
+	register(t, r, t0, a)
+	due := t0.Add(game.Q3AReprobeInterval)
+	// A heartbeat and its check, verified, a minute before the re-probe.
+	hbAt := due.Add(-time.Minute)
+	p, why := r.Heartbeat(hbAt, a, Heartbeat{Family: game.FamilyQ3, Tag: "QuakeArena-1"})
+	if why != OK || p.Cause != CauseHeartbeat {
+		t.Fatalf("heartbeat: %v %+v", why, p)
+	}
+	if _, _, why := r.Verify(hbAt.Add(time.Millisecond), a, infoReply(p.Challenge.Text)); why != OK {
+		t.Fatalf("verify: %v", why)
+	}
+	got := r.DueProbes(due, nil, 0)
+	if len(got) != 1 || got[0].Cause != CauseReprobe || got[0].Requests != game.GetStatus {
+		t.Fatalf("re-probe at %v: %+v, want the getstatus re-probe on its schedule", due.Sub(t0), got)
+	}
+}
