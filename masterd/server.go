@@ -386,8 +386,13 @@ func (b *sender) pack(out []master.Outgoing) {
 		size := len(out[i].Payload)
 		n := 1
 		if b.gso {
-			for i+n < len(out) && n < gsoMaxSegments && len(out[i+n].Payload) == size && (n+1)*size <= gsoMaxBytes {
+			// A run of equal sizes, and a shorter datagram after it as
+			// its last segment, as UDP segmentation allows.
+			for i+n < len(out) && n < gsoMaxSegments && len(out[i+n].Payload) <= size && (n+1)*size <= gsoMaxBytes {
 				n++
+				if len(out[i+n-1].Payload) < size {
+					break
+				}
 			}
 		}
 		if n == 1 {

@@ -10,8 +10,8 @@ import (
 )
 
 // TestPacketServer_BatchKeepsDatagrams: a reply sent in one batch, runs of
-// equal-sized datagrams segmented by the kernel, arrives as the same
-// datagrams, in order, one read each.
+// equal-sized datagrams (and a shorter one after a run) segmented by the
+// kernel, arrives as the same datagrams, in order, one read each.
 func TestPacketServer_BatchKeepsDatagrams(t *testing.T) {
 	src, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(ap("127.0.0.1:0")))
 	if err != nil {
@@ -42,16 +42,30 @@ func TestPacketServer_BatchKeepsDatagrams(t *testing.T) {
 	snd := newSender(src)
 	// Each message's datagrams are known: after a refused segmented
 	// message, sendBatch sends again from it, not from the start.
+	// A segmented message is a run of one size and at most one shorter
+	// datagram last, as the kernel splits it.
 	snd.pack(out)
 	total := 0
 	for j, k := range snd.segs {
-		if snd.gso && len(snd.bufs[j]) != k*len(out[total].Payload) || !snd.gso && k != 1 {
-			t.Errorf("message %d: %d bytes for %d datagrams of %d", j, len(snd.bufs[j]), k, len(out[total].Payload))
+		size, sum := len(out[total].Payload), 0
+		for i, o := range out[total : total+k] {
+			sum += len(o.Payload)
+			if n := len(o.Payload); n > size || n < size && i != k-1 {
+				t.Errorf("message %d: datagram %d of %d is %d bytes, segments of %d", j, i, k, n, size)
+			}
+		}
+		if len(snd.bufs[j]) != sum || !snd.gso && k != 1 {
+			t.Errorf("message %d: %d bytes for %d datagrams of %d bytes", j, len(snd.bufs[j]), k, sum)
 		}
 		total += k
 	}
 	if total != len(out) || len(snd.segs) != len(snd.msgs) {
 		t.Errorf("%d messages count %d datagrams, want %d", len(snd.msgs), total, len(out))
+	}
+	// The three full ones and the short tail; the 70 full ones in two
+	// (gsoMaxBytes holds 43); the last, larger than the run before it.
+	if snd.gso && len(snd.msgs) != 4 {
+		t.Errorf("%d segmented messages (datagrams per message %v), want 4", len(snd.msgs), snd.segs)
 	}
 	for range 2 { // the second reuses the sender's buffers
 		s.writeBatched(snd, out)
