@@ -66,12 +66,17 @@ func compareGroupKeys(a, b groupKey) int {
 }
 
 // DefaultChunk is the most entries a chunk of a snapshot group holds
-// (80 KB). A change copies the chunk it falls in, not the group, and
-// encodes that chunk's packets again, not the whole answer (answer.go);
-// a packet never spans two chunks, so an answer has at most one packet
-// less than full per chunk: about 5 % more datagrams than one packed
-// whole, for IPv4 entries in 1,400-byte packets.
-const DefaultChunk = 2048
+// (640 KB). A change copies the chunk it falls in, not the group, and
+// encodes that chunk's packets again, not the whole answer (answer.go):
+// about a millisecond at this size. A packet never spans two chunks, so
+// an answer has at most one packet less than full per chunk: a group of
+// up to DefaultChunk servers is answered in full packets as one encoded
+// whole, and a larger one has 1-2 % more datagrams (IPv4 entries in
+// 1,400-byte packets; chunks mostly hold 8,192 to 16,384 entries). At 2,048
+// entries a chunk, a 5,000-server list took 27 datagrams instead of 26,
+// two of them short mid-answer, each splitting the sender's segmented
+// runs: more of the master's CPU per answer (BENCHMARKS.md, "Master").
+const DefaultChunk = 16384
 
 // chunk is a run of a group's entries, immutable, shared by every
 // snapshot until a change falls in it.

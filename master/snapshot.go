@@ -32,7 +32,8 @@ import (
 // ones. A build costs what changed and the chunks it falls in, not the
 // listing: at 1,000,000 servers, one new server of a game with none is
 // one group of one entry, and one more server of a game with 700,000 one
-// chunk of 2,048 and its packets (BENCHMARKS.md, "A million servers").
+// chunk of up to DefaultChunk and its packets (BENCHMARKS.md, "A million
+// servers").
 // The registry's lock is held while the records are taken and the entries
 // read (in batches of buildBatch), not while the groups are built.
 //
