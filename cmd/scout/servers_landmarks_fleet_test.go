@@ -3,19 +3,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/scout-discovery/scout/discover"
 	"github.com/scout-discovery/scout/fleet"
 	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/internal/peer"
@@ -48,36 +44,14 @@ func TestServers_OrderLandmarksFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(stopRedis)
-	city := map[string]population.City{}
-	cities := population.Cities()
-	for _, c := range cities {
-		city[c.Name] = c
-	}
+	city := citiesByName()
 	client := city["Sydney"]
 	places := []string{"Frankfurt", "NewYork", "Tokyo"}
 	id := byte(os.Getpid()%200 + 1)
 
 	const n = 45
-	var w world.World
-	w.Version, w.Seed = 1, 9
-	var srvCity []population.City
-	for i := range n {
-		c := cities[(i*len(cities))/n]
-		srvCity = append(srvCity, c)
-		w.Servers = append(w.Servers, world.Server{
-			Public:   netip.AddrPortFrom(netip.AddrFrom4([4]byte{5, 10, byte(i / 200), byte(i%200 + 1)}), 27960),
-			Loopback: netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 5, id, byte(i + 1)}), 27960),
-			Game:     world.Q3A, Hostname: "srv-" + c.Name, Map: "q3dm17", MaxClients: 8,
-		})
-	}
-	var maps []master.Mapping
-	for _, s := range w.Servers {
-		maps = append(maps, master.Mapping{From: netip.AddrPortFrom(s.Loopback.Addr(), 0), To: netip.AddrPortFrom(s.Public.Addr(), 0)})
-	}
-	am, err := master.NewAddrMap(maps...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, srvCity := cityWorld(9, n, 10, 5, id)
+	am := worldAddrMap(t, w)
 	var games []*game.Game
 	for _, g := range game.Builtin() {
 		if g.Name == "Quake3Arena" {
@@ -91,13 +65,7 @@ func TestServers_OrderLandmarksFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	links := func(from population.City) []world.Link {
-		ls := make([]world.Link, n)
-		for i := range ls {
-			ls[i] = world.Link{RTT: world.Duration(population.CityRTT(from, srvCity[i]))}
-		}
-		return ls
-	}
+	links := func(from population.City) []world.Link { return cityLinks(from, srvCity) }
 	requesters := map[netip.Addr][]world.Link{netip.MustParseAddr("127.0.0.1"): links(client)}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -207,60 +175,7 @@ func TestServers_OrderLandmarksFleet(t *testing.T) {
 		}
 	}
 
-	mapPath := filepath.Join(t.TempDir(), "world-map.json")
-	f, err := os.Create(mapPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := em.Table().WriteTo(f); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	playable := map[netip.AddrPort]bool{}
-	for i, s := range w.Servers {
-		if population.CityRTT(client, srvCity[i]) < 200*time.Millisecond {
-			playable[s.Public] = true
-		}
-	}
-	summary := func(order string) (map[string]any, int) {
-		t.Helper()
-		args := []string{"servers", "--game", "Quake3Arena", "--world-map", mapPath, "--order", order, "--json", "--max-time", "60s"}
-		for _, r := range relays {
-			args = append(args, "--master", r.String())
-		}
-		var stdout, stderr bytes.Buffer
-		if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
-			t.Fatalf("--order %s: exit %d\n%s\n%s", order, code, stdout.String(), stderr.String())
-		}
-		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-		var sum map[string]any
-		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
-			t.Fatal(err)
-		}
-		found := 0
-		for _, l := range lines[:len(lines)-1] {
-			var srv discover.ServerJSON
-			if json.Unmarshal([]byte(l), &srv) != nil || srv.Type != "server" || srv.Error != "" || srv.RTTms <= 0 {
-				continue
-			}
-			if a, err := netip.ParseAddrPort(srv.Address); err == nil && playable[netip.AddrPortFrom(a.Addr(), 27960)] {
-				found++
-			}
-		}
-		return sum, found
-	}
-	lm, lmFound := summary("landmarks")
-	conv, convFound := summary("master")
-	ord, _ := lm["order"].(map[string]any)
-	t.Logf("every server measured from the 3 landmarks %v after start; playable %d of %d; landmarks: %v probes, found %d, order %v; conventional: %v probes, found %d",
-		measuredIn.Round(time.Millisecond), len(playable), n, lm["probes"], lmFound, ord, conv["probes"], convFound)
-	if ord == nil || len(ord["landmarks"].([]any)) != 3 || ord["landmark_matrix"] != "measured" {
-		t.Fatalf("landmarks order summary %v; want 3 landmarks and their measured RTTs to each other", ord)
-	}
-	if lmFound < len(playable) || convFound < len(playable) {
-		t.Errorf("found %d (landmarks), %d (conventional) of %d playable", lmFound, convFound, len(playable))
-	}
-	if lm["probes"].(float64) >= conv["probes"].(float64) {
-		t.Errorf("landmarks probed %v, conventional %v", lm["probes"], conv["probes"])
-	}
+	mapPath := tempWorldMap(t, em.Table())
+	compareLandmarksOrder(t, w, srvCity, client, mapPath, relays,
+		fmt.Sprintf("every server measured from the 3 landmarks %v after start; ", measuredIn.Round(time.Millisecond)))
 }

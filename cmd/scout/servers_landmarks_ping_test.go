@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -47,14 +46,7 @@ func TestServers_LandmarkPingsInflatedSample(t *testing.T) {
 			Game:     world.Q3A, Hostname: "srv", Map: "q3dm17", MaxClients: 8,
 		})
 	}
-	var maps []master.Mapping
-	for _, s := range w.Servers {
-		maps = append(maps, master.Mapping{From: netip.AddrPortFrom(s.Loopback.Addr(), 0), To: netip.AddrPortFrom(s.Public.Addr(), 0)})
-	}
-	am, err := master.NewAddrMap(maps...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	am := worldAddrMap(t, w)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
@@ -77,23 +69,8 @@ func TestServers_LandmarkPingsInflatedSample(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Go(func() { em.Run(ctx) })
-	deadline := time.After(30 * time.Second)
-	for range w.Servers {
-		select {
-		case <-listed.ch:
-		case <-deadline:
-			t.Fatal("the master did not list the servers")
-		}
-	}
-	mapPath := filepath.Join(t.TempDir(), "world-map.json")
-	f, err := os.Create(mapPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := em.Table().WriteTo(f); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	listed.wait(t, len(w.Servers), 30*time.Second)
+	mapPath := tempWorldMap(t, em.Table())
 
 	const path, extra = 60 * time.Millisecond, 400 * time.Millisecond
 	isList := func(p []byte) bool { return bytes.HasPrefix(p, []byte(q3.Prefix+"getserversExtResponse")) }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/scout-discovery/scout/demo"
 	"github.com/scout-discovery/scout/discover"
+	"github.com/scout-discovery/scout/loopnat"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/masterd"
 	"github.com/scout-discovery/scout/population"
@@ -38,6 +39,146 @@ func (c countListed) Handle(_ context.Context, r slog.Record) error {
 func (c countListed) WithAttrs([]slog.Attr) slog.Handler { return c }
 func (c countListed) WithGroup(string) slog.Handler      { return c }
 
+// citiesByName is the latency model's cities by name.
+func citiesByName() map[string]population.City {
+	city := map[string]population.City{}
+	for _, c := range population.Cities() {
+		city[c.Name] = c
+	}
+	return city
+}
+
+// cityWorld is n emulated Quake III servers, the i-th in the latency
+// model's city i*len(cities)/n, public at 5.pub.x.y:27960 and answering on
+// 127.lo.id.(i+1):27960 (the public port: the masters map the IP alone);
+// it returns the world and each server's city.
+func cityWorld(seed uint64, n int, pub, lo, id byte) (world.World, []population.City) {
+	cities := population.Cities()
+	var w world.World
+	w.Version, w.Seed = 1, seed
+	var srvCity []population.City
+	for i := range n {
+		c := cities[(i*len(cities))/n]
+		srvCity = append(srvCity, c)
+		w.Servers = append(w.Servers, world.Server{
+			Public:   netip.AddrPortFrom(netip.AddrFrom4([4]byte{5, pub, byte(i / 200), byte(i%200 + 1)}), 27960),
+			Loopback: netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, lo, id, byte(i + 1)}), 27960),
+			Game:     world.Q3A, Hostname: "srv-" + c.Name, Map: "q3dm17", MaxClients: 8,
+		})
+	}
+	return w, srvCity
+}
+
+// cityLinks is the emulated link to each server (in srvCity) from a
+// requester in from: the latency model's RTT between the two cities.
+func cityLinks(from population.City, srvCity []population.City) []world.Link {
+	ls := make([]world.Link, len(srvCity))
+	for i := range ls {
+		ls[i] = world.Link{RTT: world.Duration(population.CityRTT(from, srvCity[i]))}
+	}
+	return ls
+}
+
+// worldAddrMap maps each of w's servers' loopback IP to its public IP
+// (any port), so that a master in front of the world lists the servers
+// under their public addresses.
+func worldAddrMap(t *testing.T, w world.World) *master.AddrMap {
+	t.Helper()
+	var maps []master.Mapping
+	for _, s := range w.Servers {
+		maps = append(maps, master.Mapping{From: netip.AddrPortFrom(s.Loopback.Addr(), 0), To: netip.AddrPortFrom(s.Public.Addr(), 0)})
+	}
+	am, err := master.NewAddrMap(maps...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return am
+}
+
+// tempWorldMap writes a world's address table to a file of a temporary
+// directory, for --world-map, and returns its path.
+func tempWorldMap(t *testing.T, tab *loopnat.Table) string {
+	t.Helper()
+	mapPath := filepath.Join(t.TempDir(), "world-map.json")
+	if err := writeWorldMap(tab, mapPath); err != nil {
+		t.Fatal(err)
+	}
+	return mapPath
+}
+
+// wait waits for n "listed" records, and fails t after within.
+func (c countListed) wait(t *testing.T, n int, within time.Duration) {
+	t.Helper()
+	timeout := time.After(within)
+	for i := range n {
+		select {
+		case <-c.ch:
+		case <-timeout:
+			t.Fatalf("the masters listed %d of %d servers within %v", i, n, within)
+		}
+	}
+}
+
+// compareLandmarksOrder runs scout servers --order landmarks and --order
+// master against the masters behind relays (the client reaching the
+// world as mapPath says, from client's city), and checks that both find
+// every playable server of w (the model's RTT from client under 200 ms;
+// srvCity is each server's city) and that the landmarks order does with
+// fewer probes, from three landmarks and their measured RTTs to each
+// other. note begins the log line. It returns the landmarks order's
+// summary.
+func compareLandmarksOrder(t *testing.T, w world.World, srvCity []population.City, client population.City, mapPath string, relays []netip.AddrPort, note string) map[string]any {
+	t.Helper()
+	playable := map[netip.AddrPort]bool{}
+	for i, s := range w.Servers {
+		if population.CityRTT(client, srvCity[i]) < 200*time.Millisecond {
+			playable[s.Public] = true
+		}
+	}
+	summary := func(order string) (map[string]any, int) {
+		t.Helper()
+		args := []string{"servers", "--game", "Quake3Arena", "--world-map", mapPath, "--order", order, "--json", "--max-time", "60s"}
+		for _, r := range relays {
+			args = append(args, "--master", r.String())
+		}
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+			t.Fatalf("--order %s: exit %d\n%s\n%s", order, code, stdout.String(), stderr.String())
+		}
+		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+		var sum map[string]any
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
+			t.Fatal(err)
+		}
+		found := 0
+		for _, l := range lines[:len(lines)-1] {
+			var srv discover.ServerJSON
+			if json.Unmarshal([]byte(l), &srv) != nil || srv.Type != "server" || srv.Error != "" || srv.RTTms <= 0 {
+				continue
+			}
+			if a, err := netip.ParseAddrPort(srv.Address); err == nil && playable[netip.AddrPortFrom(a.Addr(), 27960)] {
+				found++
+			}
+		}
+		return sum, found
+	}
+	lm, lmFound := summary("landmarks")
+	conv, convFound := summary("master")
+	ord, _ := lm["order"].(map[string]any)
+	t.Logf("%splayable %d of %d; landmarks: %v probes, found %d, order %v; conventional: %v probes, found %d",
+		note, len(playable), len(w.Servers), lm["probes"], lmFound, ord, conv["probes"], convFound)
+	if ord == nil || len(ord["landmarks"].([]any)) != 3 || ord["landmark_matrix"] != "measured" {
+		t.Fatalf("landmarks order summary %v; want 3 landmarks and their measured RTTs to each other", ord)
+	}
+	if lmFound < len(playable) || convFound < len(playable) {
+		t.Errorf("found %d (landmarks), %d (conventional) of %d playable", lmFound, convFound, len(playable))
+	}
+	if lm["probes"].(float64) >= conv["probes"].(float64) {
+		t.Errorf("landmarks probed %v, conventional %v", lm["probes"], conv["probes"])
+	}
+	return ord
+}
+
 // landmarkRelays puts a relay in front of each landmark master at addrs
 // (demo.RelayPerClient): the player (127.0.0.1) reaches the master in
 // places[k] with the latency model's RTT from client's city, and the
@@ -45,10 +186,7 @@ func (c countListed) WithGroup(string) slog.Handler      { return c }
 // two cities; it returns the relays' addresses, in the masters' order.
 func landmarkRelays(t *testing.T, addrs []netip.AddrPort, places []string, client population.City) []netip.AddrPort {
 	t.Helper()
-	city := map[string]population.City{}
-	for _, c := range population.Cities() {
-		city[c.Name] = c
-	}
+	city := citiesByName()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
@@ -77,10 +215,7 @@ func landmarkRelays(t *testing.T, addrs []netip.AddrPort, places []string, clien
 // the two cities (through the relays), give or take a loaded machine.
 func waitMesh(t *testing.T, ms []*masterd.Master, places []string, within time.Duration) {
 	t.Helper()
-	city := map[string]population.City{}
-	for _, c := range population.Cities() {
-		city[c.Name] = c
-	}
+	city := citiesByName()
 	deadline := time.Now().Add(within)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
@@ -120,43 +255,15 @@ func TestServers_OrderLandmarksLive(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a world and three masters")
 	}
-	city := map[string]population.City{}
-	cities := population.Cities()
-	for _, c := range cities {
-		city[c.Name] = c
-	}
+	city := citiesByName()
 	client := city["Sydney"]
 	places := []string{"Frankfurt", "NewYork", "Tokyo"}
 	id := byte(os.Getpid()%200 + 1)
 
 	const n = 60
-	var w world.World
-	w.Version, w.Seed = 1, 7
-	var srvCity []population.City
-	for i := range n {
-		c := cities[(i*len(cities))/n]
-		srvCity = append(srvCity, c)
-		w.Servers = append(w.Servers, world.Server{
-			Public:   netip.AddrPortFrom(netip.AddrFrom4([4]byte{5, 9, byte(i / 200), byte(i%200 + 1)}), 27960),
-			Loopback: netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 4, id, byte(i + 1)}), 27960), // the public port: the masters map the IP alone
-			Game:     world.Q3A, Hostname: "srv-" + c.Name, Map: "q3dm17", MaxClients: 8,
-		})
-	}
-	var maps []master.Mapping
-	for _, s := range w.Servers {
-		maps = append(maps, master.Mapping{From: netip.AddrPortFrom(s.Loopback.Addr(), 0), To: netip.AddrPortFrom(s.Public.Addr(), 0)})
-	}
-	am, err := master.NewAddrMap(maps...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	links := func(from population.City) []world.Link {
-		ls := make([]world.Link, n)
-		for i := range ls {
-			ls[i] = world.Link{RTT: world.Duration(population.CityRTT(from, srvCity[i]))}
-		}
-		return ls
-	}
+	w, srvCity := cityWorld(7, n, 9, 4, id)
+	am := worldAddrMap(t, w)
+	links := func(from population.City) []world.Link { return cityLinks(from, srvCity) }
 	requesters := map[netip.Addr][]world.Link{netip.MustParseAddr("127.0.0.1"): links(client)}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -222,75 +329,13 @@ func TestServers_OrderLandmarksLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Go(func() { em.Run(ctx) })
-	timeout := time.After(30 * time.Second)
-	for range 3 * n {
-		select {
-		case <-listed.ch:
-		case <-timeout:
-			t.Fatal("the masters did not list every server")
-		}
-	}
+	listed.wait(t, 3*n, 30*time.Second)
 	checkAPI()
-	mapPath := filepath.Join(t.TempDir(), "world-map.json")
-	f, err := os.Create(mapPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := em.Table().WriteTo(f); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-
-	playable := map[netip.AddrPort]bool{}
-	for i, s := range w.Servers {
-		if population.CityRTT(client, srvCity[i]) < 200*time.Millisecond {
-			playable[s.Public] = true
-		}
-	}
-	summary := func(order string) (map[string]any, int) {
-		t.Helper()
-		args := []string{"servers", "--game", "Quake3Arena", "--world-map", mapPath, "--order", order, "--json", "--max-time", "60s"}
-		for _, r := range relays {
-			args = append(args, "--master", r.String())
-		}
-		var stdout, stderr bytes.Buffer
-		if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
-			t.Fatalf("--order %s: exit %d\n%s\n%s", order, code, stdout.String(), stderr.String())
-		}
-		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-		var sum map[string]any
-		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
-			t.Fatal(err)
-		}
-		found := 0
-		for _, l := range lines[:len(lines)-1] {
-			var srv discover.ServerJSON
-			if json.Unmarshal([]byte(l), &srv) != nil || srv.Type != "server" || srv.Error != "" || srv.RTTms <= 0 {
-				continue
-			}
-			if a, err := netip.ParseAddrPort(srv.Address); err == nil && playable[netip.AddrPortFrom(a.Addr(), 27960)] {
-				found++
-			}
-		}
-		return sum, found
-	}
-	lm, lmFound := summary("landmarks")
-	conv, convFound := summary("master")
-	ord, _ := lm["order"].(map[string]any)
-	t.Logf("playable %d of %d; landmarks: %v probes, found %d, order %v; conventional: %v probes, found %d",
-		len(playable), n, lm["probes"], lmFound, ord, conv["probes"], convFound)
-	if ord == nil || len(ord["landmarks"].([]any)) != 3 || ord["landmark_matrix"] != "measured" {
-		t.Fatalf("landmarks order summary %v; want 3 landmarks and their measured RTTs to each other", ord)
-	}
+	mapPath := tempWorldMap(t, em.Table())
+	ord := compareLandmarksOrder(t, w, srvCity, client, mapPath, relays, "")
 	// The client in Sydney has no access delay of its own here; the
 	// estimate from the landmarks it derives must not invent a large one.
 	if h, ok := ord["access_ms"].(float64); !ok || h < 0 || h > 25 {
 		t.Errorf("access delay estimated %v, want 0 to 25 ms", ord["access_ms"])
-	}
-	if lmFound < len(playable) || convFound < len(playable) {
-		t.Errorf("found %d (landmarks), %d (conventional) of %d playable", lmFound, convFound, len(playable))
-	}
-	if lm["probes"].(float64) >= conv["probes"].(float64) {
-		t.Errorf("landmarks probed %v, conventional %v", lm["probes"], conv["probes"])
 	}
 }

@@ -34,15 +34,7 @@ func TestServers_OrderAdaptiveLive(t *testing.T) {
 	}
 	defer stop()
 	dir := t.TempDir()
-	mapPath := filepath.Join(dir, "world-map.json")
-	f, err := os.Create(mapPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.Table.WriteTo(f); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	mapPath := tempWorldMap(t, env.Table)
 
 	// summary runs scout servers and returns its summary and how many of
 	// the world's playable servers (true RTT under 200 ms, before jitter:

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/scout-discovery/scout/loopnat"
 	"github.com/scout-discovery/scout/world"
 )
 
@@ -167,7 +168,7 @@ func runWorld(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 1
 	}
 	if *mapOut != "" {
-		if err := writeWorldMap(em, *mapOut); err != nil {
+		if err := writeWorldMap(em.Table(), *mapOut); err != nil {
 			em.Close()
 			fmt.Fprintf(stderr, "scout world: %v\n", err)
 			return 1
@@ -228,15 +229,15 @@ func readWorldFile(path string) (world.World, error) {
 	return w, nil
 }
 
-// writeTable writes the table to a temporary file and renames it, so that a
+// writeWorldMap writes tab to a temporary file and renames it, so that a
 // reader never sees half a table.
-func writeWorldMap(em *world.Emulator, path string) error {
+func writeWorldMap(tab *loopnat.Table, path string) error {
 	tmp := path + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
 		return err
 	}
-	_, err = em.Table().WriteTo(f)
+	_, err = tab.WriteTo(f)
 	err = errors.Join(err, f.Close())
 	if err == nil {
 		err = os.Rename(tmp, path)
