@@ -44,13 +44,17 @@ type simEvent struct {
 	train    int  // Pacer.Train's id, 0 for a lone probe
 }
 
-type simEvents []simEvent
+func (e simEvent) when() time.Time { return e.at }
 
-func (h simEvents) Len() int           { return len(h) }
-func (h simEvents) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h simEvents) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *simEvents) Push(x any)        { *h = append(*h, x.(simEvent)) }
-func (h *simEvents) Pop() any {
+// timeHeap is a container/heap of a simulator's events, the earliest
+// first.
+type timeHeap[E interface{ when() time.Time }] []E
+
+func (h timeHeap[E]) Len() int           { return len(h) }
+func (h timeHeap[E]) Less(i, j int) bool { return h[i].when().Before(h[j].when()) }
+func (h timeHeap[E]) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *timeHeap[E]) Push(x any)        { *h = append(*h, x.(E)) }
+func (h *timeHeap[E]) Pop() any {
 	o := *h
 	e := o[len(o)-1]
 	*h = o[:len(o)-1]
@@ -63,7 +67,7 @@ func (s paceSim) run(cfg Pace) paceSimResult {
 	t0 := time.Unix(1000, 0)
 	next := t0
 	var free, upFree time.Time // the links are busy until then
-	var ev simEvents
+	var ev timeHeap[simEvent]
 	res := paceSimResult{pacer: p}
 	sent := 0
 	var rtt time.Duration

@@ -98,18 +98,7 @@ type simReply struct {
 	atLink bool // reaching the access link; otherwise reaching the client
 }
 
-type simReplies []simReply
-
-func (h simReplies) Len() int           { return len(h) }
-func (h simReplies) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h simReplies) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *simReplies) Push(x any)        { *h = append(*h, x.(simReply)) }
-func (h *simReplies) Pop() any {
-	o := *h
-	e := o[len(o)-1]
-	*h = o[:len(o)-1]
-	return e
-}
+func (r simReply) when() time.Time { return r.at }
 
 func (s sessionSim) run() sessionSimResult {
 	rng := rand.New(rand.NewPCG(s.seed, 2))
@@ -128,7 +117,7 @@ func (s sessionSim) run() sessionSimResult {
 
 	t0 := time.Unix(1000, 0)
 	now := t0
-	var ev simReplies
+	var ev timeHeap[simReply]
 	var free, upFree time.Time
 	var res sessionSimResult
 	var first, lastSend time.Time
