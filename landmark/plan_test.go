@@ -22,22 +22,34 @@ func addrOf(i int) netip.AddrPort {
 	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), 27960)
 }
 
-// metricWorld puts everything in a 2-D space with heights: exact metric
-// data, where the lower bound never exceeds the truth.
-func metricWorld(r *rand.Rand, k, n int) planWorld {
-	lms := points(r, k)
-	client := points(r, 1)[0]
-	w := planWorld{}
+// landmarkWorld draws k landmarks and then a client from r, and returns
+// a world of them without servers yet.
+func landmarkWorld(r *rand.Rand, k int) (w planWorld, client Coord, lms []Coord) {
+	lms = points(r, k)
+	client = points(r, 1)[0]
 	w.in.Client = vectorOf(client, lms)
 	w.in.Landmarks = make([][]float64, k)
 	for i := range lms {
 		w.in.Landmarks[i] = vectorOf(lms[i], lms)
 		w.in.Landmarks[i][i] = 0
 	}
+	return w, client, lms
+}
+
+// addServer adds a server at s in country, its RTT from client the true
+// one and its vector its RTTs from lms.
+func (w *planWorld) addServer(client, s Coord, lms []Coord, country string) {
+	w.in.Targets = append(w.in.Targets, adaptive.Target{Addr: addrOf(len(w.true)), Country: country})
+	w.in.Vectors = append(w.in.Vectors, vectorOf(s, lms))
+	w.true = append(w.true, client.Dist(s))
+}
+
+// metricWorld puts everything in a 2-D space with heights: exact metric
+// data, where the lower bound never exceeds the truth.
+func metricWorld(r *rand.Rand, k, n int) planWorld {
+	w, client, lms := landmarkWorld(r, k)
 	for i, s := range points(r, n) {
-		w.in.Targets = append(w.in.Targets, adaptive.Target{Addr: addrOf(i), Country: "C" + fmt.Sprint(i%5)})
-		w.in.Vectors = append(w.in.Vectors, vectorOf(s, lms))
-		w.true = append(w.true, client.Dist(s))
+		w.addServer(client, s, lms, "C"+fmt.Sprint(i%5))
 	}
 	return w
 }

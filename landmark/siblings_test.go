@@ -12,23 +12,12 @@ import (
 // server at its site plus a delay of its own that every path to it
 // shares (a height): siblings in the sense of siblings.go.
 func siblingWorld(r *rand.Rand, k, sites, perSite int) planWorld {
-	lms := points(r, k)
-	client := points(r, 1)[0]
-	w := planWorld{}
-	w.in.Client = vectorOf(client, lms)
-	w.in.Landmarks = make([][]float64, k)
-	for i := range lms {
-		w.in.Landmarks[i] = vectorOf(lms[i], lms)
-		w.in.Landmarks[i][i] = 0
-	}
+	w, client, lms := landmarkWorld(r, k)
 	for _, s := range points(r, sites) {
 		for range perSite {
 			own := s
 			own.H += r.Float64() * 30
-			i := len(w.true)
-			w.in.Targets = append(w.in.Targets, adaptive.Target{Addr: addrOf(i), Country: "C"})
-			w.in.Vectors = append(w.in.Vectors, vectorOf(own, lms))
-			w.true = append(w.true, client.Dist(own))
+			w.addServer(client, own, lms, "C")
 		}
 	}
 	return w
