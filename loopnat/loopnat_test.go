@@ -165,20 +165,30 @@ func TestConn_ReadTranslatesAndDropsForeign(t *testing.T) {
 	}
 }
 
-// TestConn_RealSockets sends through a wrapped socket to a "public" server
-// that lives on 127.1.0.x and reads its answer back under the public name.
-func TestConn_RealSockets(t *testing.T) {
+// publicServer opens a "public" server's socket on 127.1.0.9 (closed
+// when t ends; the test is skipped where it cannot be bound) and returns
+// it, its public address (81.169.12.35, the same port) and a table of the
+// pair.
+func publicServer(t *testing.T) (*net.UDPConn, netip.AddrPort, *Table) {
+	t.Helper()
 	srv, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.1.0.9:0")))
 	if err != nil {
 		t.Skipf("cannot bind 127.1.0.9 (needs Linux loopback /8): %v", err)
 	}
-	defer srv.Close()
+	t.Cleanup(func() { srv.Close() })
 	lo := srv.LocalAddr().(*net.UDPAddr).AddrPort()
 	pub := netip.AddrPortFrom(netip.MustParseAddr("81.169.12.35"), lo.Port())
 	tab, err := New([]Pair{{pub, lo}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return srv, pub, tab
+}
+
+// TestConn_RealSockets sends through a wrapped socket to a "public" server
+// that lives on 127.1.0.x and reads its answer back under the public name.
+func TestConn_RealSockets(t *testing.T) {
+	srv, pub, tab := publicServer(t)
 	cli, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
@@ -224,17 +234,7 @@ func TestConn_RealSockets(t *testing.T) {
 // name with a receive time between its send and the read and a lag of 0
 // or more; over a plain socket, at the read with lag -1.
 func TestConn_ReadStampedKeepsTheKernelsTime(t *testing.T) {
-	srv, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.1.0.9:0")))
-	if err != nil {
-		t.Skipf("cannot bind 127.1.0.9 (needs Linux loopback /8): %v", err)
-	}
-	defer srv.Close()
-	lo := srv.LocalAddr().(*net.UDPAddr).AddrPort()
-	pub := netip.AddrPortFrom(netip.MustParseAddr("81.169.12.35"), lo.Port())
-	tab, err := New([]Pair{{pub, lo}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, pub, tab := publicServer(t)
 	for _, kernel := range []bool{true, false} {
 		cli, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 		if err != nil {
