@@ -4,7 +4,6 @@ package fleet
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -234,7 +233,9 @@ func convergeAll(b *testing.B, ins []*scoutProc, gs *net.UDPConn, tag string, qu
 	var wg sync.WaitGroup
 	for k, p := range ins {
 		wg.Go(func() { conv[k][0] = at(func() bool { return listedMetric(b, p.http) == listed }) })
-		wg.Go(func() { conv[k][1] = at(func() bool { n, _ := askCount(p.addr, query); return n == 1 }) })
+		wg.Go(func() {
+			conv[k][1] = at(func() bool { n, _ := peer.CountListed(p.addr, query, time.Second); return n == 1 })
+		})
 	}
 	wg.Wait()
 	for k, c := range conv {
@@ -347,27 +348,6 @@ func askFull(b *testing.B, m netip.AddrPort, req, probe []byte) fullRun {
 		default:
 		}
 	}
-}
-
-// askCount asks m for req and counts the servers of the answer.
-func askCount(m netip.AddrPort, req []byte) (int, error) {
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		return 0, err
-	}
-	defer c.Close()
-	c.WriteToUDPAddrPort(req, m)
-	c.SetReadDeadline(time.Now().Add(time.Second))
-	buf := make([]byte, 2048)
-	n, _, err := c.ReadFromUDPAddrPort(buf)
-	if err != nil {
-		return 0, err
-	}
-	msg, err := q3.Parse(buf[:n])
-	if sr, ok := msg.(q3.ServersResponse); ok {
-		return len(sr.Servers), err
-	}
-	return 0, errors.New("not a server list")
 }
 
 func forceRcvbuf(c *net.UDPConn, n int) {

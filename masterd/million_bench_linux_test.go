@@ -147,7 +147,7 @@ func benchMillion(b *testing.B) {
 		{"large", "QuakeArena-1", "Quake3Arena", "68", "9", q3.GetServers{Ext: true, GameName: "Quake3Arena", Protocol: 68, Empty: true, Full: true, IPv4: true, IPv6: true, GameType: "9"}},
 	} {
 		req, _ := c.req.AppendBinary(nil)
-		if n, _ := askCount(addr, req); n != 0 {
+		if n, _ := peer.CountListed(addr, req, 100*time.Millisecond); n != 0 {
 			b.Fatalf("%s group: %d listed before the new server", c.label, n)
 		}
 		start := time.Now()
@@ -218,37 +218,13 @@ func (r *registrar) register(b *testing.B, h *master.Handler, a netip.AddrPort, 
 	r.out = h.HandlePacket(now, a, r.pkt, r.out[:0])
 }
 
-// askCount asks m for req from a fresh socket and counts the servers of
-// the first datagram of the answer (waiting at most 100 ms).
-func askCount(m netip.AddrPort, req []byte) (int, error) {
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		return 0, err
-	}
-	defer c.Close()
-	if _, err := c.WriteToUDPAddrPort(req, m); err != nil {
-		return 0, err
-	}
-	c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-	buf := make([]byte, 2048)
-	n, _, err := c.ReadFromUDPAddrPort(buf)
-	if err != nil {
-		return 0, err
-	}
-	msg, err := q3.Parse(buf[:n])
-	if sr, ok := msg.(q3.ServersResponse); ok {
-		return len(sr.Servers), err
-	}
-	return 0, errors.New("not a server list")
-}
-
 // untilListed asks m for req every millisecond until its answer lists a
 // server, and returns how long that was after start (at most 10 s).
 func untilListed(b *testing.B, m netip.AddrPort, req []byte, start time.Time) time.Duration {
 	tick := time.NewTicker(time.Millisecond) // the poll's pace
 	defer tick.Stop()
 	for ; time.Since(start) < 10*time.Second; <-tick.C {
-		if n, _ := askCount(m, req); n > 0 {
+		if n, _ := peer.CountListed(m, req, 100*time.Millisecond); n > 0 {
 			return time.Since(start)
 		}
 	}

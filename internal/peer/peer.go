@@ -4,7 +4,9 @@
 //
 // A test asks for a program with [Need], runs it with [Run],
 // [RunQuakestat], [RunGamedig] or [QueryGamedig], and scripts the server
-// it talks to with [ServeUDP] or [ServeUDPOn]. When the program is missing the
+// it talks to with [ServeUDP] or [ServeUDPOn]; a benchmark measures a
+// server from outside with [ProbeRTT] and asks a master with
+// [CountListed]. When the program is missing the
 // test is skipped with a message naming the package that provides it,
 // except when the environment variable CI is non-empty: CI installs every
 // peer, so there a missing program fails the test.
@@ -29,6 +31,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/scout-discovery/scout/q3"
 )
 
 // Programs the tests run, and where CI installs them.
@@ -142,6 +146,32 @@ func ProbeRTT(c *net.UDPConn, addr netip.AddrPort, probe []byte, d time.Duration
 		time.Sleep(time.Millisecond) // the probe's pace, not a wait for an event
 	}
 	return r, nil
+}
+
+// CountListed asks the master at m for req (a getservers or
+// getserversExt) from a fresh socket on 127.0.0.1 and returns how many
+// servers the first datagram of its answer lists, waiting at most wait
+// for it.
+func CountListed(m netip.AddrPort, req []byte, wait time.Duration) (int, error) {
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	if _, err := c.WriteToUDPAddrPort(req, m); err != nil {
+		return 0, err
+	}
+	c.SetReadDeadline(time.Now().Add(wait))
+	buf := make([]byte, 2048)
+	n, _, err := c.ReadFromUDPAddrPort(buf)
+	if err != nil {
+		return 0, err
+	}
+	msg, err := q3.Parse(buf[:n])
+	if sr, ok := msg.(q3.ServersResponse); ok {
+		return len(sr.Servers), err
+	}
+	return 0, errors.New("not a server list")
 }
 
 // Run runs a program with a bounded lifetime (RunTimeout) and returns its
