@@ -525,12 +525,7 @@ func simSeeds(ctx context.Context, stdout, stderr io.Writer, model func(populati
 	}
 	// table prints one cell per client and strategy.
 	table := func(cell func(a *acc) string) {
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprint(tw, "client\t")
-		for _, nm := range names {
-			fmt.Fprintf(tw, "%s\t", nm)
-		}
-		fmt.Fprintln(tw)
+		tw := strategyTable(stdout, "", names)
 		for _, c := range clients {
 			fmt.Fprintf(tw, "%s\t", c)
 			for _, nm := range names {
@@ -562,4 +557,17 @@ func simSeeds(ctx context.Context, stdout, stderr io.Writer, model func(populati
 		fmt.Fprintln(stdout)
 	}
 	return 0
+}
+
+// strategyTable starts a table of a row per client: its header names
+// the client's column, the columns of before (each ending in a tab) and
+// a column per strategy of names.
+func strategyTable(w io.Writer, before string, names []string) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "client\t"+before)
+	for _, nm := range names {
+		fmt.Fprintf(tw, "%s\t", nm)
+	}
+	fmt.Fprintln(tw)
+	return tw
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"text/tabwriter"
 
 	"github.com/scout-discovery/scout/sim"
 )
@@ -65,12 +64,7 @@ func printFarRatios(w io.Writer, results [][]*sim.Row, first uint64) {
 	}
 	fmt.Fprintf(w, "\nSeeds %d to %d, far clients against the oracle: probes / the oracle's (median max) over the seeds found >= %.1f%% | seeds found fewer | probes %% of the full probe's (min max) on the seeds where the oracle probes <= %d%%\n",
 		first, first+uint64(len(results))-1, minFoundPct, farMaxProbesPct)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "client\toracle <= 5%\t")
-	for _, nm := range names {
-		fmt.Fprintf(tw, "%s\t", nm)
-	}
-	fmt.Fprintln(tw)
+	tw := strategyTable(w, "oracle <= 5%\t", names)
 	for _, c := range clients {
 		fmt.Fprintf(tw, "%s\t%d/%d\t", c, feasible[c], len(results))
 		for _, nm := range names {

@@ -278,12 +278,7 @@ func printTargets(w io.Writer, results [][]*sim.Row, first uint64) {
 	}
 	fmt.Fprintf(w, "\nSeeds %d to %d, issue 13's targets (far AU, JP: probes <= %d%% of the full probe's and found >= %.1f%%; near CH, DE: probes <= conventional's and <= the oracle's + %d points, found >= %.1f%%): seeds met | most points of probes over the oracle | mean probes / oracle's\n",
 		first, first+uint64(len(results))-1, farMaxProbesPct, minFoundPct, nearOverOraclePt, minFoundPct)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "client\toracle <= 5%\t")
-	for _, nm := range names {
-		fmt.Fprintf(tw, "%s\t", nm)
-	}
-	fmt.Fprintln(tw)
+	tw := strategyTable(w, "oracle <= 5%\t", names)
 	for _, c := range clients {
 		a0 := accs[c][names[0]]
 		fmt.Fprintf(tw, "%s\t%d/%d\t", c, oracleUnder[c], a0.seeds)
