@@ -8,13 +8,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/scout-discovery/scout/internal/peer"
 )
 
 // TestRelay_KeepsOrder sends 200 datagrams from a master through a Relay
 // back to its client: all come, in the order sent, none before the delay.
 // (With a timer per datagram they came out of order on a busy machine.)
 func TestRelay_KeepsOrder(t *testing.T) {
-	master, client := listenLoopback(t), listenLoopback(t)
+	master, client := peer.ListenLoopback(t), peer.ListenLoopback(t)
 	client.SetReadBuffer(1 << 20)
 	masterAddr := master.LocalAddr().(*net.UDPAddr).AddrPort()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -59,7 +61,7 @@ func TestRelay_KeepsOrder(t *testing.T) {
 // RelayPerClient; each gets its own echoes, none before its own path's
 // delay (20 and 80 ms), the master sees two sources.
 func TestRelayPerClient(t *testing.T) {
-	master, a, b := listenLoopback(t), listenLoopback(t), listenLoopback(t)
+	master, a, b := peer.ListenLoopback(t), peer.ListenLoopback(t), peer.ListenLoopback(t)
 	masterAddr := master.LocalAddr().(*net.UDPAddr).AddrPort()
 	aAddr := a.LocalAddr().(*net.UDPAddr).AddrPort()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -112,15 +114,4 @@ func TestRelayPerClient(t *testing.T) {
 	if len(sources) != 2 {
 		t.Errorf("the master saw %d sources, want 2", len(sources))
 	}
-}
-
-// listenLoopback opens a UDP socket on 127.0.0.1, closed when t ends.
-func listenLoopback(t *testing.T) *net.UDPConn {
-	t.Helper()
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
 }

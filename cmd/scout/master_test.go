@@ -119,16 +119,6 @@ func (c *child) waitLog(t testing.TB, msg string, kv ...string) map[string]any {
 	}
 }
 
-func udp(t *testing.T) *net.UDPConn {
-	t.Helper()
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
 func recv(t *testing.T, c *net.UDPConn) []byte {
 	t.Helper()
 	c.SetReadDeadline(time.Now().Add(waitBound))
@@ -166,7 +156,7 @@ func fakeServer(t *testing.T, c *net.UDPConn) {
 
 func getservers(t *testing.T, master netip.AddrPort) []netip.AddrPort {
 	t.Helper()
-	c := udp(t)
+	c := peer.ListenLoopback(t)
 	c.WriteToUDPAddrPort([]byte(q3.Prefix+"getservers 71 empty full\n"), master)
 	m, err := q3.Parse(recv(t, c))
 	if err != nil {
@@ -185,7 +175,7 @@ func TestMaster_RestartKeepsList(t *testing.T) {
 
 	m1 := startMaster(t, bin, args...)
 	addr := netip.MustParseAddrPort(m1.waitLog(t, "listening", "port", "master")["addr"].(string))
-	srv := udp(t)
+	srv := peer.ListenLoopback(t)
 	srvAddr := srv.LocalAddr().(*net.UDPAddr).AddrPort()
 	srv.WriteToUDPAddrPort([]byte(q3.Prefix+"heartbeat QuakeArena-1\n"), addr)
 	fakeServer(t, srv)

@@ -148,6 +148,18 @@ func ProbeRTT(c *net.UDPConn, addr netip.AddrPort, probe []byte, d time.Duration
 	return r, nil
 }
 
+// ListenLoopback opens a UDP socket on 127.0.0.1 (a port of the
+// kernel's choosing), closed when t ends.
+func ListenLoopback(t testing.TB) *net.UDPConn {
+	t.Helper()
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // CountListed asks the master at m for req (a getservers or
 // getserversExt) from a fresh socket on 127.0.0.1 and returns how many
 // servers the first datagram of its answer lists, waiting at most wait
