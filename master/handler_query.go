@@ -15,7 +15,18 @@ import (
 	"github.com/scout-discovery/scout/q4"
 )
 
-// getServers answers getservers and getserversExt.
+// admitQuery is why a query from from at now is not answered (a source
+// no reply may go to, or the query limiter's verdict), or OK.
+func (h *Handler) admitQuery(now time.Time, from netip.AddrPort) Reason {
+	if badSource(from) {
+		return ReasonBadAddress
+	}
+	return h.allow(h.cfg.Queries, now, from)
+}
+
+// getServers answers getservers and getserversExt (not through
+// admitQuery: a getserversExt without a game name is refused as such
+// before the limiter counts it).
 func (h *Handler) getServers(now time.Time, from netip.AddrPort, m q3.GetServers, dst []Outgoing) []Outgoing {
 	k := KindGetServers
 	if m.Ext {
@@ -107,10 +118,7 @@ func (h *Handler) answer(now time.Time, to netip.AddrPort, k Kind, pkts [][]byte
 
 func (h *Handler) q4GetServers(now time.Time, from netip.AddrPort, m *q4.GetServers, dst []Outgoing) []Outgoing {
 	k := KindQ4GetServers
-	if badSource(from) {
-		return h.drop(dst, k, from, ReasonBadAddress)
-	}
-	if why := h.allow(h.cfg.Queries, now, from); why != OK {
+	if why := h.admitQuery(now, from); why != OK {
 		return h.drop(dst, k, from, why)
 	}
 	q := Query{Family: game.FamilyDoom3, Protocol: int(m.Protocol.Uint32()), IPv4: true}
@@ -151,10 +159,7 @@ func (h *Handler) q4GetServers(now time.Time, from netip.AddrPort, m *q4.GetServ
 // with "invalid".
 func (h *Handler) gameAuth(now time.Time, from netip.AddrPort, m *q4.GameAuth, dst []Outgoing) []Outgoing {
 	k := KindQ4GameAuth
-	if badSource(from) {
-		return h.drop(dst, k, from, ReasonBadAddress)
-	}
-	if why := h.allow(h.cfg.Queries, now, from); why != OK {
+	if why := h.admitQuery(now, from); why != OK {
 		return h.drop(dst, k, from, why)
 	}
 	reply := q4.AuthKey{Kind: q4.AuthBadKey, Reason: q4.AuthBadInvalid, XPKeyValid: !m.HasXPKey}
@@ -194,10 +199,7 @@ func (h *Handler) HandleMOTD(now time.Time, from netip.AddrPort, pkt []byte, dst
 	if !ok {
 		return h.drop(dst, k, from, ReasonWrongPort)
 	}
-	if badSource(from) {
-		return h.drop(dst, k, from, ReasonBadAddress)
-	}
-	if why := h.allow(h.cfg.Queries, now, from); why != OK {
+	if why := h.admitQuery(now, from); why != OK {
 		return h.drop(dst, k, from, why)
 	}
 	c, _ := req.Info.Get("challenge")
