@@ -433,9 +433,7 @@ func simSeeds(ctx context.Context, stdout, stderr io.Writer, model func(populati
 		stop, found, probes []float64
 		missed, wasted      map[string]int
 	}
-	var clients []string
-	var names []string
-	accs := map[string]map[string]*acc{}
+	var st strategyAccs[acc]
 	// Seeds run on up to two workers (the simulation is single-threaded and
 	// deterministic); their rows are gathered in seed order.
 	results := make([][]*sim.Row, n)
@@ -479,19 +477,9 @@ func simSeeds(ctx context.Context, stdout, stderr io.Writer, model func(populati
 			return 1
 		}
 		for _, r := range results[k] {
-			if accs[r.Client] == nil {
-				clients = append(clients, r.Client)
-				accs[r.Client] = map[string]*acc{}
-			}
+			st.client(r.Client)
 			for _, o := range append(append([]sim.Outcome(nil), r.Variants...), r.Oracle) {
-				a := accs[r.Client][o.Name]
-				if a == nil {
-					a = &acc{}
-					accs[r.Client][o.Name] = a
-					if len(clients) == 1 {
-						names = append(names, o.Name)
-					}
-				}
+				a := st.get(r.Client, o.Name)
 				a.stop = append(a.stop, o.StopPct)
 				a.found = append(a.found, o.FoundPct)
 				a.probes = append(a.probes, 100*float64(o.Probes)/float64(max(r.Conventional.Probes, 1)))
@@ -509,6 +497,7 @@ func simSeeds(ctx context.Context, stdout, stderr io.Writer, model func(populati
 			}
 		}
 	}
+	clients, names, accs := st.clients, st.names, st.accs
 	spread := func(v []float64) string {
 		lo, hi, sum := v[0], v[0], 0.0
 		for _, x := range v {
@@ -557,17 +546,4 @@ func simSeeds(ctx context.Context, stdout, stderr io.Writer, model func(populati
 		fmt.Fprintln(stdout)
 	}
 	return 0
-}
-
-// strategyTable starts a table of a row per client: its header names
-// the client's column, the columns of before (each ending in a tab) and
-// a column per strategy of names.
-func strategyTable(w io.Writer, before string, names []string) *tabwriter.Writer {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "client\t"+before)
-	for _, nm := range names {
-		fmt.Fprintf(tw, "%s\t", nm)
-	}
-	fmt.Fprintln(tw)
-	return tw
 }

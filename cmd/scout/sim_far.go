@@ -22,32 +22,21 @@ func printFarRatios(w io.Writer, results [][]*sim.Row, first uint64) {
 		short    int       // seeds found less
 		feasible []float64 // probes %, seeds where the oracle <= farMaxProbesPct
 	}
-	var clients, names []string
-	accs := map[string]map[string]*acc{}
+	var st strategyAccs[acc]
 	feasible := map[string]int{}
 	for _, rows := range results {
 		for _, r := range rows {
 			if r.Place != "AU" && r.Place != "JP" {
 				continue
 			}
-			if accs[r.Client] == nil {
-				clients = append(clients, r.Client)
-				accs[r.Client] = map[string]*acc{}
-			}
+			st.client(r.Client)
 			conv := float64(max(r.Conventional.Probes, 1))
 			ok5 := 100*float64(r.Oracle.Probes)/conv <= farMaxProbesPct
 			if ok5 {
 				feasible[r.Client]++
 			}
 			for _, o := range r.Variants {
-				a := accs[r.Client][o.Name]
-				if a == nil {
-					a = &acc{}
-					accs[r.Client][o.Name] = a
-					if len(clients) == 1 {
-						names = append(names, o.Name)
-					}
-				}
+				a := st.get(r.Client, o.Name)
 				if o.FoundPct >= minFoundPct {
 					a.ratios = append(a.ratios, float64(o.Probes)/float64(max(r.Oracle.Probes, 1)))
 				} else {
@@ -59,6 +48,7 @@ func printFarRatios(w io.Writer, results [][]*sim.Row, first uint64) {
 			}
 		}
 	}
+	clients, names, accs := st.clients, st.names, st.accs
 	if len(clients) == 0 {
 		return
 	}

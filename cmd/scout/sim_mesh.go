@@ -233,15 +233,11 @@ func printTargets(w io.Writer, results [][]*sim.Row, first uint64) {
 		met, seeds   int
 		overMax, sum float64
 	}
-	var clients, names []string
-	accs := map[string]map[string]*acc{}
+	st := strategyAccs[acc]{fresh: func() *acc { return &acc{overMax: math.Inf(-1)} }}
 	oracleUnder := map[string]int{}
 	for _, rows := range results {
 		for _, r := range rows {
-			if accs[r.Client] == nil {
-				clients = append(clients, r.Client)
-				accs[r.Client] = map[string]*acc{}
-			}
+			st.client(r.Client)
 			conv := float64(max(r.Conventional.Probes, 1))
 			po := 100 * float64(r.Oracle.Probes) / conv
 			if po <= farMaxProbesPct {
@@ -249,14 +245,7 @@ func printTargets(w io.Writer, results [][]*sim.Row, first uint64) {
 			}
 			far := r.Place == "AU" || r.Place == "JP"
 			for _, o := range r.Variants {
-				a := accs[r.Client][o.Name]
-				if a == nil {
-					a = &acc{overMax: math.Inf(-1)}
-					accs[r.Client][o.Name] = a
-					if len(clients) == 1 {
-						names = append(names, o.Name)
-					}
-				}
+				a := st.get(r.Client, o.Name)
 				p := 100 * float64(o.Probes) / conv
 				ok := o.FoundPct >= minFoundPct
 				if far {
@@ -273,6 +262,7 @@ func printTargets(w io.Writer, results [][]*sim.Row, first uint64) {
 			}
 		}
 	}
+	clients, names, accs := st.clients, st.names, st.accs
 	if len(clients) == 0 {
 		return
 	}
