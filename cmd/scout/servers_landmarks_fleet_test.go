@@ -81,7 +81,7 @@ func TestServers_OrderLandmarksFleet(t *testing.T) {
 			t.Fatal(err)
 		}
 		lm := &web.Landmark{ID: p, Place: p}
-		m, err := masterd.NewMaster(time.Now(), masterd.Config{
+		m := listenMaster(t, masterd.Config{
 			Listen:   []netip.AddrPort{netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 6, id, byte(k + 1)}), 0)},
 			Registry: master.Config{AddrMap: am, Catalogue: cat},
 			Handler:  master.HandlerConfig{Landmark: p},
@@ -89,12 +89,6 @@ func TestServers_OrderLandmarksFleet(t *testing.T) {
 			Fleet:    node,
 			Logger:   slog.New(slog.DiscardHandler),
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := m.Listen(); err != nil {
-			t.Fatal(err)
-		}
 		a := m.Addrs()[0]
 		ms, nodes, addrs = append(ms, m), append(nodes, node), append(addrs, a)
 		requesters[a.Addr()] = links(city[p])

@@ -51,18 +51,12 @@ func TestServers_LandmarkPingsInflatedSample(t *testing.T) {
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	listed := countListed{ch: make(chan struct{}, 8)}
-	m, err := masterd.NewMaster(time.Now(), masterd.Config{
+	m := listenMaster(t, masterd.Config{
 		Listen:   []netip.AddrPort{netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 7, id, 1}), 0)},
 		Registry: master.Config{AddrMap: am},
 		Handler:  master.HandlerConfig{Landmark: "fra"},
 		Logger:   slog.New(listed),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Listen(); err != nil {
-		t.Fatal(err)
-	}
 	wg.Go(func() { m.Run(ctx) })
 	em, err := world.Listen(w, world.Config{Masters: m.Addrs()})
 	if err != nil {

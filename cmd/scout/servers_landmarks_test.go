@@ -39,6 +39,20 @@ func (c countListed) Handle(_ context.Context, r slog.Record) error {
 func (c countListed) WithAttrs([]slog.Attr) slog.Handler { return c }
 func (c countListed) WithGroup(string) slog.Handler      { return c }
 
+// listenMaster makes a master of cfg and opens its sockets; the caller
+// runs it.
+func listenMaster(t *testing.T, cfg masterd.Config) *masterd.Master {
+	t.Helper()
+	m, err := masterd.NewMaster(time.Now(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // citiesByName is the latency model's cities by name.
 func citiesByName() map[string]population.City {
 	city := map[string]population.City{}
@@ -273,7 +287,7 @@ func TestServers_OrderLandmarksLive(t *testing.T) {
 	var mastersAddr, relays []netip.AddrPort
 	var ms []*masterd.Master
 	for k, p := range places {
-		m, err := masterd.NewMaster(time.Now(), masterd.Config{
+		m := listenMaster(t, masterd.Config{
 			Listen:   []netip.AddrPort{netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 3, id, byte(k + 1)}), 0)},
 			Registry: master.Config{AddrMap: am, LandmarkPingInterval: 300 * time.Millisecond},
 			Handler:  master.HandlerConfig{Landmark: p},
@@ -281,12 +295,6 @@ func TestServers_OrderLandmarksLive(t *testing.T) {
 			API:      web.Config{Landmark: &web.Landmark{ID: p, Place: p}},
 			Logger:   slog.New(listed),
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := m.Listen(); err != nil {
-			t.Fatal(err)
-		}
 		wg.Go(func() { m.Run(ctx) })
 		a := m.Addrs()[0]
 		ms, mastersAddr = append(ms, m), append(mastersAddr, a)
