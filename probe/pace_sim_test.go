@@ -61,12 +61,37 @@ func (h *timeHeap[E]) Pop() any {
 	return e
 }
 
+// simLink is a simulated link of rate bits/s carrying packets of size
+// bytes through a tail-drop queue of queue bytes (less than 0: no limit);
+// it is busy until free.
+type simLink struct {
+	rate        float64
+	size, queue int
+	free        time.Time
+}
+
+// pass sends a packet that reaches the link at at: it returns when the
+// packet has crossed the link and how long it queued, or false when the
+// queue drops it.
+func (l *simLink) pass(at time.Time) (time.Time, time.Duration, bool) {
+	start := at
+	if l.free.After(start) {
+		start = l.free
+	}
+	if backlog := l.free.Sub(at).Seconds() * l.rate / 8; l.queue >= 0 && backlog+float64(l.size) > float64(l.queue) {
+		return time.Time{}, 0, false
+	}
+	l.free = start.Add(time.Duration(float64(l.size) * 8 / l.rate * float64(time.Second)))
+	return l.free, start.Sub(at), true
+}
+
 func (s paceSim) run(cfg Pace) paceSimResult {
 	rng := rand.New(rand.NewPCG(s.seed, 1))
 	p := NewPacer(cfg)
 	t0 := time.Unix(1000, 0)
 	next := t0
-	var free, upFree time.Time // the links are busy until then
+	down := simLink{rate: s.rate, size: s.size, queue: s.queue}
+	up := simLink{rate: s.upRate, size: s.reqSize, queue: -1}
 	var ev timeHeap[simEvent]
 	res := paceSimResult{pacer: p}
 	sent := 0
@@ -88,12 +113,9 @@ func (s paceSim) run(cfg Pace) paceSimResult {
 				p.Sent(now)
 				at := now
 				if s.upRate > 0 {
-					if upFree.After(at) {
-						at = upFree
-					}
-					res.upWaits = append(res.upWaits, at.Sub(now))
-					at = at.Add(time.Duration(float64(s.reqSize) * 8 / s.upRate * float64(time.Second)))
-					upFree = at
+					var wait time.Duration
+					at, wait, _ = up.pass(now)
+					res.upWaits = append(res.upWaits, wait)
 				}
 				heap.Push(&ev, simEvent{at: at.Add(rtt), sent: now, train: id})
 			}
@@ -120,17 +142,13 @@ func (s paceSim) run(cfg Pace) paceSimResult {
 		case s.rate == 0:
 			heap.Push(&ev, simEvent{at: e.at, sent: e.sent, deliver: true, train: e.train})
 		default:
-			start := e.at
-			if free.After(start) {
-				start = free
-			}
-			if backlog := free.Sub(e.at).Seconds() * s.rate / 8; backlog+float64(s.size) > float64(s.queue) {
+			out, wait, ok := down.pass(e.at)
+			if !ok {
 				res.drops++
 				continue
 			}
-			res.waits = append(res.waits, start.Sub(e.at))
-			free = start.Add(time.Duration(float64(s.size) * 8 / s.rate * float64(time.Second)))
-			heap.Push(&ev, simEvent{at: free, sent: e.sent, deliver: true, train: e.train})
+			res.waits = append(res.waits, wait)
+			heap.Push(&ev, simEvent{at: out, sent: e.sent, deliver: true, train: e.train})
 		}
 	}
 	res.took = last.Sub(t0)

@@ -118,7 +118,8 @@ func (s sessionSim) run() sessionSimResult {
 	t0 := time.Unix(1000, 0)
 	now := t0
 	var ev timeHeap[simReply]
-	var free, upFree time.Time
+	down := simLink{rate: s.down, size: s.size, queue: s.queue}
+	up := simLink{rate: s.up, size: 51, queue: -1}
 	var res sessionSimResult
 	var first, lastSend time.Time
 	var doneAt []time.Time
@@ -156,12 +157,9 @@ func (s sessionSim) run() sessionSimResult {
 			ses.wrote(sd, now, nil)
 			at := now
 			if s.up > 0 {
-				if upFree.After(at) {
-					at = upFree
-				}
-				res.upWaits = append(res.upWaits, at.Sub(now))
-				at = at.Add(time.Duration(51 * 8 / s.up * float64(time.Second)))
-				upFree = at
+				var wait time.Duration
+				at, wait, _ = up.pass(now)
+				res.upWaits = append(res.upWaits, wait)
 			}
 			if rng.Float64() < s.loss {
 				res.lost++
@@ -204,17 +202,13 @@ func (s sessionSim) run() sessionSimResult {
 				e.atLink = false
 				heap.Push(&ev, e)
 			default:
-				start := e.at
-				if free.After(start) {
-					start = free
-				}
-				if backlog := free.Sub(e.at).Seconds() * s.down / 8; backlog+float64(s.size) > float64(s.queue) {
+				out, wait, ok := down.pass(e.at)
+				if !ok {
 					res.drops++
 					continue
 				}
-				res.waits = append(res.waits, start.Sub(e.at))
-				free = start.Add(time.Duration(float64(s.size) * 8 / s.down * float64(time.Second)))
-				e.at, e.atLink = free, false
+				res.waits = append(res.waits, wait)
+				e.at, e.atLink = out, false
 				heap.Push(&ev, e)
 			}
 			continue
