@@ -164,6 +164,59 @@ func TestFleet_TrimmedStreamResyncs(t *testing.T) {
 	}
 }
 
+// An instance that joined before the stream existed (a fresh Redis) is
+// not behind when another instance then makes it: every change since its
+// join is in the stream, so it follows it without reading the hash
+// again. An entry deleted since is a loss again.
+func TestFleet_StreamMadeAfterJoinIsNotALoss(t *testing.T) {
+	r := startRedis(t)
+	chal, err := master.NewChallenger(master.DefaultRotationPeriod, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := master.NewRegistry(master.Config{AllowLoopback: true, MaxServersPerAddress: -1}, chal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(fastConfig(r.URL(), "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.rdb.Close()
+	ctx := context.Background()
+	b.Join(ctx, reg, nil)
+	if b.lastID != "0-0" {
+		t.Fatalf("b joined an empty Redis at %q, want 0-0", b.lastID)
+	}
+	a := startInstance(t, fastConfig(r.URL(), "a"), 0)
+	servers := startGameServers(t, 3)
+	for _, g := range servers {
+		g.heartbeat(t, a.addr)
+	}
+	if !waitFor(5*time.Second, func() bool { return a.listed() == 3 && a.node.Queued() == 0 }) {
+		t.Fatalf("a lists %d of 3", a.listed())
+	}
+	if lost, err := b.streamLost(ctx); err != nil || lost != lossNone {
+		t.Fatalf("streamLost = %v, %v; the stream holds every change since b joined", lost, err)
+	}
+	if err := b.catchUp(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.stats.behind.Load(); n != 0 {
+		t.Errorf("b read the whole hash %d times, want none", n)
+	}
+	first, err := r.client(t).XRangeN(ctx, b.stream, "-", "+", 1).Result()
+	if err != nil || len(first) != 1 {
+		t.Fatalf("first entry: %v, %v", first, err)
+	}
+	if err := r.client(t).XDel(ctx, b.stream, first[0].ID).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if lost, err := b.streamLost(ctx); err != nil || lost != lossTrimmed {
+		t.Errorf("streamLost = %v, %v after an entry since b's join was deleted; want lossTrimmed", lost, err)
+	}
+}
+
 // Redis started again without its data (no append-only file): the
 // instances keep their lists and write them to Redis again, and go on
 // sharing new servers.

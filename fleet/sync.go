@@ -269,6 +269,13 @@ func (n *Node) streamLostSince(ctx context.Context, id string) (loss, error) {
 	if cmpID(info.LastGeneratedID, id) < 0 {
 		return lossReset, nil
 	}
+	// Joined before the stream existed (id 0-0): its first entry is then
+	// the first change made since, not the oldest left by a trim, unless
+	// entries were trimmed or deleted since (XINFO STREAM's entries-added
+	// and max-deleted-entry-id, Redis 7.0).
+	if id == "0-0" && info.EntriesAdded == info.Length && info.MaxDeletedEntryID == "0-0" {
+		return lossNone, nil
+	}
 	// Trimming removes the oldest entries: while the last change applied
 	// is still the stream's (not older than its first entry), the
 	// ones after it are all there. Its own removal is taken as a loss,
