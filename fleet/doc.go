@@ -26,6 +26,9 @@
 //	                  keeping the day (history.go)
 //	PREFIX rtts       hash: landmark RTTs, one per server and landmark
 //	PREFIX landmarks  hash: the live landmarks' descriptions (landmarks.go)
+//	PREFIX epoch      string: a random id set by the first full read of
+//	                  a registry (SET NX); a Redis that lost its data has
+//	                  none, or another's (sync.go)
 //
 // A value is its version, the server's last verification in Unix
 // nanoseconds as 20 decimal digits (so that Redis compares versions as
@@ -87,6 +90,9 @@
 //     owner writes its day with the next sample; the samples of the
 //     records read at start are not written again. At start, one HSCAN
 //     page per PageSize servers and day kept.
+//   - a catch-up (after Redis failed, or behind by a whole XREAD): a GET
+//     of the epoch and an XINFO STREAM; a full read of the hash also
+//     INFO server and SET NX and GET of the epoch.
 //   - with landmarks (landmarks.go): no more round trips; a landmark's
 //     verification's script does one more HSET (its RTT), and a
 //     removal's one HDEL per landmark.
@@ -119,7 +125,9 @@
 // whole. A restart of Redis with its append-only file loses
 // nothing. A Redis that comes back without the registry (started again
 // without its data, or flushed: its stream is older than the last change
-// applied, or gone) is not taken as the fleet emptied: every instance
+// applied, or gone, or the registry's epoch is not the one the instance
+// read, which tells it even when another instance has already written
+// to the new stream) is not taken as the fleet emptied: every instance
 // keeps its list, says so ("redis lost the shared registry",
 // scout_fleet_registry_lost_total) and writes its list to Redis again.
 //

@@ -256,6 +256,70 @@ func TestFleet_RedisBackWithoutItsData(t *testing.T) {
 	}
 }
 
+// A Redis that lost its data and that another instance wrote to first
+// is a registry started again, not a trimmed stream: its new stream's
+// entries are after the instance's position by their clocks, and only
+// the registry's epoch tells. The instance keeps its list and writes it
+// again; a trimmed stream's full read would have dropped every server
+// the new hash does not hold yet.
+func TestFleet_RedisEmptiedAndWrittenFirstIsAReset(t *testing.T) {
+	r := startRedis(t)
+	a := startInstance(t, fastConfig(r.URL(), "a"), 0)
+	servers := startGameServers(t, 11)
+	for _, g := range servers[:10] {
+		g.heartbeat(t, a.addr)
+	}
+	if !waitFor(5*time.Second, func() bool { return a.listed() == 10 && a.node.Queued() == 0 }) {
+		t.Fatalf("a lists %d of 10", a.listed())
+	}
+	chal, err := master.NewChallenger(master.DefaultRotationPeriod, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := master.NewRegistry(master.Config{AllowLoopback: true, MaxServersPerAddress: -1}, chal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(fastConfig(r.URL(), "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.rdb.Close()
+	ctx := context.Background()
+	b.Join(ctx, reg, nil)
+	if n, _ := reg.Counts(); n != 10 {
+		t.Fatalf("b joined with %d of 10", n)
+	}
+	// Redis loses everything; a, which does not notice (its blocking
+	// read goes on), verifies one more server and so writes first.
+	rc := r.client(t)
+	if err := rc.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	servers[10].heartbeat(t, a.addr)
+	if !waitFor(5*time.Second, func() bool { return rc.HLen(ctx, DefaultPrefix+"servers").Val() == 1 && a.node.Queued() == 0 }) {
+		t.Fatalf("Redis holds %d servers after a's write, want 1", rc.HLen(ctx, DefaultPrefix+"servers").Val())
+	}
+	if lost, err := b.streamLost(ctx); err != nil || lost != lossReset {
+		t.Fatalf("streamLost = %v, %v; Redis lost the registry", lost, err)
+	}
+	if err := b.catchUp(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := reg.Counts(); n != 11 {
+		t.Errorf("after the reset b lists %d, want its 10 and a's new one", n)
+	}
+	if err := b.flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := rc.HLen(ctx, DefaultPrefix+"servers").Val(); n != 11 {
+		t.Errorf("Redis holds %d after b wrote its list again, want 11", n)
+	}
+	if lost, _ := b.streamLost(ctx); lost != lossNone {
+		t.Error("the registry is still lost after b's catch-up")
+	}
+}
+
 // A Redis that answers nothing for a while takes no instance for dead,
 // however long the stall: past an instance's Redis timeout, and past
 // Config.Dead (no instance could beat meanwhile, so the first to beat

@@ -102,6 +102,7 @@ type Node struct {
 	insts  string
 	rtts   string // landmark RTTs (landmarks.go)
 	lms    string // landmark descriptions (landmarks.go)
+	epochK string // the registry's epoch (sync.go)
 	put    *redis.Script
 	del    *redis.Script
 	beat   *redis.Script
@@ -112,6 +113,7 @@ type Node struct {
 	wake   chan struct{}
 	lastID string // the last change applied; owned by follow (and Join before it)
 	synced bool   // the registry holds the hash (a full read done); owned by follow
+	epoch  string // the registry's epoch at the last full read ("" before); owned by follow
 	// partial is a full read of the hash cut short, to go on with
 	// (sync.go); owned by follow (and Join before it).
 	partial *fullRead
@@ -192,6 +194,7 @@ func New(cfg Config) (*Node, error) {
 		insts:  cfg.Prefix + "instances",
 		rtts:   cfg.Prefix + "rtts",
 		lms:    cfg.Prefix + "landmarks",
+		epochK: cfg.Prefix + "epoch",
 		put:    redis.NewScript(putScript),
 		del:    redis.NewScript(delScript),
 		beat:   redis.NewScript(beatScript),

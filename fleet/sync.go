@@ -2,6 +2,8 @@ package fleet
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"net/netip"
 	"strconv"
@@ -254,8 +256,20 @@ func (n *Node) streamLost(ctx context.Context) (loss, error) {
 	return n.streamLostSince(ctx, n.lastID)
 }
 
-// streamLostSince is streamLost for the changes after id.
+// streamLostSince is streamLost for the changes after id. A registry
+// whose epoch is not the one of the last full read lost its data, even
+// when another instance has already written to it again: its stream is
+// new, its entries after id by their clocks, and only the epoch tells.
 func (n *Node) streamLostSince(ctx context.Context, id string) (loss, error) {
+	if n.epoch != "" {
+		e, err := n.rdb.Get(ctx, n.epochK).Result()
+		switch {
+		case errors.Is(err, redis.Nil) || (err == nil && e != n.epoch):
+			return lossReset, nil
+		case err != nil:
+			return lossNone, err
+		}
+	}
 	info, err := n.rdb.XInfoStream(ctx, n.stream).Result()
 	if err != nil {
 		if redis.HasErrorPrefix(err, "no such key") {
@@ -343,6 +357,7 @@ func (n *Node) applyMessage(now time.Time, m redis.XMessage) {
 type fullRead struct {
 	cursor uint64    // the HSCAN cursor after the last page applied
 	lastID string    // the stream's last entry before the first page
+	epoch  string    // the registry's epoch (PREFIX epoch) before the first page
 	runID  string    // the Redis process (INFO server run_id)
 	start  time.Time // the first attempt's start
 	drop   bool      // remove what the hash no longer holds (a catch-up)
@@ -394,7 +409,7 @@ func (n *Node) resync(ctx context.Context, drop bool) error {
 		}
 		n.mu.Unlock()
 	}
-	n.lastID, n.synced = fr.lastID, true
+	n.lastID, n.synced, n.epoch = fr.lastID, true, fr.epoch
 	n.stats.resyncs.Add(1)
 	n.succeeded()
 	n.log.Info("read the shared registry", "servers", fr.read, "landmark_rtts", rtts, "removed", removed, "attempts", fr.tries,
@@ -415,6 +430,9 @@ func (n *Node) startRead(ctx context.Context, drop bool) (*fullRead, error) {
 		return nil, err
 	}
 	if fr.runID, err = n.runID(ctx); err != nil {
+		return nil, err
+	}
+	if fr.epoch, err = n.takeEpoch(ctx); err != nil {
 		return nil, err
 	}
 	if drop {
@@ -446,6 +464,18 @@ func (n *Node) resumeRead(ctx context.Context) (*fullRead, error) {
 	}
 	n.stats.resumed.Add(1)
 	return fr, nil
+}
+
+// takeEpoch returns the registry's epoch, setting a new one if it has
+// none (a new registry, or a Redis that lost its data).
+func (n *Node) takeEpoch(ctx context.Context) (string, error) {
+	var b [16]byte
+	rand.Read(b[:])
+	mine := hex.EncodeToString(b[:])
+	if err := n.rdb.SetNX(ctx, n.epochK, mine, 0).Err(); err != nil {
+		return "", err
+	}
+	return n.rdb.Get(ctx, n.epochK).Result()
 }
 
 // runID is the Redis process's run_id (INFO server).
