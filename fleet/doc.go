@@ -28,7 +28,7 @@
 //	PREFIX landmarks  hash: the live landmarks' descriptions (landmarks.go)
 //	PREFIX epoch      string: a random id set by the first full read of
 //	                  a registry (SET NX); a Redis that lost its data has
-//	                  none, or another's (sync.go)
+//	                  none, or another's (fullread.go)
 //
 // A value is its version, the server's last verification in Unix
 // nanoseconds as 20 decimal digits (so that Redis compares versions as

@@ -102,7 +102,7 @@ type Node struct {
 	insts  string
 	rtts   string // landmark RTTs (landmarks.go)
 	lms    string // landmark descriptions (landmarks.go)
-	epochK string // the registry's epoch (sync.go)
+	epochK string // the registry's epoch (fullread.go)
 	put    *redis.Script
 	del    *redis.Script
 	beat   *redis.Script
@@ -115,7 +115,7 @@ type Node struct {
 	synced bool   // the registry holds the hash (a full read done); owned by follow
 	epoch  string // the registry's epoch at the last full read ("" before); owned by follow
 	// partial is a full read of the hash cut short, to go on with
-	// (sync.go); owned by follow (and Join before it).
+	// (fullread.go); owned by follow (and Join before it).
 	partial *fullRead
 
 	mu      sync.Mutex
