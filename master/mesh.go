@@ -1,6 +1,7 @@
 package master
 
 import (
+	"cmp"
 	"net/netip"
 	"slices"
 	"strings"
@@ -22,7 +23,15 @@ import (
 // publishes is their median and when the last was taken (Own), as for
 // its RTTs to servers. A reply is taken only from the peer's address,
 // for a ping in flight, within LandmarkPingTimeout; anything else from
-// there is dropped as before. In a fleet the other instances' rows come
+// there is dropped as before. The ping carries no nonce (every master
+// must answer it), so a reply from a peer's address with no ping in
+// flight (late, doubled, or spoofed to shorten the RTT) makes the peer's
+// samples suspect: the sample taken just before it, within the wait, is
+// undone (it may have been the spoofed reply, and this the real one),
+// and no sample is taken while such replies came within the last
+// interval and wait. A blind flood of spoofed replies, which must land
+// in a window of one RTT every interval, so leaves the peer's RTT
+// unmeasured (stale) instead of short. In a fleet the other instances' rows come
 // with their descriptions (SetRows) and are published after this
 // master's own: in the JSON API (/api/v1/landmarks, each landmark's
 // "rtts") and, to a getserversExt that asks with both
@@ -61,6 +70,9 @@ type meshPeer struct {
 	ring   rttRing
 	next   time.Time // next ping
 	sentAt time.Time // the ping in flight; zero if none
+	stray  time.Time // the last reply with no ping in flight; zero if none
+	prev   rttRing   // ring before the last sample, to undo it
+	tookAt time.Time // when the last sample was taken; zero once undone
 }
 
 // Mesh is a landmark master's view of the other landmark masters (see
@@ -73,6 +85,8 @@ type Mesh struct {
 	rows  []MeshRow // the other landmarks' own rows (a fleet's)
 	pings uint64    // pings handed out
 	pongs uint64    // replies taken as samples
+	stray uint64    // replies with no ping in flight
+	spurn uint64    // samples refused or undone because of them
 }
 
 // carriedID reports whether the landmark extension can carry id.
@@ -155,13 +169,20 @@ func (m *Mesh) due(now time.Time) []netip.AddrPort {
 }
 
 // pong takes a ping's reply from from at now, and reports whether it was
-// one: from a peer with a ping in flight, within its wait.
+// one: from a peer with a ping in flight, within its wait. A reply from a
+// peer with none in flight is not one, and makes the peer's samples
+// suspect (see above).
 func (m *Mesh) pong(now time.Time, from netip.AddrPort) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	wait := min(LandmarkPingTimeout, m.every())
+	var idle *meshPeer
 	for _, p := range m.peers {
-		if p.Addr != from || p.sentAt.IsZero() {
+		if p.Addr != from {
+			continue
+		}
+		if p.sentAt.IsZero() {
+			idle = cmp.Or(idle, p)
 			continue
 		}
 		d := now.Sub(p.sentAt)
@@ -169,9 +190,23 @@ func (m *Mesh) pong(now time.Time, from netip.AddrPort) bool {
 		if d < 0 || d > wait {
 			return false
 		}
+		if !p.stray.IsZero() && now.Sub(p.stray) < m.every()+wait {
+			m.spurn++
+			return true
+		}
+		p.prev = p.ring
 		p.ring.add(now, d)
+		p.tookAt = now
 		m.pongs++
 		return true
+	}
+	if idle != nil {
+		idle.stray = now
+		m.stray++
+		if !idle.tookAt.IsZero() && now.Sub(idle.tookAt) <= wait {
+			idle.ring, idle.tookAt = idle.prev, time.Time{}
+			m.spurn++
+		}
 	}
 	return false
 }
@@ -229,6 +264,14 @@ func (m *Mesh) Counts() (pings, pongs uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.pings, m.pongs
+}
+
+// Strays returns the replies from peers with no ping in flight, and the
+// samples refused or undone because of them.
+func (m *Mesh) Strays() (replies, spurned uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.stray, m.spurn
 }
 
 // Mesh returns the registry's view of the other landmark masters.

@@ -152,3 +152,59 @@ func TestMesh_Bounds(t *testing.T) {
 		}
 	}
 }
+
+// A reply from a peer with no ping in flight (late, doubled, or spoofed:
+// the ping carries no nonce) makes its samples suspect: a spoofed reply
+// that beat the real one is undone when the real one comes, and while
+// such replies keep coming no sample is taken, so a flood leaves the
+// peer's RTT unmeasured, not short. Once they stop for an interval and a
+// wait, the next reply is a sample again.
+func TestMesh_StrayRepliesLeaveTheRTTUnmeasured(t *testing.T) {
+	peer := ap("192.0.2.20:27950")
+	var m Mesh
+	m.SetPeers(t0, []LandmarkPeer{{ID: "nyc", Addr: peer}})
+	ping := func(at time.Time) {
+		t.Helper()
+		if due := m.due(at); len(due) != 1 || due[0] != peer {
+			t.Fatalf("at %v: pings %v, want one to the peer", at.Sub(t0), due)
+		}
+	}
+	// A spoofed reply 1 ms after the ping is taken, then undone by the
+	// real one at 80 ms.
+	ping(t0)
+	if !m.pong(t0.Add(time.Millisecond), peer) {
+		t.Fatal("the first reply to a ping in flight was not taken")
+	}
+	if m.pong(t0.Add(80*time.Millisecond), peer) {
+		t.Error("a second reply to one ping was taken")
+	}
+	if own := m.Own(); len(own) != 0 {
+		t.Errorf("the spoofed sample stayed: %+v", own)
+	}
+	// A flood: a spoofed reply every 100 ms. The pings' replies are
+	// answers (not dropped as unexpected), but no sample.
+	every := DefaultLandmarkPingInterval
+	end := t0.Add(3 * every)
+	for at := t0.Add(time.Second); at.Before(end); at = at.Add(100 * time.Millisecond) {
+		if len(m.due(at)) > 0 {
+			if !m.pong(at.Add(80*time.Millisecond), peer) {
+				t.Fatalf("at %v: the reply to a ping in flight was not taken as one", at.Sub(t0))
+			}
+			continue
+		}
+		m.pong(at, peer)
+	}
+	if own := m.Own(); len(own) != 0 {
+		t.Errorf("samples taken during the flood: %+v", own)
+	}
+	// Quiet for an interval and a wait: the next reply is a sample.
+	at := end.Add(every + LandmarkPingTimeout)
+	ping(at)
+	m.pong(at.Add(80*time.Millisecond), peer)
+	if own := m.Own(); len(own) != 1 || own[0].RTT != 80*time.Millisecond {
+		t.Errorf("after the flood: %+v, want one sample of 80ms", own)
+	}
+	if replies, spurned := m.Strays(); replies < 500 || spurned < 3 {
+		t.Errorf("%d stray replies, %d samples spurned", replies, spurned)
+	}
+}

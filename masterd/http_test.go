@@ -61,6 +61,7 @@ func TestMaster_HTTP(t *testing.T) {
 		`scout_master_packets_received_total{kind="getservers"} 1`,
 		`scout_master_packets_sent_total{kind="getserversResponse"} 1`,
 		`scout_master_answers_total 1`,
+		`scout_master_landmark_pings_total{result="stray"} 0`,
 		`scout_master_history_servers 1`,
 		`scout_master_api_not_modified_total 1`,
 		`scout_master_api_views_built_total 1`,

@@ -29,6 +29,7 @@ type Collector struct {
 	sendErrors, stateErrors                  *prometheus.Desc
 	stateCommits, stateWritten, statePending *prometheus.Desc
 	stateSeconds, stateLast, stateMax        *prometheus.Desc
+	landmarkPings                            *prometheus.Desc
 }
 
 // MaxGametypeSeries bounds the series of
@@ -71,6 +72,8 @@ func NewCollector(m *Master) *Collector {
 		stateSeconds: d("state_commit_seconds_total", "Time spent in successful commits to the state file."),
 		stateLast:    d("state_last_commit_seconds", "Duration of the last successful commit."),
 		stateMax:     d("state_max_commit_seconds", "Duration of the longest successful commit since start."),
+		landmarkPings: d("landmark_pings_total", "A landmark master's pings to its peers (sent), their replies taken as samples (sampled), "+
+			"replies from a peer with no ping in flight (stray: late, doubled or spoofed) and samples refused or undone because of them (spurned).", "result"),
 	}
 }
 
@@ -78,7 +81,7 @@ func NewCollector(m *Master) *Collector {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.packetsIn, c.bytesIn, c.packetsOut, c.bytesOut, c.dropped, c.removed,
 		c.changes, c.probes, c.retries, c.afterRetry, c.answers, c.unknownGame, c.budgetDenied, c.deferred, c.listed, c.pending, c.listedByGame, c.listedByKind,
-		c.sendErrors, c.stateErrors, c.stateCommits, c.stateWritten, c.statePending, c.stateSeconds, c.stateLast, c.stateMax} {
+		c.sendErrors, c.stateErrors, c.stateCommits, c.stateWritten, c.statePending, c.stateSeconds, c.stateLast, c.stateMax, c.landmarkPings} {
 		ch <- d
 	}
 }
@@ -144,6 +147,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if len(tallies) > MaxGametypeSeries {
 		gauge(c.listedByKind, rest, "", "", "")
 	}
+	mesh := c.m.Registry.Mesh()
+	pings, pongs := mesh.Counts()
+	stray, spurned := mesh.Strays()
+	counter(c.landmarkPings, pings, "sent")
+	counter(c.landmarkPings, pongs, "sampled")
+	counter(c.landmarkPings, stray, "stray")
+	counter(c.landmarkPings, spurned, "spurned")
 	refused, noSocket := c.m.Server.SendErrors()
 	counter(c.sendErrors, refused, "refused")
 	counter(c.sendErrors, noSocket, "no_socket")
