@@ -38,3 +38,24 @@ func Found(probes []discover.Outcome, truth map[netip.AddrPort]time.Duration, st
 	}
 	return n, last
 }
+
+// Missed splits the servers of playable that probes did not find (none of
+// their probes answered): unprobed were never probed, unanswered were
+// probed and none of those probes answered (every reply lost, or, on a
+// busy machine, late past the probes' timeout). Each server counts once.
+func Missed(probes []discover.Outcome, playable []netip.AddrPort) (unprobed, unanswered int) {
+	probed, answered := map[netip.AddrPort]bool{}, map[netip.AddrPort]bool{}
+	for _, o := range probes {
+		probed[o.Addr] = true
+		answered[o.Addr] = answered[o.Addr] || o.Answered
+	}
+	for _, a := range playable {
+		switch {
+		case !probed[a]:
+			unprobed++
+		case !answered[a]:
+			unanswered++
+		}
+	}
+	return unprobed, unanswered
+}

@@ -95,3 +95,25 @@ func TestBuild_TruthIsTheSimulatorsModel(t *testing.T) {
 		t.Error("the vantage and global-residual models give the same RTTs: the test cannot tell them apart")
 	}
 }
+
+// TestMissed_SplitsUnprobedFromUnanswered feeds Missed a run's outcomes
+// and the playable servers listed: one answered at its second probe (not
+// missed), one probed twice without an answer, one answering once of
+// two, two never probed, and an unplayable server unanswered (not
+// counted).
+func TestMissed_SplitsUnprobedFromUnanswered(t *testing.T) {
+	ap := func(i byte) netip.AddrPort { return netip.AddrPortFrom(netip.AddrFrom4([4]byte{192, 0, 2, i}), 27960) }
+	probes := []discover.Outcome{
+		{Addr: ap(1)}, {Addr: ap(1), Answered: true},
+		{Addr: ap(2)}, {Addr: ap(2)},
+		{Addr: ap(3), Answered: true}, {Addr: ap(3)},
+		{Addr: ap(9)},
+	}
+	unprobed, unanswered := Missed(probes, []netip.AddrPort{ap(1), ap(2), ap(3), ap(4), ap(5)})
+	if unprobed != 2 || unanswered != 1 {
+		t.Errorf("Missed = %d unprobed, %d unanswered; want 2, 1", unprobed, unanswered)
+	}
+	if u, n := Missed(nil, nil); u != 0 || n != 0 {
+		t.Errorf("Missed of nothing = %d, %d", u, n)
+	}
+}
