@@ -1,16 +1,18 @@
-// Package demo runs scout's demonstration in one process on loopback: a
-// master, an emulated world of Enemy Territory servers placed in real
-// networks of real countries with the delays a player in Melbourne sees,
-// registered with the master by real heartbeats, and four discoveries of
-// it over real sockets, side by side: conventional (master order, the
-// Enemy Territory client's window of 16), adaptive as the paper gives it
-// (Armitage's Algorithms 1 and 2), adaptive with this project's variant
-// (adaptive.Scout) and the oracle (exactly the playable servers, nearest
-// first: the bound no client can reach, since it needs the true RTTs).
+// Package demo runs scout's demonstration in one process on loopback:
+// landmark masters (landmarks.go), an emulated world of Enemy Territory
+// servers placed in real networks of real countries with the delays a
+// player in Melbourne sees, registered with the masters by real
+// heartbeats, and discoveries of it over real sockets, side by side:
+// conventional (master order, the Enemy Territory client's window of 16),
+// adaptive as the paper gives it (Armitage's Algorithms 1 and 2), adaptive
+// with this project's variant (adaptive.Scout), the landmark run (with
+// Config.LandmarkPlan) and the oracle (exactly the playable servers,
+// nearest first: the bound no client can reach, since it needs the true
+// RTTs).
 //
 // It is a shell: it owns the sockets, the clocks and the emulator. The
-// counting of what each run found ([Found]) is a pure function of the
-// run's outcomes and the world's ground truth.
+// counting of what each run found and missed ([Found], [Missed]) is a
+// pure function of the run's outcomes and the world's ground truth.
 //
 // # The world
 //
@@ -79,9 +81,16 @@ type Run struct {
 	Found        int
 	LastPlayable time.Duration
 	// Landmarks are the landmark run's landmarks (the masters that
-	// answered with their RTTs); nil for the other runs.
+	// answered with their RTTs); nil for the other runs. Matrix is their
+	// RTTs to each other as its planner used them.
 	Landmarks []string
-	Err       error
+	Matrix    LandmarkMatrix
+	// Unprobed and Unanswered split the playable servers the master
+	// listed that the run did not find: never probed (its stop fired
+	// first, or its context ended), or probed and never answered (every
+	// reply lost); see [Missed].
+	Unprobed, Unanswered int
+	Err                  error
 }
 
 // Report is the outcome of a demonstration.
@@ -156,7 +165,9 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 			lmMu.Lock()
 			reps := slices.Clone(lmReports)
 			lmMu.Unlock()
-			return cfg.LandmarkPlan(ts, reps)
+			st, m, err := cfg.LandmarkPlan(ts, reps)
+			runs[lmRun].Matrix = m // on the run's own goroutine (discover.Ordered calls the planner)
+			return st, err
 		})
 	}
 	runs = append(runs, Run{Name: "oracle"})
@@ -171,10 +182,9 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 	for _, v := range cfg.Variants {
 		names = append(names, fmt.Sprintf("%s (%s clusters, auto-stop at %v)", v.Name, v.Params.ClusterBy, v.Params.StopRTT))
 	}
-	// The landmark run asks every master, each through a relay that
-	// gives the player's RTT to its city.
+	// The landmark run asks every master through its path, which gives
+	// the player's RTT to its city.
 	lmBase := base
-	var relays sync.WaitGroup // ended by cancel
 	if lmRun >= 0 {
 		// getserversExt: the landmark extension's form (ET's own client
 		// asks with getservers).
@@ -184,11 +194,7 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 		}
 		lmBase.Masters, lmBase.Landmarks, lmBase.LandmarkPings = nil, true, discover.DefaultLandmarkPings
 		for _, m := range rep.Masters {
-			ra, err := Relay(ctx, &relays, m.Addr, m.ClientRTT)
-			if err != nil {
-				return rep, err
-			}
-			lmBase.Masters = append(lmBase.Masters, discover.Master{Name: m.City.Name, Addr: ra, Request: ext})
+			lmBase.Masters = append(lmBase.Masters, discover.Master{Name: m.City.Name, Addr: m.Path, Request: ext})
 		}
 		var cities []string
 		for _, m := range rep.Masters {
@@ -237,13 +243,13 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 				r.Summary, r.Ordering, r.Err = discover.Ordered(ctx, mw, pc, base, locate, plans[i], func(discover.Event) {})
 			}
 			r.Found, r.LastPlayable = Found(r.Ordering.Probes, truth, rep.StopRTT)
+			r.Unprobed, r.Unanswered = Missed(r.Ordering.Probes, env.Playable)
 		})
 	}
 	runWG.Wait()
 	rep.Runs = runs
 	rep.Took = time.Since(start)
 	cancel()
-	relays.Wait()
 	var errs []error
 	for _, r := range runs {
 		if r.Err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/scout-discovery/scout/adaptive"
 	"github.com/scout-discovery/scout/discover"
+	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/population"
 	"github.com/scout-discovery/scout/world"
 )
@@ -21,12 +22,18 @@ import (
 // the player's, from the landmark's city, with no access delay, as
 // WonderProxy's datacentre nodes measured the mesh); every server
 // heartbeats to each, so each measures its RTT to every server when it
-// verifies it. The first also lists the world for the other runs. The
-// landmark run asks all of them with getserversExt ... landmarks through a
-// relay each that delays the master's replies by the player's RTT to the
-// landmark's city (the place's access delay plus the model's city-to-city
-// RTT), so the client's own RTT to each landmark is what its place
-// implies, and orders and stops with Config.LandmarkPlan (scout servers
+// verifies it. The first also lists the world for the other runs. Each
+// master is reached through a path of its own (RelayPerClient,
+// LandmarkMaster.Path) that delays its replies by the sender's RTT to its
+// city in the same model: for the other masters, which ping it as their
+// peer (master.Mesh, every MeshInterval), the model's RTT between the two
+// cities; for the player, the place's access delay plus the model's RTT
+// from the place's city. Discovery begins once every master has measured
+// its RTT to every other (waitMesh). The landmark run asks all of them
+// with getserversExt ... landmarks landmarkpeers through their paths, so
+// the client's own RTT to each landmark is what its place implies and the
+// landmarks' RTTs to each other are the ones the masters measured and
+// published, and orders and stops with Config.LandmarkPlan (scout servers
 // --order landmarks' planner, which cmd/scout gives).
 
 // DefaultLandmarks are the landmark masters' cities: the real-mesh
@@ -35,15 +42,34 @@ var DefaultLandmarks = []string{"Frankfurt", "NewYork", "Tokyo"}
 
 // LandmarkPlan builds the landmark run's strategy from the targets and the
 // landmark masters' reports (their published RTTs and the client's RTT to
-// each).
-type LandmarkPlan func(targets []adaptive.Target, reports []discover.MasterReport) (adaptive.Strategy, error)
+// each), and says which landmarks' RTTs to each other it used.
+type LandmarkPlan func(targets []adaptive.Target, reports []discover.MasterReport) (adaptive.Strategy, LandmarkMatrix, error)
+
+// LandmarkMatrix is the landmarks' RTTs to each other a landmark run used.
+type LandmarkMatrix struct {
+	// Landmarks are the landmarks' ids, in the matrix's order.
+	Landmarks []string
+	// RTTs[j][k] is landmark j's RTT to landmark k (0 on the diagonal,
+	// negative where unknown).
+	RTTs [][]time.Duration
+	// Derived reports that some pair was not measured by the masters and
+	// was bounded from the servers' vectors instead.
+	Derived bool
+}
 
 // LandmarkMaster is one of the demo's masters.
 type LandmarkMaster struct {
 	City population.City
 	Addr netip.AddrPort // its own (loopback) socket
-	// ClientRTT is the player's RTT to it: its relay's delay.
+	// Path is where the player and the other masters reach it: a
+	// RelayPerClient giving each its RTT to City.
+	Path netip.AddrPort
+	// ClientRTT is the player's RTT to it: its path's delay for the
+	// player.
 	ClientRTT time.Duration
+	// PeerRTTs are its RTTs to the other masters when discovery began,
+	// as it measured them through their paths (master.Mesh.Own).
+	PeerRTTs []master.LandmarkRTT
 }
 
 // landmarkCities returns the cities of names.

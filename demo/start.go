@@ -2,8 +2,10 @@ package demo
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +28,9 @@ type Env struct {
 	// Truth is every server's RTT from the place: the path's, the RTT the
 	// emulator was told to give it, before jitter.
 	Truth map[netip.AddrPort]time.Duration
+	// Playable are the playable servers the first master listed when
+	// discovery began (Report.Playable counts them).
+	Playable []netip.AddrPort
 }
 
 // Start builds the world, runs it and the master until ctx ends, and
@@ -86,6 +91,23 @@ func Start(ctx context.Context, cfg Config) (env *Env, stop func(), err error) {
 		requesters[a.Addr()] = landmarkLinks(pop, c, cfg.Loss)
 		rep.Masters = append(rep.Masters, LandmarkMaster{City: c, Addr: a, ClientRTT: place.Access + population.CityRTT(place.City, c)})
 	}
+	// The paths to each master: the other masters' pings take the
+	// model's RTT between the two cities, the player's queries its own.
+	for k, m := range rep.Masters {
+		delay := map[netip.AddrPort]time.Duration{}
+		for _, o := range rep.Masters {
+			delay[o.Addr] = population.CityRTT(o.City, m.City)
+		}
+		rep.Masters[k].Path, err = RelayPerClient(ctx, &wg, m.Addr, func(from netip.AddrPort) time.Duration {
+			if d, ok := delay[from]; ok {
+				return d
+			}
+			return m.ClientRTT
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
 	// RealTime: replies leave on time on a loaded machine where the process
 	// may (root or CAP_SYS_NICE); silently ordinary otherwise.
 	emu, err := world.Listen(w, world.Config{Masters: addrs, Requesters: requesters, RealTime: true})
@@ -95,7 +117,13 @@ func Start(ctx context.Context, cfg Config) (env *Env, stop func(), err error) {
 	table := emu.Table()
 	var regs []*master.Registry
 	for k, c := range cities {
-		m, err := newMaster(landmarkID(c))
+		var peers []master.LandmarkPeer
+		for j, o := range rep.Masters {
+			if j != k {
+				peers = append(peers, master.LandmarkPeer{ID: landmarkID(o.City), Addr: o.Path})
+			}
+		}
+		m, err := newMaster(landmarkID(c), peers)
 		if err != nil {
 			emu.Close()
 			return nil, nil, err
@@ -125,33 +153,85 @@ func Start(ctx context.Context, cfg Config) (env *Env, stop func(), err error) {
 		}
 		listed = append(listed, n)
 	}
+	if err := waitMesh(ctx, regs, cities, MeshWait); err != nil {
+		return nil, nil, err
+	}
 	rep.Listed, _ = regs[0].Counts() // after every master's wait: the first's list when discovery begins
 	rep.Registration = time.Since(start)
-	for k, m := range rep.Masters {
-		cfg.logf("master %v in %s (the player's RTT to it %v): %d of %d servers registered by heartbeat",
-			m.Addr, m.City.Name, m.ClientRTT.Round(time.Millisecond), listed[k], rep.Servers)
+	for k := range rep.Masters {
+		m := &rep.Masters[k]
+		m.PeerRTTs = regs[k].Mesh().Own()
+		var peers []string
+		for _, e := range m.PeerRTTs {
+			peers = append(peers, fmt.Sprintf("%s %v", e.Landmark, e.RTT.Round(100*time.Microsecond)))
+		}
+		cfg.logf("master %v in %s (the player's RTT to it %v): %d of %d servers registered by heartbeat; its RTTs to the other masters: %s",
+			m.Addr, m.City.Name, m.ClientRTT.Round(time.Millisecond), listed[k], rep.Servers, strings.Join(peers, ", "))
 	}
 	cfg.logf("registration took %.1fs", rep.Registration.Seconds())
-	rep.Playable = 0
+	var playable []netip.AddrPort
 	for _, s := range regs[0].Servers(nil) {
 		if r, ok := truth[s.Addr]; ok && r < rep.StopRTT {
-			rep.Playable++
+			playable = append(playable, s.Addr)
 		}
 	}
+	rep.Playable = len(playable)
 
-	return &Env{Master: addrs[0], Table: table, Report: rep, Truth: truth}, halt, nil
+	return &Env{Master: addrs[0], Table: table, Report: rep, Truth: truth, Playable: playable}, halt, nil
 }
 
 // newMaster builds one of the demo's masters, the landmark named landmark:
 // loopback clients allowed to query, no flood protection (the clients ask
-// once each), no outbound budget to speak of; the socket is the caller's.
-func newMaster(landmark string) (*masterd.Master, error) {
+// once each), no outbound budget to speak of, pinging peers (the other
+// landmark masters, through their paths) every MeshInterval; the socket
+// is the caller's.
+func newMaster(landmark string, peers []master.LandmarkPeer) (*masterd.Master, error) {
 	return masterd.NewMaster(time.Now(), masterd.Config{
-		Listen:       []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
-		NoQueryLimit: true,
-		OutRate:      1_000_000_000,
-		Handler:      master.HandlerConfig{Landmark: landmark},
+		Listen:        []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
+		NoQueryLimit:  true,
+		OutRate:       1_000_000_000,
+		Registry:      master.Config{LandmarkPingInterval: MeshInterval},
+		Handler:       master.HandlerConfig{Landmark: landmark},
+		LandmarkPeers: peers,
 	})
+}
+
+// MeshInterval is how often each of the demo's landmark masters pings the
+// others: a few samples each (their median is published) while the world
+// registers, where a real master's default (master.DefaultLandmarkPingInterval,
+// 30 s) would give the demo one.
+const MeshInterval = time.Second
+
+// MeshWait bounds the wait, once the world is listed, for every landmark
+// master to have measured its RTT to every other.
+const MeshWait = 10 * time.Second
+
+// waitMesh waits until every registry of regs (the masters in cities)
+// has measured its RTT to every other (master.Mesh.Own), at most limit
+// or until ctx ends.
+func waitMesh(ctx context.Context, regs []*master.Registry, cities []population.City, limit time.Duration) error {
+	peers := len(regs) - 1
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	for k := 0; k < len(regs); {
+		own := regs[k].Mesh().Own()
+		if len(own) >= peers {
+			k++
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("demo: waiting for the landmark master in %s to measure its RTTs to the others: %w", cities[k].Name, ctx.Err())
+		case <-deadline.C:
+			pings, pongs := regs[k].Mesh().Counts()
+			return fmt.Errorf("demo: the landmark master in %s measured its RTT to %d of the %d others within %v (%d pings sent, %d replies taken)",
+				cities[k].Name, len(own), peers, limit, pings, pongs)
+		case <-tick.C:
+		}
+	}
+	return nil
 }
 
 // settle is how long the master's list must stay the same, every server

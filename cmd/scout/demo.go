@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -28,9 +29,11 @@ DE): the world model of scout sim's tables (2008 prefixes and ASes, real
 server lists' country mix, the latency model with its per-vantage residual),
 1% loss and jitter. Three masters in Frankfurt, New York and Tokyo (each on a
 loopback IP of its own, which the world answers with its city's RTTs) are
-landmarks: the servers register with each by heartbeat, and each measures
-its RTT to every server as it verifies it. Then five clients discover the
-world side by side over real sockets:
+landmarks: the servers register with each by heartbeat, each measures its
+RTT to every server as it verifies it, and each pings the other two through
+a path delayed by the latency model's RTT between their cities (scout master
+--landmark-peer), once a second. Once every master has measured the others,
+five clients discover the world side by side over real sockets:
 
   conventional     master order, probing while the list arrives, 16 in
                    flight (the Enemy Territory client)
@@ -41,9 +44,10 @@ world side by side over real sockets:
   adaptive, scout  this project's variant (scout servers --variant scout):
                    country+AS clusters, two-round calibration, bound stop rule
   landmarks        scout servers --order landmarks: every master asked for its
-                   RTTs with the list, through a relay giving the player's RTT
-                   to its city; servers probed by ascending estimate, stop when
-                   every unprobed server's lower bound less the margin is past
+                   RTTs (to the servers and to the other masters) with the
+                   list, through a path giving the player's RTT to its city;
+                   servers probed by ascending estimate, stop when every
+                   unprobed server's lower bound less the margin is past
                    --auto-stop
   oracle           exactly the playable servers, nearest first (it knows the
                    true RTTs, which no client does: the bound)
@@ -193,7 +197,7 @@ func printDemo(w io.Writer, rep demo.Report) {
 		// auto-stop; the rest of their lines is the same.
 		stopped, notStopped := "auto-stop at", "auto-stop did not fire"
 		if a.Name == "landmarks" {
-			fmt.Fprintf(w, "%s: %d landmarks %v; ", a.Name, len(a.Landmarks), a.Landmarks)
+			fmt.Fprintf(w, "%s: %d landmarks %v, %s; ", a.Name, len(a.Landmarks), a.Landmarks, matrixText(a.Matrix))
 			stopped, notStopped = "stopped at", "the stop rule did not fire"
 		} else {
 			clusters, initial := 0, 0
@@ -223,7 +227,43 @@ func printDemo(w io.Writer, rep demo.Report) {
 	}
 	for _, r := range rep.Runs {
 		if r.Found < rep.Playable {
-			fmt.Fprintf(w, "%s missed %d playable servers (never probed: auto-stop; or both probes' replies lost)\n", r.Name, rep.Playable-r.Found)
+			fmt.Fprintln(w, missedText(r, rep.Playable))
 		}
 	}
+}
+
+// matrixText says which landmarks' RTTs to each other the landmark run
+// used: measured by the masters (each pair's RTT) or derived from the
+// servers' vectors.
+func matrixText(m demo.LandmarkMatrix) string {
+	if len(m.Landmarks) < 2 {
+		return "no matrix"
+	}
+	var pairs []string
+	for j := range m.Landmarks {
+		for k := j + 1; k < len(m.Landmarks) && k < len(m.RTTs[j]); k++ {
+			v := "?"
+			if d := m.RTTs[j][k]; d >= 0 {
+				v = fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond))
+			}
+			pairs = append(pairs, m.Landmarks[j]+"-"+m.Landmarks[k]+" "+v)
+		}
+	}
+	how := "matrix measured by the masters"
+	if m.Derived {
+		how = "matrix derived from the servers' RTTs (some pair not measured)"
+	}
+	return how + " (" + strings.Join(pairs, ", ") + ")"
+}
+
+// missedText is the line for a run that found fewer than playable of the
+// playable servers listed: how many it never probed (after its stop, if it
+// stopped) and how many it probed without an answer (every reply lost).
+func missedText(r demo.Run, playable int) string {
+	never := "never probed"
+	if r.Params != nil && r.Ordering.Stopped {
+		never = "never probed (after its stop)"
+	}
+	return fmt.Sprintf("%s missed %d of %d playable: %d %s, %d probed with every reply lost",
+		r.Name, playable-r.Found, playable, r.Unprobed, never, r.Unanswered)
 }

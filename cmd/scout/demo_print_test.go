@@ -38,7 +38,7 @@ func TestPrintDemo_StopLines(t *testing.T) {
 	for _, want := range []string{
 		"adaptive, paper: 99 of 100 servers geolocated, 2 clusters (by country), 2 initial probes; auto-stop at 4.00s after 33 probes (33.0% of the list)" + share,
 		"adaptive, scout: 99 of 100 servers geolocated, 2 clusters (by country+as), 2 initial probes; auto-stop did not fire: it probed every server" + share,
-		"landmarks: 2 landmarks [Frankfurt Tokyo]; stopped at 4.00s after 33 probes (33.0% of the list)" + share,
+		"landmarks: 2 landmarks [Frankfurt Tokyo], no matrix; stopped at 4.00s after 33 probes (33.0% of the list)" + share,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -47,7 +47,52 @@ func TestPrintDemo_StopLines(t *testing.T) {
 	rep.Runs[3].Ordering.Stopped = false
 	b.Reset()
 	printDemo(&b, rep)
-	if want := "landmarks: 2 landmarks [Frankfurt Tokyo]; the stop rule did not fire: it probed every server" + share; !strings.Contains(b.String(), want) {
+	if want := "landmarks: 2 landmarks [Frankfurt Tokyo], no matrix; the stop rule did not fire: it probed every server" + share; !strings.Contains(b.String(), want) {
 		t.Errorf("output lacks %q:\n%s", want, b.String())
+	}
+}
+
+// TestPrintDemo_MatrixAndMisses checks the landmark run's matrix text
+// (measured by the masters, each pair once in the matrix's order, an
+// unknown pair as "?", derived said so) and the line for each run that
+// missed playable servers: those never probed (after its stop when it
+// stopped) and those probed with every reply lost, from the run's counts.
+func TestPrintDemo_MatrixAndMisses(t *testing.T) {
+	ms := time.Millisecond
+	m := demo.LandmarkMatrix{Landmarks: []string{"Frankfurt", "NewYork", "Tokyo"},
+		RTTs: [][]time.Duration{{0, 78 * ms, 233 * ms}, {78 * ms, 0, -1}, {233 * ms, -1, 0}}}
+	if got, want := matrixText(m), "matrix measured by the masters (Frankfurt-NewYork 78 ms, Frankfurt-Tokyo 233 ms, NewYork-Tokyo ?)"; got != want {
+		t.Errorf("matrixText = %q, want %q", got, want)
+	}
+	m.Derived = true
+	if got, want := matrixText(m), "matrix derived from the servers' RTTs (some pair not measured) (Frankfurt-NewYork 78 ms, Frankfurt-Tokyo 233 ms, NewYork-Tokyo ?)"; got != want {
+		t.Errorf("matrixText = %q, want %q", got, want)
+	}
+	if got := matrixText(demo.LandmarkMatrix{Landmarks: []string{"Tokyo"}}); got != "no matrix" {
+		t.Errorf("one landmark: %q", got)
+	}
+
+	scout := adaptive.Scout()
+	conv := demo.Run{Name: "conventional", Found: 47, Unanswered: 1}
+	lm := demo.Run{Name: "landmarks", Params: &scout, Found: 45, Unprobed: 2, Unanswered: 1}
+	lm.Ordering.Stopped = true
+	notStopped := demo.Run{Name: "adaptive, scout", Params: &scout, Found: 46, Unprobed: 2}
+	for _, c := range []struct {
+		r    demo.Run
+		want string
+	}{
+		{conv, "conventional missed 1 of 48 playable: 0 never probed, 1 probed with every reply lost"},
+		{lm, "landmarks missed 3 of 48 playable: 2 never probed (after its stop), 1 probed with every reply lost"},
+		{notStopped, "adaptive, scout missed 2 of 48 playable: 2 never probed, 0 probed with every reply lost"},
+	} {
+		if got := missedText(c.r, 48); got != c.want {
+			t.Errorf("missedText = %q, want %q", got, c.want)
+		}
+	}
+	rep := demo.Report{Playable: 48, Runs: []demo.Run{conv, lm, {Name: "oracle", Found: 48}}}
+	var b strings.Builder
+	printDemo(&b, rep)
+	if out := b.String(); !strings.Contains(out, "\nconventional missed 1 of 48") || !strings.Contains(out, "\nlandmarks missed 3 of 48") || strings.Contains(out, "oracle missed") {
+		t.Errorf("printDemo's misses:\n%s", out)
 	}
 }

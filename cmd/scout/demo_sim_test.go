@@ -24,7 +24,9 @@ import (
 // same servers, their true RTTs, the demo's window, timeout and loss, the
 // servers placed by the same geolocation, the same planners with the same
 // seeds, and the landmark run with the landmark masters' true RTTs to
-// every server and the player's to each master. It checks the figures the
+// every server, the player's to each master and theirs to each other
+// (the model's between their cities, as the demo's masters measure and
+// publish them). It checks the figures the
 // live test asserted until its auto-stops on real sockets were found to
 // move with the machine's load (a scout run stopped after 9 of 50
 // playable servers, a paper run probed all 300 and sent 305 probes to
@@ -59,13 +61,16 @@ func TestDemo_SimulatedFigures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var reps []discover.MasterReport
-	for _, name := range demo.DefaultLandmarks {
+	city := func(name string) population.City {
 		k := slices.IndexFunc(population.Cities(), func(c population.City) bool { return c.Name == name })
 		if k < 0 {
 			t.Fatalf("no city %s", name)
 		}
-		c := population.Cities()[k]
+		return population.Cities()[k]
+	}
+	var reps []discover.MasterReport
+	for _, name := range demo.DefaultLandmarks {
+		c := city(name)
 		lrtts := pop.RTTs(population.Place{Name: "landmark/" + c.Country + "/" + c.Name, City: c})
 		m := map[netip.AddrPort]time.Duration{}
 		for i, s := range w.Servers {
@@ -73,6 +78,17 @@ func TestDemo_SimulatedFigures(t *testing.T) {
 		}
 		reps = append(reps, discover.MasterReport{Name: name, Landmark: name, LandmarkRTTs: m,
 			RTT: place.Access + population.CityRTT(place.City, c)})
+	}
+	// And each one's RTTs to the others, as the demo's masters measure
+	// and publish them: the model's between the two cities.
+	for j := range reps {
+		row := map[string]time.Duration{}
+		for k := range reps {
+			if k != j {
+				row[reps[k].Landmark] = population.CityRTT(city(reps[j].Landmark), city(reps[k].Landmark))
+			}
+		}
+		reps[j].PeerRTTs = map[string]map[string]time.Duration{reps[j].Landmark: row}
 	}
 
 	run := func(st adaptive.Strategy, seed uint64) *sim.Result {
@@ -118,9 +134,12 @@ func TestDemo_SimulatedFigures(t *testing.T) {
 				}
 			}
 		}
-		lp, err := demoLandmarkPlan(stopRTT, cfg.Seed)(ts, reps)
+		lp, lm, err := demoLandmarkPlan(stopRTT, cfg.Seed)(ts, reps)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if lm.Derived || len(lm.Landmarks) != len(reps) {
+			t.Fatalf("the landmark run's matrix: %+v, want the %d landmarks' published RTTs", lm, len(reps))
 		}
 		l := run(lp, seed)
 		got = append(got, "landmarks: "+figures(l))

@@ -18,6 +18,7 @@ import (
 
 	"github.com/scout-discovery/scout/adaptive"
 	"github.com/scout-discovery/scout/demo"
+	"github.com/scout-discovery/scout/population"
 )
 
 // TestDemo_SmallWorldComparison runs scout demo with 300 servers seen from
@@ -35,7 +36,7 @@ func TestDemo_SmallWorldComparison(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr.String())
 	}
-	for _, want := range []string{"conventional", "adaptive, paper", "adaptive, scout", "landmarks", "oracle", "initial probes", "playable found", "auto-stop", "landmarks: 3 landmarks"} {
+	for _, want := range []string{"conventional", "adaptive, paper", "adaptive, scout", "landmarks", "oracle", "initial probes", "playable found", "auto-stop", "landmarks: 3 landmarks", "matrix measured by the masters ("} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -111,6 +112,7 @@ func TestDemo_Invariants(t *testing.T) {
 	if len(lm.Landmarks) != len(demo.DefaultLandmarks) {
 		t.Errorf("the landmark run heard from %v, want the %d landmark masters", lm.Landmarks, len(demo.DefaultLandmarks))
 	}
+	checkMeasuredMatrix(t, rep, lm)
 	if rep.Listed < rep.Servers*95/100 {
 		t.Errorf("master listed %d of %d", rep.Listed, rep.Servers)
 	}
@@ -179,6 +181,63 @@ func TestDemo_Invariants(t *testing.T) {
 		slices.Sort(excess)
 		if med := excess[len(excess)/2]; med > 50*time.Millisecond {
 			t.Errorf("%s: the median RTT is %v above the path's", r.Name, med)
+		}
+	}
+}
+
+// meshSlack bounds how much a landmark master's measured RTT to another
+// may exceed the model's RTT between their cities: the ping waits for the
+// master's next tick to be read, and a loaded 2-core machine reads and
+// forwards late (the path itself adds exactly the model's RTT).
+const meshSlack = 150 * time.Millisecond
+
+// checkMeasuredMatrix checks that the demo's landmark masters measured
+// their RTTs to each other through their paths and that the landmark run
+// planned with them: every master has a row for every other, each RTT
+// not below the model's RTT between the two cities (the path never
+// answers early) and within meshSlack above it, and the run's matrix
+// says measured (no pair derived from the servers' vectors), with every
+// pair within the same bounds (the masters' published medians, which
+// move as they keep pinging during the runs, the smaller direction).
+func checkMeasuredMatrix(t *testing.T, rep demo.Report, lm demo.Run) {
+	t.Helper()
+	cities := map[string]population.City{}
+	measured := map[[2]string]time.Duration{}
+	for _, m := range rep.Masters {
+		cities[m.City.Name] = m.City
+	}
+	for _, m := range rep.Masters {
+		if len(m.PeerRTTs) != len(rep.Masters)-1 {
+			t.Errorf("%s measured %v, want its RTTs to the %d other masters", m.City.Name, m.PeerRTTs, len(rep.Masters)-1)
+		}
+		for _, e := range m.PeerRTTs {
+			c, ok := cities[e.Landmark]
+			if !ok {
+				t.Errorf("%s measured %s, not a master of the demo", m.City.Name, e.Landmark)
+				continue
+			}
+			model := population.CityRTT(m.City, c)
+			if e.RTT < model || e.RTT > model+meshSlack {
+				t.Errorf("%s's RTT to %s: %v measured, the model's %v", m.City.Name, e.Landmark, e.RTT, model)
+			}
+			measured[[2]string{m.City.Name, e.Landmark}] = e.RTT
+		}
+	}
+	mx := lm.Matrix
+	t.Logf("the landmark run's matrix: %v %v, derived %v", mx.Landmarks, mx.RTTs, mx.Derived)
+	if mx.Derived || len(mx.Landmarks) != len(rep.Masters) || len(mx.RTTs) != len(mx.Landmarks) {
+		t.Fatalf("the landmark run's matrix: %+v, want the %d masters' measured RTTs", mx, len(rep.Masters))
+	}
+	for j, a := range mx.Landmarks {
+		for k, b := range mx.Landmarks {
+			if j == k {
+				continue
+			}
+			got := mx.RTTs[j][k]
+			if model := population.CityRTT(cities[a], cities[b]); got < model || got > model+meshSlack {
+				t.Errorf("the landmark run's RTT %s-%s is %v, the model's %v (the masters measured %v and %v when discovery began)",
+					a, b, got, model, measured[[2]string{a, b}], measured[[2]string{b, a}])
+			}
 		}
 	}
 }
