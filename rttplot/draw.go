@@ -18,8 +18,13 @@ import (
 
 // rttStop is the paper's name for the threshold. The zero-width space keeps
 // Liberation Sans from kerning the "s" into the "T" (it does at these sizes;
-// "RTTbottom" has no such pair).
+// "RTTbottom" has no such pair); unkern does the same for any text.
 const rttStop = "RTT\u200bstop"
+
+// unkern puts a zero-width space between every "T" and "s" of text (the
+// caption's "RTTstop", "landmark RTTs"), which Liberation Sans kerns into
+// each other at these sizes.
+func unkern(text string) string { return strings.ReplaceAll(text, "Ts", "T\u200bs") }
 
 // legendWidthPx is the width of the legend column in a default-sized
 // SideBySide chart.

@@ -83,12 +83,11 @@ func drawKey(dc draw.Canvas, entries []legendEntry, caption string) draw.Canvas 
 			Max: vg.Point{X: x0 + vg.Points(keyThumbW), Y: y + vg.Points(4)},
 		}}
 		p.e.keyThumb.Thumbnail(&thumb)
-		dc.FillText(sty, vg.Point{X: x0 + vg.Points(keyThumbW+keyGap), Y: y}, p.e.keyText)
+		dc.FillText(sty, vg.Point{X: x0 + vg.Points(keyThumbW+keyGap), Y: y}, unkern(p.e.keyText))
 	}
 	y := top - vg.Length(len(rowW))*vg.Points(keyRowH)
 	for _, line := range lines {
-		line = strings.ReplaceAll(line, "RTTstop", rttStop) // as everywhere: no kerning of s into T
-		dc.FillText(capSty, vg.Point{X: (dc.Min.X + dc.Max.X) / 2, Y: y}, line)
+		dc.FillText(capSty, vg.Point{X: (dc.Min.X + dc.Max.X) / 2, Y: y}, unkern(line)) // RTTstop, RTTs: no s kerned into T
 		y -= vg.Points(keyCapH)
 	}
 	return draw.Crop(dc, 0, 0, h+vg.Points(keyPadding), 0)

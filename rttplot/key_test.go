@@ -17,7 +17,7 @@ func keyed() Chart {
 	c.Key, c.Columns = true, 1
 	c.Width, c.Height = 640, 720
 	c.Caption = "RTTbottom: the running 50th percentile of the last 3 probes; adaptive stops when it reaches RTTstop. " +
-		"A dotted line is where a run found its last playable server."
+		"A dotted line is where a run found its last playable server (landmark RTTs aside)."
 	c.Series[0].Marks = []Mark{{At: 6 * ms1 * 1000, Label: "last playable 6.0 s", Key: "last playable server found"}}
 	c.Series[1].Marks = []Mark{{At: 3 * ms1 * 1000, Label: "last playable 3.0 s", Key: "last playable server found"}, {At: 0, Label: "never drawn"}}
 	return c
@@ -25,8 +25,9 @@ func keyed() Chart {
 
 // TestWriteSVG_Key checks Chart.Key: one key entry per kind of mark, not
 // one per series and kind; each panel's title gives its probe counts; the
-// marks are drawn with their labels; the caption is there; and the
-// per-series legend is gone.
+// marks are drawn with their labels; the caption is there, with a
+// zero-width space in every "Ts" ("RTTs": no s kerned into the T); and
+// the per-series legend is gone.
 func TestWriteSVG_Key(t *testing.T) {
 	svg := svgOf(t, keyed())
 	for _, want := range []string{
@@ -37,7 +38,7 @@ func TestWriteSVG_Key(t *testing.T) {
 		">RTT above the axis, at top</text>", ">no reply, at top</text>",
 		">RTTbottom</text>", ">auto-stop</text>", ">" + rttStop + " 200 ms</text>",
 		">last playable server found</text>", ">last playable 6.0 s</text>", ">last playable 3.0 s</text>",
-		">auto-stop 3.5 s</text>", ">RTTbottom:", "last playable server.</text>",
+		">auto-stop 3.5 s</text>", ">RTTbottom:", "(landmark RTT\u200bs aside).</text>",
 	} {
 		if n := strings.Count(svg, want); n == 0 {
 			t.Errorf("SVG lacks %q", want)
@@ -48,7 +49,7 @@ func TestWriteSVG_Key(t *testing.T) {
 			t.Errorf("%q is in the key %d times, want once", text, n)
 		}
 	}
-	for _, absent := range []string{"adaptive: RTTbottom", "conventional: probes (5)", "never drawn", ">RTTstop"} {
+	for _, absent := range []string{"adaptive: RTTbottom", "conventional: probes (5)", "never drawn", ">RTTstop", "RTTs"} {
 		if strings.Contains(svg, absent) {
 			t.Errorf("SVG holds %q", absent)
 		}
