@@ -4,10 +4,10 @@
 # the demo). The scout sim figures (the six rows with the paper's algorithm,
 # and AU-ET, AU-CSS and JP-CSS with the scout variant) are deterministic
 # (seed 1, about 10 s); the demo's runs over real sockets on loopback, so its
-# figure and numbers vary a little from run to run (about 50 s; its table is
-# in README.md and EVALUATION.md, from the run that drew the figure: paste
-# them from that run's output). 1200x480 keeps each sim PNG under 300 KB;
-# the demo's five panels are 1200x1260, about 290 KB.
+# figure and numbers vary a little from run to run (about 45 s: 43.1 s on
+# 2026-11-27; its table is in README.md and EVALUATION.md, from the run that
+# drew the figure: paste them from that run's output). 1200x480 keeps each
+# sim PNG under 300 KB; the demo's five panels are 1200x1260, about 290 KB.
 set -eu
 go build -o /tmp/scout-figures ./cmd/scout
 for row in AU:et JP:et CH:et AU:css JP:css DE:css; do
