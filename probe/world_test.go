@@ -2,8 +2,10 @@ package probe
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,10 +50,13 @@ func TestA2S_AgainstWorldEmulator(t *testing.T) {
 // TestPacer_TrainsOverTheEmulatedLink: a paced run of 400 OpenArena
 // servers of package world (real UDP on loopback, 10-60 ms away) behind
 // an emulated 2 Mbit/s access link with a 250 ms queue: the first 6
-// getinfo requests go as trains of 8 (42 extra sends), the trains measure
-// the link's replies per second (within 40%: the emulator and the reader
-// run on a shared machine), every server answers and the link's queue
-// drops nothing.
+// getinfo requests go as trains of 8 (42 extra sends), every server
+// answers and the link's queue drops nothing, and the trains measure the
+// link's replies per second within 40%. That last is a measurement on
+// the real clock: a run whose reader the machine held up (the emulator
+// and the reader share its cores) can miss it, so up to three runs, each
+// on a fresh emulator, are given to it; the other checks hold for every
+// run. Each run is a subtest, so that its emulator stops before the next.
 func TestPacer_TrainsOverTheEmulatedLink(t *testing.T) {
 	w, err := world.Generate(world.Spec{Servers: 400, Games: world.Mix{{Game: world.OA, Weight: 1}},
 		RTTMin: 10 * time.Millisecond, RTTMax: 60 * time.Millisecond, Seed: 3})
@@ -59,11 +64,32 @@ func TestPacer_TrainsOverTheEmulatedLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	const rate = 2e6
-	e, conn := runWorld(t, w, world.Config{Access: world.AccessLink{Rate: rate, QueueDelay: 250 * time.Millisecond}})
 	targets := make([]Target, len(w.Servers))
 	for i, s := range w.Servers {
 		targets[i] = Target{s.Public, Q3Info}
 	}
+	var measured []string
+	for attempt := 1; attempt <= 3; attempt++ {
+		var got, want float64
+		t.Run(fmt.Sprintf("run%d", attempt), func(t *testing.T) { got, want = trainsOverLink(t, w, targets, rate) })
+		if t.Failed() {
+			return
+		}
+		if r := got / want; r >= 0.6 && r <= 1.4 {
+			return
+		}
+		measured = append(measured, fmt.Sprintf("%.0f", got))
+		t.Logf("run %d: the trains measured %.0f probes/s, the link carries %.0f replies/s", attempt, got, want)
+	}
+	t.Errorf("in 3 runs the trains measured %s probes/s, never within 40%% of the link's replies/s", strings.Join(measured, ", "))
+}
+
+// trainsOverLink runs the paced probe of targets once over a fresh
+// emulator of w behind a link of rate bits/s, checks what holds for every
+// run, and returns the trains' rate and the link's replies per second.
+func trainsOverLink(t *testing.T, w world.World, targets []Target, rate float64) (got, want float64) {
+	t.Helper()
+	e, conn := runWorld(t, w, world.Config{Access: world.AccessLink{Rate: rate, QueueDelay: 250 * time.Millisecond}})
 	answered := 0
 	counts, err := (&Prober{Timeout: time.Second, Pace: &Pace{}}).Run(t.Context(), conn, targets,
 		func(_ int, r Result) {
@@ -75,16 +101,14 @@ func TestPacer_TrainsOverTheEmulatedLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	wire := float64(counts.BytesIn)/float64(counts.Received) + UDPOverhead
-	want := rate / 8 / wire // replies per second
+	want = rate / 8 / wire // replies per second
 	st := e.Stats()
 	t.Logf("trains measured %.0f probes/s, the link carries %.0f replies/s (%.0f bytes each); %d sends, %d train sends, %d dropped by the link, queueing mean %v max %v",
 		counts.PaceTrainRate, want, wire, counts.Sent, counts.PaceTrainSends, st.LinkDropped, st.LinkWaitMean, st.LinkWaitMax)
 	if answered != len(targets) || counts.PaceTrainSends != paceTrains*(paceTrainProbes-1) || st.LinkDropped != 0 {
-		t.Errorf("%d of %d answered, %d train sends, %d dropped by the link; want all, %d, none", answered, len(targets), counts.PaceTrainSends, st.LinkDropped, paceTrains*(paceTrainProbes-1))
+		t.Fatalf("%d of %d answered, %d train sends, %d dropped by the link; want all, %d, none", answered, len(targets), counts.PaceTrainSends, st.LinkDropped, paceTrains*(paceTrainProbes-1))
 	}
-	if r := counts.PaceTrainRate / want; r < 0.6 || r > 1.4 {
-		t.Errorf("trains measured %.0f probes/s, the link carries %.0f replies/s", counts.PaceTrainRate, want)
-	}
+	return counts.PaceTrainRate, want
 }
 
 // runWorld starts w's emulator with cfg until the test ends and returns it
