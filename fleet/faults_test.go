@@ -82,12 +82,7 @@ func TestFleet_StartsWithoutRedisAndCatchesUp(t *testing.T) {
 	r := startRedis(t)
 	a := startInstance(t, fastConfig(r.URL(), "a"), 0)
 	servers := startGameServers(t, 10)
-	for _, g := range servers {
-		g.heartbeat(t, a.addr)
-	}
-	if !waitFor(5*time.Second, func() bool { return a.listed() == 10 && a.node.Queued() == 0 }) {
-		t.Fatal("a did not list and write its 10")
-	}
+	a.registerAll(t, servers, 10)
 	r.kill()
 	b := startInstance(t, fastConfig(r.URL(), "b"), 0)
 	if b.listed() != 0 || b.node.Up() {
@@ -112,29 +107,11 @@ func TestFleet_TrimmedStreamResyncs(t *testing.T) {
 	fa.StreamLen = 1
 	a := startInstance(t, fa, 0)
 	servers := startGameServers(t, 20)
-	for _, g := range servers[:10] {
-		g.heartbeat(t, a.addr)
-	}
-	if !waitFor(5*time.Second, func() bool { return a.listed() == 10 && a.node.Queued() == 0 }) {
-		t.Fatalf("a lists %d of 10", a.listed())
-	}
+	a.registerAll(t, servers[:10], 10)
 	// b joins, then stops following (cut off) while a writes 10 more
 	// and removes one.
-	chal, err := master.NewChallenger(master.DefaultRotationPeriod, rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := master.NewRegistry(master.Config{AllowLoopback: true, MaxServersPerAddress: -1}, chal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := New(fastConfig(r.URL(), "b"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.rdb.Close()
+	b, reg := joinedNode(t, r.URL(), "b")
 	ctx := context.Background()
-	b.Join(ctx, reg, nil)
 	if n, _ := reg.Counts(); n != 10 {
 		t.Fatalf("b joined with %d of 10", n)
 	}
@@ -170,32 +147,14 @@ func TestFleet_TrimmedStreamResyncs(t *testing.T) {
 // again. An entry deleted since is a loss again.
 func TestFleet_StreamMadeAfterJoinIsNotALoss(t *testing.T) {
 	r := startRedis(t)
-	chal, err := master.NewChallenger(master.DefaultRotationPeriod, rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := master.NewRegistry(master.Config{AllowLoopback: true, MaxServersPerAddress: -1}, chal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := New(fastConfig(r.URL(), "b"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.rdb.Close()
+	b, _ := joinedNode(t, r.URL(), "b")
 	ctx := context.Background()
-	b.Join(ctx, reg, nil)
 	if b.lastID != "0-0" {
 		t.Fatalf("b joined an empty Redis at %q, want 0-0", b.lastID)
 	}
 	a := startInstance(t, fastConfig(r.URL(), "a"), 0)
 	servers := startGameServers(t, 3)
-	for _, g := range servers {
-		g.heartbeat(t, a.addr)
-	}
-	if !waitFor(5*time.Second, func() bool { return a.listed() == 3 && a.node.Queued() == 0 }) {
-		t.Fatalf("a lists %d of 3", a.listed())
-	}
+	a.registerAll(t, servers, 3)
 	if lost, err := b.streamLost(ctx); err != nil || lost != lossNone {
 		t.Fatalf("streamLost = %v, %v; the stream holds every change since b joined", lost, err)
 	}
@@ -266,27 +225,9 @@ func TestFleet_RedisEmptiedAndWrittenFirstIsAReset(t *testing.T) {
 	r := startRedis(t)
 	a := startInstance(t, fastConfig(r.URL(), "a"), 0)
 	servers := startGameServers(t, 11)
-	for _, g := range servers[:10] {
-		g.heartbeat(t, a.addr)
-	}
-	if !waitFor(5*time.Second, func() bool { return a.listed() == 10 && a.node.Queued() == 0 }) {
-		t.Fatalf("a lists %d of 10", a.listed())
-	}
-	chal, err := master.NewChallenger(master.DefaultRotationPeriod, rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := master.NewRegistry(master.Config{AllowLoopback: true, MaxServersPerAddress: -1}, chal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := New(fastConfig(r.URL(), "b"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.rdb.Close()
+	a.registerAll(t, servers[:10], 10)
+	b, reg := joinedNode(t, r.URL(), "b")
 	ctx := context.Background()
-	b.Join(ctx, reg, nil)
 	if n, _ := reg.Counts(); n != 10 {
 		t.Fatalf("b joined with %d of 10", n)
 	}
@@ -410,5 +351,39 @@ func TestFollowBackoff_ResetsAfterARead(t *testing.T) {
 	}
 	if got := followBackoff(MinBackoff, false); got != 2*MinBackoff {
 		t.Errorf("a second failed try in a row waits %v, want %v", got, 2*MinBackoff)
+	}
+}
+
+// joinedNode is a node of the fleet at url that joined with a registry of
+// its own and does not follow the stream (its catch-ups are the test's),
+// closed when the test ends.
+func joinedNode(t *testing.T, url, id string) (*Node, *master.Registry) {
+	t.Helper()
+	chal, err := master.NewChallenger(master.DefaultRotationPeriod, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := master.NewRegistry(master.Config{AllowLoopback: true, MaxServersPerAddress: -1}, chal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := New(fastConfig(url, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.rdb.Close() })
+	n.Join(context.Background(), reg, nil)
+	return n, reg
+}
+
+// registerAll heartbeats each of gs to in and waits until in lists want
+// servers with nothing left to write to Redis.
+func (in *instance) registerAll(t *testing.T, gs []*gameServer, want int) {
+	t.Helper()
+	for _, g := range gs {
+		g.heartbeat(t, in.addr)
+	}
+	if !waitFor(5*time.Second, func() bool { return in.listed() == want && in.node.Queued() == 0 }) {
+		t.Fatalf("%s lists %d of %d, %d writes queued", in.node.cfg.ID, in.listed(), want, in.node.Queued())
 	}
 }
