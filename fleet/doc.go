@@ -77,7 +77,7 @@
 //   - a re-probe: none to send it; its verification is the line above; an
 //     unanswered one that drops the server, one EVALSHA (HGET, HDEL, XADD);
 //   - per instance, every Config.Beat: one EVALSHA (TIME, ZSCORE, ZADD,
-//     ZRANGE, HMGET; ZRANGEBYSCORE once it has beaten for Config.Dead
+//     ZRANGE, HMGET, GET of the epoch; ZRANGEBYSCORE once it has beaten for Config.Dead
 //     since Redis last failed it; HSET of its description when it is a
 //     landmark; ZREM and HDEL when an instance died), and a blocking
 //     XREAD always waiting;
@@ -127,10 +127,12 @@
 // without its data, or flushed: its stream is older than the last change
 // applied, or gone, or the registry's epoch is not the one the instance
 // read, which tells it even when another instance has already written
-// to the new stream) is not taken as the fleet emptied: every instance
+// to the new stream; a flush under an instance whose XREAD goes on
+// blocking, which no error tells, its next beat finds by the epoch) is
+// not taken as the fleet emptied: every instance
 // keeps its list, says so ("redis lost the shared registry",
 // scout_fleet_registry_lost_total) and writes its list to Redis again.
 //
-// Keys of one fleet share one Redis (not a cluster: the scripts touch
-// two keys).
+// Keys of one fleet share one Redis (not a cluster: a script touches
+// several keys).
 package fleet

@@ -261,6 +261,39 @@ func TestFleet_RedisEmptiedAndWrittenFirstIsAReset(t *testing.T) {
 	}
 }
 
+// Redis flushed under two following instances: no round trip fails
+// (their XREADs go on blocking on a stream that is gone), but the beat
+// reads no epoch, so each catches up, keeps its list and writes it
+// again, and a server verified after is shared as before.
+func TestFleet_RedisFlushedUnderFollowersIsWrittenAgain(t *testing.T) {
+	r := startRedis(t)
+	a := startInstance(t, fastConfig(r.URL(), "a"), 0)
+	b := startInstance(t, fastConfig(r.URL(), "b"), 0)
+	servers := startGameServers(t, 11)
+	a.registerAll(t, servers[:10], 10)
+	if !waitFor(5*time.Second, func() bool { return b.listed() == 10 }) {
+		t.Fatalf("b lists %d of 10", b.listed())
+	}
+	rc := r.client(t)
+	ctx := context.Background()
+	if err := rc.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(patience(t), func() bool { return rc.HLen(ctx, DefaultPrefix+"servers").Val() == 10 }) {
+		t.Fatalf("Redis holds %d of the 10 the instances list after the flush", rc.HLen(ctx, DefaultPrefix+"servers").Val())
+	}
+	if a.listed() != 10 || b.listed() != 10 {
+		t.Fatalf("after the flush a lists %d, b %d, of 10", a.listed(), b.listed())
+	}
+	if a.node.stats.resets.Load()+b.node.stats.resets.Load() == 0 {
+		t.Error("neither instance says Redis lost the registry")
+	}
+	servers[10].heartbeat(t, b.addr)
+	if !waitFor(5*time.Second, func() bool { return a.listed() == 11 }) {
+		t.Fatal("a server verified by b after the flush does not reach a")
+	}
+}
+
 // A Redis that answers nothing for a while takes no instance for dead,
 // however long the stall: past an instance's Redis timeout, and past
 // Config.Dead (no instance could beat meanwhile, so the first to beat

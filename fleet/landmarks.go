@@ -174,7 +174,7 @@ func (n *Node) description() string {
 // parseBeat reads the beat script's answer: the live instances and the
 // descriptions of the other live landmarks.
 func (n *Node) parseBeat(res []any) (live []string, peers []web.Landmark) {
-	if len(res) != 2 {
+	if len(res) < 2 {
 		return nil, nil
 	}
 	ids, _ := res[0].([]any)

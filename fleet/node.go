@@ -125,7 +125,11 @@ type Node struct {
 	peers   []web.Landmark // the other live landmarks' descriptions
 	lmAddr  string         // this landmark's address, if its description had none (SetLandmarkAddress)
 	downAt  time.Time      // when Redis became unreachable; zero while up
-	lastErr string
+	// beatEpoch is the registry's epoch as the last beat read it: a Redis
+	// flushed under a follower whose XREAD goes on blocking is seen there.
+	beatEpoch    string
+	beatEpochSet bool
+	lastErr      string
 	// beating is when this instance's beats began to succeed without a
 	// failed round trip since (zero: not beating). Until it has beaten
 	// for Dead it takes no other instance for dead (doBeat).
@@ -217,7 +221,8 @@ func (n *Node) ID() string { return n.cfg.ID }
 // when nothing was. del also removes the server's RTT fields of the
 // landmarks named in ARGV[5..]. beat writes this instance's landmark
 // description (ARGV[3], if any), forgets the dead instances' and returns
-// the live instances and their descriptions.
+// the live instances and their descriptions, and the registry's epoch
+// ("" if none: fullread.go).
 const (
 	putScript = `local cur = redis.call('HGET', KEYS[1], ARGV[1])
 local newer = not cur or string.sub(cur, 1, 20) < string.sub(ARGV[2], 1, 20)
@@ -259,7 +264,7 @@ end
 local live = redis.call('ZRANGE', KEYS[1], 0, -1)
 local d = {}
 if #live > 0 then d = redis.call('HMGET', KEYS[2], unpack(live)) end
-return {live, d}`
+return {live, d, redis.call('GET', KEYS[3]) or ''}`
 )
 
 // version is a record's version: its verification time in Unix
@@ -487,7 +492,7 @@ func (n *Node) doBeat(ctx context.Context) error {
 		judge = "1"
 	}
 	n.mu.Unlock()
-	res, err := n.beat.Run(ctx, n.rdb, []string{n.insts, n.lms}, n.cfg.ID, n.cfg.Dead.Milliseconds(), n.description(), judge).Slice()
+	res, err := n.beat.Run(ctx, n.rdb, []string{n.insts, n.lms, n.epochK}, n.cfg.ID, n.cfg.Dead.Milliseconds(), n.description(), judge).Slice()
 	n.stats.observe(start)
 	if err != nil {
 		return err
@@ -502,6 +507,10 @@ func (n *Node) doBeat(ctx context.Context) error {
 	changed := !slices.Equal(live, n.live)
 	n.live = live
 	n.peers = peers
+	if len(res) == 3 {
+		n.beatEpoch, _ = res[2].(string)
+		n.beatEpochSet = true
+	}
 	n.mu.Unlock()
 	n.meshPeers(peers)
 	if changed {

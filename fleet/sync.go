@@ -173,6 +173,9 @@ func (n *Node) followOnce(ctx context.Context) (read bool, err error) {
 		if errors.Is(err, redis.Nil) {
 			n.succeeded()
 			read = true
+			if err := n.checkEpoch(ctx); err != nil {
+				return read, err
+			}
 			continue // no change within Block
 		}
 		if err != nil {
@@ -197,7 +200,29 @@ func (n *Node) followOnce(ctx context.Context) (read bool, err error) {
 				return read, err
 			}
 		}
+		if err := n.checkEpoch(ctx); err != nil {
+			return read, err
+		}
 	}
+}
+
+// checkEpoch catches up when the last beat read another epoch than the
+// one of the last full read: Redis lost the registry (flushed) while the
+// stream's XREAD went on blocking, which no error told.
+func (n *Node) checkEpoch(ctx context.Context) error {
+	n.mu.Lock()
+	seen, known := n.beatEpoch, n.beatEpochSet
+	n.mu.Unlock()
+	if !known || n.epoch == "" || seen == n.epoch {
+		return nil
+	}
+	if err := n.catchUp(ctx, false); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.beatEpochSet = false // until a beat reads the epoch again
+	n.mu.Unlock()
+	return nil
 }
 
 // catchUp reads the whole hash when the stream no longer holds every
