@@ -62,6 +62,7 @@ func FuzzParseBeat(f *testing.F) {
 		n := &Node{cfg: Config{ID: "a"}}
 		for _, res := range [][]any{
 			{[]any{id1, id2}, []any{d1, d2}},
+			{[]any{id1, id2}, []any{d1, d2}, d2}, // with the epoch
 			{[]any{id1}, []any{nil}},
 			{[]any{id1, 7}, "x"},
 			{"x"},
