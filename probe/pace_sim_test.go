@@ -63,26 +63,30 @@ func (h *timeHeap[E]) Pop() any {
 
 // simLink is a simulated link of rate bits/s carrying packets of size
 // bytes through a tail-drop queue of queue bytes (less than 0: no limit);
-// it is busy until free.
+// it is busy until free. It records how long each packet it carried
+// queued (waits) and how many its queue dropped (drops).
 type simLink struct {
 	rate        float64
 	size, queue int
 	free        time.Time
+	waits       []time.Duration
+	drops       int
 }
 
 // pass sends a packet that reaches the link at at: it returns when the
-// packet has crossed the link and how long it queued, or false when the
-// queue drops it.
-func (l *simLink) pass(at time.Time) (time.Time, time.Duration, bool) {
+// packet has crossed the link, or false when the queue drops it.
+func (l *simLink) pass(at time.Time) (time.Time, bool) {
 	start := at
 	if l.free.After(start) {
 		start = l.free
 	}
 	if backlog := l.free.Sub(at).Seconds() * l.rate / 8; l.queue >= 0 && backlog+float64(l.size) > float64(l.queue) {
-		return time.Time{}, 0, false
+		l.drops++
+		return time.Time{}, false
 	}
 	l.free = start.Add(time.Duration(float64(l.size) * 8 / l.rate * float64(time.Second)))
-	return l.free, start.Sub(at), true
+	l.waits = append(l.waits, start.Sub(at))
+	return l.free, true
 }
 
 func (s paceSim) run(cfg Pace) paceSimResult {
@@ -113,9 +117,7 @@ func (s paceSim) run(cfg Pace) paceSimResult {
 				p.Sent(now)
 				at := now
 				if s.upRate > 0 {
-					var wait time.Duration
-					at, wait, _ = up.pass(now)
-					res.upWaits = append(res.upWaits, wait)
+					at, _ = up.pass(now)
 				}
 				heap.Push(&ev, simEvent{at: at.Add(rtt), sent: now, train: id})
 			}
@@ -142,16 +144,15 @@ func (s paceSim) run(cfg Pace) paceSimResult {
 		case s.rate == 0:
 			heap.Push(&ev, simEvent{at: e.at, sent: e.sent, deliver: true, train: e.train})
 		default:
-			out, wait, ok := down.pass(e.at)
+			out, ok := down.pass(e.at)
 			if !ok {
-				res.drops++
 				continue
 			}
-			res.waits = append(res.waits, wait)
 			heap.Push(&ev, simEvent{at: out, sent: e.sent, deliver: true, train: e.train})
 		}
 	}
 	res.took = last.Sub(t0)
+	res.waits, res.drops, res.upWaits = down.waits, down.drops, up.waits
 	slices.Sort(res.waits)
 	slices.Sort(res.upWaits)
 	return res

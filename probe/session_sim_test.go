@@ -157,9 +157,7 @@ func (s sessionSim) run() sessionSimResult {
 			ses.wrote(sd, now, nil)
 			at := now
 			if s.up > 0 {
-				var wait time.Duration
-				at, wait, _ = up.pass(now)
-				res.upWaits = append(res.upWaits, wait)
+				at, _ = up.pass(now)
 			}
 			if rng.Float64() < s.loss {
 				res.lost++
@@ -202,12 +200,10 @@ func (s sessionSim) run() sessionSimResult {
 				e.atLink = false
 				heap.Push(&ev, e)
 			default:
-				out, wait, ok := down.pass(e.at)
+				out, ok := down.pass(e.at)
 				if !ok {
-					res.drops++
 					continue
 				}
-				res.waits = append(res.waits, wait)
 				e.at, e.atLink = out, false
 				heap.Push(&ev, e)
 			}
@@ -235,6 +231,7 @@ func (s sessionSim) run() sessionSimResult {
 	res.half = doneAt[len(doneAt)/2].Sub(first)
 	res.p99 = doneAt[len(doneAt)*99/100].Sub(first)
 	slices.Sort(res.rttErr)
+	res.waits, res.drops, res.upWaits = down.waits, down.drops, up.waits
 	slices.Sort(res.waits)
 	slices.Sort(res.upWaits)
 	return res
