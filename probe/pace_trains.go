@@ -39,11 +39,12 @@ type paceTrain struct {
 	final       bool
 	rate        float64 // replies per second over the train's dispersion
 	// seen counts the datagrams received since the train's first reply,
-	// its own included; atLast is seen at its latest reply. A train
-	// with atLast == n had no other datagram between its replies.
+	// its own included; atLast is seen at its latest reply (see clean).
 	seen, atLast int
-	clean        bool
 }
+
+// clean reports whether no other datagram came between t's replies.
+func (t *paceTrain) clean() bool { return t.atLast == t.n }
 
 // Train returns how many probes the first send of a new request should be
 // sent as, back to back, and the train's id for TrainReply: a train of
@@ -110,12 +111,11 @@ func (p *Pacer) trainDone(t *paceTrain) {
 	}
 	d := t.last.Sub(t.first)
 	t.rate = float64(t.n-1) / max(d.Seconds(), 1e-6)
-	t.clean = t.atLast == t.n
 	var all, clean []float64
 	for _, o := range p.trains {
 		if o.rate > 0 {
 			all = append(all, o.rate)
-			if o.clean {
+			if o.clean() {
 				clean = append(clean, o.rate)
 			}
 		}
