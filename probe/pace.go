@@ -169,7 +169,8 @@ func (c Pace) withDefaults() Pace {
 //     transmissions on a slow link (6 at 1 Mbit/s: 68%), at most
 //     Utilization (pace_budget.go). The random stream of the emulated
 //     world is smoother than Poisson, so the model errs on the safe side
-//     (queueing p99 1.2-1.8 ms at 81.5% in the simulations of pace_test.go).
+//     (queueing p99 1.5-1.8 ms at 81.5% in the simulations of
+//     TestPacer_AccessLink, pace_sim_test.go).
 //   - Standing queue: once the capacity is known, a run of replies each
 //     arriving one transmission time after the one before is a busy
 //     period: each reply in it waited at most the run so far, and the
