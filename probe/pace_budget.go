@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// The share of the link the rate fills (see Pacer, "Utilization"): the
+// The share of the link the rate fills (see Pacer, "Utilisation"): the
 // highest utilisation at which the replies' queueing stays within the
 // queue target at the 99th percentile, for replies arriving as a Poisson
 // stream (an M/D/1 queue).

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// The arrival calendar (see Pacer, "Arrivals planned"): the replies the
+// The arrival calendar (see Pacer, "Replies planned"): the replies the
 // run expects at the access link, by the millisecond they are due, so
 // that a probe whose server's RTT is known goes out only when its reply
 // would find the link with room.
