@@ -14,6 +14,12 @@ type expiryNode struct {
 // at its new time, so a listing of n servers each verified every period
 // costs about n pops and pushes per Timeout, none per verification. 16
 // bytes per listed server.
+//
+// It is a heap of its own rather than a container/heap as elsewhere in
+// the project: container/heap's Push and Pop pass each node as an any,
+// which boxes the 16-byte node on the heap, an allocation per push and
+// per pop, about a million of each per Timeout at 1,000,000 listed
+// servers.
 type expiryQueue []expiryNode
 
 func (q expiryQueue) len() int { return len(q) }
