@@ -164,12 +164,8 @@ func (r *Registry) answer(now time.Time, f filter, form replyForm, every bool) (
 func (r *Registry) cachedAnswer(now time.Time, f filter, form replyForm) (*answer, int) {
 	snap := r.current(now)
 	n := 0
-	if f.anyProtocol {
-		for _, g := range snap.byGame[gameKey{f.family, f.game}] {
-			n += g.n
-		}
-	} else if g := snap.groups[groupKey{f.family, f.game, f.protocol}]; g != nil {
-		n = g.n
+	for _, g := range snap.groupsOf(f) {
+		n += g.n
 	}
 	if a, ok := snap.answers.Load(answerKey{f: f, form: form}); ok {
 		return a.(*answer), n

@@ -177,11 +177,7 @@ func (f *filter) match(e *snapEntry) bool {
 // appendMatching appends the addresses s lists for f, each group starting
 // at k*stride modulo its size.
 func (s *snapshot) appendMatching(f filter, k uint64, dst []netip.AddrPort) []netip.AddrPort {
-	if f.anyProtocol {
-		for _, g := range s.byGame[gameKey{f.family, f.game}] {
-			dst = g.appendMatching(f, k, dst)
-		}
-	} else if g := s.groups[groupKey{f.family, f.game, f.protocol}]; g != nil {
+	for _, g := range s.groupsOf(f) {
 		dst = g.appendMatching(f, k, dst)
 	}
 	return dst
