@@ -187,6 +187,15 @@ const maxDeferred = 64 * MaxInlineChanges
 // the socket loop registers).
 const buildBatch = 4096
 
+// yieldLocked lets go of the registry's lock and takes it again before
+// a build reads its i-th entry, every buildBatch entries.
+func (r *Registry) yieldLocked(i int) {
+	if i > 0 && i%buildBatch == 0 {
+		r.mu.Unlock()
+		r.mu.Lock()
+	}
+}
+
 // current returns the snapshot valid at now, bringing it up to date if
 // the listing changed or an entry's listing ran out. For a listing larger
 // than Config.InlineSnapshot it applies only a few changes of small
@@ -303,10 +312,7 @@ func (r *Registry) rebuildLocked(nowNS int64, inline, prewarm bool) bool {
 		r.presizeLocked(nowNS, touched, d)
 	}
 	for i, e := range touched {
-		if i > 0 && i%buildBatch == 0 {
-			r.mu.Unlock()
-			r.mu.Lock()
-		}
+		r.yieldLocked(i)
 		if op, ok := r.addBackLocked(nowNS, e); ok {
 			d.put(op)
 		}
@@ -339,10 +345,7 @@ func (r *Registry) publish(base *snapshot, d *delta, minExp int64, prewarm bool)
 func (r *Registry) presizeLocked(nowNS int64, touched []*entry, d *delta) {
 	counts := map[groupKey]int{}
 	for i, e := range touched {
-		if i > 0 && i%buildBatch == 0 {
-			r.mu.Unlock()
-			r.mu.Lock()
-		}
+		r.yieldLocked(i)
 		if e.flags&flagRemoved == 0 && e.Listed && nowNS < int64(e.expiry(r.cfg.Timeout)) {
 			counts[groupKey{e.Family, e.Game, int(e.Protocol)}]++
 		}
@@ -383,10 +386,7 @@ func (r *Registry) expireSnapLocked(nowNS int64, limit int, put func(snapOp)) {
 		if limit > 0 && n >= limit {
 			return
 		}
-		if n > 0 && n%buildBatch == 0 {
-			r.mu.Unlock()
-			r.mu.Lock()
-		}
+		r.yieldLocked(n)
 		e := r.expq.pop().e
 		if e.flags&flagRemoved != 0 {
 			continue
