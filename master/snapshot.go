@@ -346,7 +346,7 @@ func (r *Registry) presizeLocked(nowNS int64, touched []*entry, d *delta) {
 	counts := map[groupKey]int{}
 	for i, e := range touched {
 		r.yieldLocked(i)
-		if e.flags&flagRemoved == 0 && e.Listed && nowNS < int64(e.expiry(r.cfg.Timeout)) {
+		if _, ok := r.snapExpiry(nowNS, e); ok {
 			counts[groupKey{e.Family, e.Game, int(e.Protocol)}]++
 		}
 	}
@@ -357,16 +357,22 @@ func (r *Registry) presizeLocked(nowNS int64, touched []*entry, d *delta) {
 	r.expq = slices.Grow(r.expq, len(touched))
 }
 
+// snapExpiry returns when e falls silent (unix ns), and whether it
+// belongs in the snapshot at nowNS: not removed, listed, and not silent
+// for Timeout (Expire removes such a one, or a verification brings it
+// back).
+func (r *Registry) snapExpiry(nowNS int64, e *entry) (int64, bool) {
+	exp := int64(e.expiry(r.cfg.Timeout))
+	return exp, e.flags&flagRemoved == 0 && e.Listed && nowNS < exp
+}
+
 // addBackLocked puts a changed entry back in the snapshot (returns its
 // addition) if it is still listed and not silent at nowNS.
 func (r *Registry) addBackLocked(nowNS int64, e *entry) (snapOp, bool) {
 	e.flags &^= flagTouched
-	if e.flags&flagRemoved != 0 || !e.Listed {
+	exp, ok := r.snapExpiry(nowNS, e)
+	if !ok {
 		return snapOp{}, false
-	}
-	exp := int64(e.expiry(r.cfg.Timeout))
-	if nowNS >= exp {
-		return snapOp{}, false // silent for Timeout: Expire removes it, or a verification brings it back
 	}
 	if e.flags&flagQueued == 0 || e.flags&flagEarly != 0 {
 		r.expq.push(exp, e)
