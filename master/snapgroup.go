@@ -61,10 +61,6 @@ type groupKey struct {
 	proto int
 }
 
-func compareGroupKeys(a, b groupKey) int {
-	return cmp.Or(cmp.Compare(a.f, b.f), strings.Compare(a.game, b.game), cmp.Compare(a.proto, b.proto))
-}
-
 // DefaultChunk is the most entries a chunk of a snapshot group holds
 // (640 KB). A change copies the chunk it falls in, not the group, and
 // encodes that chunk's packets again, not the whole answer (answer.go):

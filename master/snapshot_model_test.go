@@ -1,6 +1,7 @@
 package master
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -8,6 +9,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -379,6 +381,10 @@ func (m *snapModel) consistent(step int, s *snapshot) {
 	if n != s.nAnswers.Load() || size != s.answerBytes.Load() || n > MaxCachedAnswers || size > MaxCachedAnswerBytes {
 		fail("%d answers of %d bytes cached, counted %d, %d", n, size, s.nAnswers.Load(), s.answerBytes.Load())
 	}
+}
+
+func compareGroupKeys(a, b groupKey) int {
+	return cmp.Or(cmp.Compare(a.f, b.f), strings.Compare(a.game, b.game), cmp.Compare(a.proto, b.proto))
 }
 
 func flatten(g *group) []snapEntry {
