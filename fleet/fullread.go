@@ -6,7 +6,6 @@ package fleet
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"net/netip"
 	"strings"
@@ -141,10 +140,7 @@ func (n *Node) resumeRead(ctx context.Context) (*fullRead, error) {
 // takeEpoch returns the registry's epoch, setting a new one if it has
 // none (a new registry, or a Redis that lost its data).
 func (n *Node) takeEpoch(ctx context.Context) (string, error) {
-	var b [16]byte
-	rand.Read(b[:])
-	mine := hex.EncodeToString(b[:])
-	if err := n.rdb.SetNX(ctx, n.epochK, mine, 0).Err(); err != nil {
+	if err := n.rdb.SetNX(ctx, n.epochK, rand.Text(), 0).Err(); err != nil {
 		return "", err
 	}
 	return n.rdb.Get(ctx, n.epochK).Result()
