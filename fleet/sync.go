@@ -170,18 +170,13 @@ func (n *Node) followOnce(ctx context.Context) (read bool, err error) {
 		res, err := n.rdb.XRead(ctx, &redis.XReadArgs{
 			Streams: []string{n.stream, n.lastID}, Count: int64(n.cfg.ReadCount), Block: n.cfg.Block,
 		}).Result()
-		if errors.Is(err, redis.Nil) {
-			n.succeeded()
-			read = true
-			if err := n.checkEpoch(ctx); err != nil {
-				return read, err
-			}
-			continue // no change within Block
-		}
-		if err != nil {
+		switch {
+		case errors.Is(err, redis.Nil): // no change within Block
+		case err != nil:
 			return read, err
+		default:
+			n.stats.observe(start)
 		}
-		n.stats.observe(start)
 		n.succeeded()
 		read = true
 		now := time.Now()
