@@ -50,7 +50,7 @@ func (n *Node) resync(ctx context.Context, drop bool) error {
 		return err
 	}
 	if fr == nil {
-		if fr, err = n.startRead(ctx, drop && n.synced); err != nil {
+		if fr, err = n.startRead(ctx, drop && n.synced()); err != nil {
 			return err
 		}
 	}
@@ -80,13 +80,17 @@ func (n *Node) resync(ctx context.Context, drop bool) error {
 		}
 		n.mu.Unlock()
 	}
-	n.lastID, n.synced, n.epoch = fr.lastID, true, fr.epoch
+	n.lastID, n.epoch = fr.lastID, fr.epoch
 	n.stats.resyncs.Add(1)
 	n.succeeded()
 	n.log.Info("read the shared registry", "servers", fr.read, "landmark_rtts", rtts, "removed", removed, "attempts", fr.tries,
 		"took", time.Since(fr.start).Round(time.Millisecond), "stream_id", fr.lastID)
 	return nil
 }
+
+// synced reports whether the registry holds the hash: a full read done,
+// which took the registry's epoch (takeEpoch sets a non-empty one).
+func (n *Node) synced() bool { return n.epoch != "" }
 
 // startRead begins a full read: where the stream stands, and which Redis
 // process answers.

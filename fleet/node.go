@@ -112,8 +112,9 @@ type Node struct {
 	obs    master.Observer // nil: none
 	wake   chan struct{}
 	lastID string // the last change applied; owned by follow (and Join before it)
-	synced bool   // the registry holds the hash (a full read done); owned by follow
-	epoch  string // the registry's epoch at the last full read ("" before); owned by follow
+	// epoch is the registry's epoch at the last full read, "" before
+	// the first (synced); owned by follow (and Join before it).
+	epoch string
 	// partial is a full read of the hash cut short, to go on with
 	// (fullread.go); owned by follow (and Join before it).
 	partial *fullRead

@@ -162,7 +162,7 @@ func followBackoff(last time.Duration, read bool) time.Duration {
 // whole hash if the stream lost changes since), then reads the stream
 // until an error; read reports whether a read of the stream succeeded.
 func (n *Node) followOnce(ctx context.Context) (read bool, err error) {
-	if err := n.catchUp(ctx, !n.synced); err != nil {
+	if err := n.catchUp(ctx, !n.synced()); err != nil {
 		return false, err
 	}
 	for {
