@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"io"
 	"net/http"
@@ -392,14 +391,7 @@ func TestFollowBackoff_ResetsAfterARead(t *testing.T) {
 // closed when the test ends.
 func joinedNode(t *testing.T, url, id string) (*Node, *master.Registry) {
 	t.Helper()
-	chal, err := master.NewChallenger(master.DefaultRotationPeriod, rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := master.NewRegistry(master.Config{AllowLoopback: true, MaxServersPerAddress: -1}, chal)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := newRegistry(t, master.Config{AllowLoopback: true, MaxServersPerAddress: -1})
 	n, err := New(fastConfig(url, id))
 	if err != nil {
 		t.Fatal(err)

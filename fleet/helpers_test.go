@@ -3,6 +3,7 @@ package fleet
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"net"
@@ -103,6 +104,21 @@ func (r *redisProc) client(t testing.TB) *redis.Client {
 	c := redis.NewClient(opt)
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// newRegistry is a registry of cfg with a challenger of its own, for a
+// node that a test joins by hand.
+func newRegistry(t testing.TB, cfg master.Config) *master.Registry {
+	t.Helper()
+	chal, err := master.NewChallenger(master.DefaultRotationPeriod, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := master.NewRegistry(cfg, chal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
 }
 
 // fastConfig is the fleet's configuration in tests: beats every 100 ms,

@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"context"
-	"crypto/rand"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -38,14 +37,7 @@ func TestFleet_InterruptedReadResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chal, err := master.NewChallenger(master.DefaultRotationPeriod, rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := master.NewRegistry(master.Config{MaxServers: 2 * servers, MaxServersPerAddress: -1}, chal)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := newRegistry(t, master.Config{MaxServers: 2 * servers, MaxServersPerAddress: -1})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
