@@ -350,8 +350,7 @@ func (pl *Planner) Next() (adaptive.Target, adaptive.Phase, bool) {
 			if pred, skip := pl.predicted(s); skip {
 				// Told to the adaptive planner as answered with the
 				// prediction, which is at or over the threshold.
-				pl.slots[s].status = slotSkipped
-				pl.sib.skipped++
+				pl.skip(s)
 				if err := pl.sub.Observe(t.Addr, time.Duration(pred*float64(time.Millisecond)), true); err == nil {
 					if st, _ := pl.sub.Stopped(); st {
 						pl.subDone = true
@@ -451,10 +450,15 @@ func (pl *Planner) skipSiblings() {
 		if _, skip := pl.predicted(s); !skip {
 			return
 		}
-		pl.slots[s].status = slotSkipped
-		pl.sib.skipped++
+		pl.skip(s)
 		pl.next++
 	}
+}
+
+// skip marks slot s skipped: its siblings predict it unplayable.
+func (pl *Planner) skip(s int32) {
+	pl.slots[s].status = slotSkipped
+	pl.sib.skipped++
 }
 
 // Skipped returns how many servers the planner skipped as their siblings
