@@ -2,6 +2,7 @@ package landmark
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -96,23 +97,16 @@ func newSiblingIndex(p Siblings) *siblingIndex {
 	return &siblingIndex{p: p, answered: map[siblingKey][]int32{}}
 }
 
-// add records slot s's vector v (as given, before Repair).
+// add records the next slot's vector v (as given, before Repair); a
+// vector with fewer than two entries or one unmeasured is kept as nil.
 func (x *siblingIndex) add(v Vector) {
-	ok := len(v) >= 2
-	for _, e := range v {
-		if math.IsNaN(e) {
-			ok = false
-		}
-	}
-	if !ok {
-		x.vecs = append(x.vecs, nil)
-		x.keys = append(x.keys, siblingKey{})
-		x.rtt = append(x.rtt, 0)
-		return
-	}
 	var k siblingKey
-	for i := range min(2, len(v)-1) {
-		k[i] = int32(max(-1e9, min(1e9, math.Floor((v[i+1]-v[0])/x.p.Tolerance))))
+	if len(v) < 2 || slices.ContainsFunc(v, math.IsNaN) {
+		v = nil
+	} else {
+		for i := range min(2, len(v)-1) {
+			k[i] = int32(max(-1e9, min(1e9, math.Floor((v[i+1]-v[0])/x.p.Tolerance))))
+		}
 	}
 	x.vecs = append(x.vecs, v)
 	x.keys = append(x.keys, k)
