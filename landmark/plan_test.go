@@ -59,6 +59,15 @@ type probed struct {
 	phase adaptive.Phase
 }
 
+// indexes returns the servers probed in sent.
+func indexes(sent []probed) map[int]bool {
+	set := map[int]bool{}
+	for _, s := range sent {
+		set[s.index] = true
+	}
+	return set
+}
+
 // drive runs the planner to its end with a window of win probes in
 // flight, outcomes arriving in the order sent; every server answers at its
 // true RTT. check is called after each outcome.
@@ -110,10 +119,7 @@ func TestPlanner_ExactMetricFindsEveryPlayable(t *testing.T) {
 			t.Fatal(err)
 		}
 		sent := drive(t, pl, w, 4, nil)
-		got := map[int]bool{}
-		for _, s := range sent {
-			got[s.index] = true
-		}
+		got := indexes(sent)
 		playable := 0
 		for i, d := range w.true {
 			if d <= p.Threshold {
@@ -354,10 +360,7 @@ func TestPlanner_ClientHeight(t *testing.T) {
 		if n > nPlain {
 			t.Errorf("seed %d: %d candidates with the height, %d without", seed, n, nPlain)
 		}
-		got := map[int]bool{}
-		for _, s := range drive(t, pl, w, 4, nil) {
-			got[s.index] = true
-		}
+		got := indexes(drive(t, pl, w, 4, nil))
 		for i, d := range w.true {
 			if d <= p.Threshold && !got[i] {
 				t.Fatalf("seed %d: playable server %d (%.1f ms) missed with the client's true height", seed, i, d)

@@ -50,10 +50,7 @@ func TestPlanner_SiblingsSkipExactly(t *testing.T) {
 		if len(some)+pl.Skipped() > len(all) || len(some) > len(all) {
 			t.Errorf("seed %d: %d probes and %d skipped, against %d without siblings", seed, len(some), pl.Skipped(), len(all))
 		}
-		probedSet := map[int]bool{}
-		for _, s := range some {
-			probedSet[s.index] = true
-		}
+		probedSet := indexes(some)
 		for i, d := range w.true {
 			if d < p.Threshold && !probedSet[i] {
 				t.Errorf("seed %d: playable server %d (%.1f ms) skipped", seed, i, d)
@@ -108,11 +105,7 @@ func TestPlanner_SiblingsWithCalibrate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sent := drive(t, pl, w, 4, nil)
-		probed := map[int]bool{}
-		for _, s := range sent {
-			probed[s.index] = true
-		}
+		probed := indexes(drive(t, pl, w, 4, nil))
 		for i, d := range w.true {
 			if d < p.Threshold && !probed[i] {
 				t.Errorf("seed %d: playable server %d (%.1f ms) not probed", seed, i, d)
