@@ -31,9 +31,10 @@ func (s *strategyAccs[A]) client(c string) {
 func (s *strategyAccs[A]) get(c, name string) *A {
 	a := s.accs[c][name]
 	if a == nil {
-		a = new(A)
 		if s.fresh != nil {
 			a = s.fresh()
+		} else {
+			a = new(A)
 		}
 		s.accs[c][name] = a
 		if len(s.clients) == 1 {
