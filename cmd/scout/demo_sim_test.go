@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
-	"slices"
 	"testing"
 	"time"
 
@@ -61,12 +60,13 @@ func TestDemo_SimulatedFigures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cities := citiesByName()
 	city := func(name string) population.City {
-		k := slices.IndexFunc(population.Cities(), func(c population.City) bool { return c.Name == name })
-		if k < 0 {
+		c, ok := cities[name]
+		if !ok {
 			t.Fatalf("no city %s", name)
 		}
-		return population.Cities()[k]
+		return c
 	}
 	var reps []discover.MasterReport
 	for _, name := range demo.DefaultLandmarks {
