@@ -89,7 +89,7 @@ func (f *simMeshFlags) spec() (*sim.MeshSpec, []string, error) {
 		return nil, nil, fmt.Errorf("--margin-quantile in (0, 1], --drop and --stop-after >= 0, and --unmeasured in [0, 1]")
 	}
 	if !(*f.siblings >= 0) || math.IsInf(*f.siblings, 0) || math.IsNaN(*f.sibMargin) || math.IsInf(*f.sibMargin, 0) || !(*f.sibDelta >= 0) || math.IsInf(*f.sibDelta, 0) || !(*f.sibNear >= 0) || math.IsInf(*f.sibNear, 0) {
-		return nil, nil, fmt.Errorf("--siblings: want a tolerance of 0 (off) or more ms, a finite --sibling-margin and a --sibling-delta of 0 or more")
+		return nil, nil, fmt.Errorf("--siblings: want a tolerance of 0 (off) or more ms, a finite --sibling-margin, and a --sibling-delta and a --sibling-near of 0 or more, finite")
 	}
 	var ks []int
 	for _, s := range strings.Split(*f.landmarks, ",") {
