@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scout-discovery/scout/infostring"
 	"github.com/scout-discovery/scout/probe"
+	"github.com/scout-discovery/scout/protocol/infostring"
 )
 
 func res(port uint16, name, m string, players, maxp int, rtt time.Duration) probe.Result {

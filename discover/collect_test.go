@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/adaptive"
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // stallConn is a master socket of fakeNet read as a *net.UDPConn is: a

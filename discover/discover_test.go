@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/game"
-	"github.com/scout-discovery/scout/infostring"
 	"github.com/scout-discovery/scout/probe"
-	"github.com/scout-discovery/scout/q3"
-	"github.com/scout-discovery/scout/q4"
-	"github.com/scout-discovery/scout/steammaster"
+	"github.com/scout-discovery/scout/protocol/infostring"
+	"github.com/scout-discovery/scout/protocol/q3"
+	"github.com/scout-discovery/scout/protocol/q4"
+	"github.com/scout-discovery/scout/protocol/steammaster"
 )
 
 var (

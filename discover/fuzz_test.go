@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/game"
-	"github.com/scout-discovery/scout/q3"
-	"github.com/scout-discovery/scout/q4"
-	"github.com/scout-discovery/scout/steammaster"
+	"github.com/scout-discovery/scout/protocol/q3"
+	"github.com/scout-discovery/scout/protocol/q4"
+	"github.com/scout-discovery/scout/protocol/steammaster"
 )
 
 // fuzzMasters are one master of each protocol, as a run asks them.

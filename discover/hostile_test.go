@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/probe"
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // Rules for master replies, each tested on the pure core and, where a

@@ -9,7 +9,7 @@ import (
 
 	"github.com/scout-discovery/scout/internal/peer"
 	"github.com/scout-discovery/scout/probe"
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // hostileMaster answers every getservers on a real loopback socket with

@@ -1,8 +1,8 @@
 package discover
 
 import (
-	"github.com/scout-discovery/scout/infostring"
 	"github.com/scout-discovery/scout/probe"
+	"github.com/scout-discovery/scout/protocol/infostring"
 )
 
 // ServerJSON is one {"type":"server"} line of `scout servers --json`: the

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // Landmarks (issue 13). With Config.Landmarks, every getserversExt asks

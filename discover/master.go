@@ -9,9 +9,9 @@ import (
 
 	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/probe"
-	"github.com/scout-discovery/scout/q3"
-	"github.com/scout-discovery/scout/q4"
-	"github.com/scout-discovery/scout/steammaster"
+	"github.com/scout-discovery/scout/protocol/q3"
+	"github.com/scout-discovery/scout/protocol/q4"
+	"github.com/scout-discovery/scout/protocol/steammaster"
 )
 
 // Protocol is the query protocol of a master.

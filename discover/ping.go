@@ -3,7 +3,7 @@ package discover
 import (
 	"time"
 
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // Pings to landmark masters (issue 13). The client's RTT to a master is

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // pingSession is a landmark session with pings whose list (one server,

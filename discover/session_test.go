@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/probe"
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // t0 is the start of every pure-core run.

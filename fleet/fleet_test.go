@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/master"
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/q3"
 	"github.com/scout-discovery/scout/web"
 )
 

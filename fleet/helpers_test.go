@@ -19,11 +19,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scout-discovery/scout/game"
-	"github.com/scout-discovery/scout/infostring"
 	"github.com/scout-discovery/scout/internal/peer"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/masterd"
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/infostring"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // redisProc is a real redis-server on a loopback port with its own

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/internal/peer"
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // scoutProc is a `scout master --store redis://...` process.

@@ -85,7 +85,7 @@ const MinEmbedLandmarks = 6
 // On WonderProxy's mesh with the hub landmarks and a client in Melbourne
 // with 20 ms of access, the pairs say 113.4 ms and the embedding 0 with
 // 3 landmarks, 20.3 and 16.8 with 8 (go test -run AccessHeight_RealMesh
-// -v ./landmark/evaluate; EVALUATION.md, "Landmarks"). The
+// -v ./lab/evaluate; EVALUATION.md, "Landmarks"). The
 // result is at most the smallest c_k and at least 0.
 func AccessHeight(client Vector, lm [][]float64) float64 {
 	h, cmin := math.Inf(1), math.Inf(1)

@@ -16,7 +16,7 @@
 // so lo = max_k |c_k - s_k| and hi = min_k (c_k + s_k). Internet paths break
 // the inequality (routes are not shortest paths), so a stop rule that uses
 // lo must leave a margin measured on real data (see package
-// landmark/evaluate and EVALUATION.md).
+// lab/evaluate and EVALUATION.md).
 //
 // # Coordinates
 //

@@ -37,7 +37,7 @@ type PlanParams struct {
 	// Margin (ms) is subtracted from each server's lower bound before it is
 	// compared with Threshold: the safety margin for the triangle
 	// inequality's violations, measured on real data (package
-	// landmark/evaluate).
+	// lab/evaluate).
 	Margin float64
 	// Drop is LowerBound's drop: how many landmarks with the largest
 	// |c_k - s_k| the lower bound leaves out.

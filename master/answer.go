@@ -4,8 +4,8 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/scout-discovery/scout/q3"
-	"github.com/scout-discovery/scout/q4"
+	"github.com/scout-discovery/scout/protocol/q3"
+	"github.com/scout-discovery/scout/protocol/q4"
 )
 
 // MaxCachedAnswers bounds the encoded server-list replies kept per listing

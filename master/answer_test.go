@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // listMany lists n Q3A servers on 203.0.113.1 through the handler.

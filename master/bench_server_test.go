@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scout-discovery/scout/infostring"
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/infostring"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // benchServers is issue 3's list size: dpmaster 2.3 answers it in 26

@@ -9,8 +9,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/scout-discovery/scout/infostring"
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/infostring"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // BenchmarkSelect answers a full 5,000-server getservers (the issue's

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/game"
-	"github.com/scout-discovery/scout/infostring"
-	"github.com/scout-discovery/scout/q3"
-	"github.com/scout-discovery/scout/q4"
+	"github.com/scout-discovery/scout/protocol/infostring"
+	"github.com/scout-discovery/scout/protocol/q3"
+	"github.com/scout-discovery/scout/protocol/q4"
 )
 
 // The dpmaster 2.x behaviours (doc/manual.txt "GAME PROPERTIES",

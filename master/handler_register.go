@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/game"
-	"github.com/scout-discovery/scout/q3"
-	"github.com/scout-discovery/scout/q4"
+	"github.com/scout-discovery/scout/protocol/q3"
+	"github.com/scout-discovery/scout/protocol/q4"
 )
 
 // probe builds the requests of p: getchallenge, getstatus, getinfo in that

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 func TestMaster_SpoofedInfoResponseRejected(t *testing.T) {
@@ -59,7 +59,7 @@ func TestMaster_UnknownHeartbeat(t *testing.T) {
 	}
 	// DarkPlaces heartbeats are not unknown: the reply names the game.
 	srv := ap("203.0.113.6:26000")
-	out := f.in(srv, xxdFile(t, "../q3/testdata/openarena_heartbeat_darkplaces.hex"))
+	out := f.in(srv, xxdFile(t, "../protocol/q3/testdata/openarena_heartbeat_darkplaces.hex"))
 	c := challengeOf(t, out, KindGetInfo)
 	f.in(srv, oaInfo(c, "gamename", "OpenArena"))
 	got, _, _ := f.query(t, client, "getservers OpenArena 71 empty full")
@@ -147,7 +147,7 @@ func TestMaster_Flatline(t *testing.T) {
 	// check in flight and sends nothing more.
 	g := newHandlerFix(t, Config{}, nil)
 	g.list(t, srv)
-	hb := xxdFile(t, "../q3/testdata/openarena_shutdown_heartbeat_pair_2nd.hex")
+	hb := xxdFile(t, "../protocol/q3/testdata/openarena_shutdown_heartbeat_pair_2nd.hex")
 	if len(g.in(srv, hb)) != 1 || len(g.in(srv, hb)) != 0 {
 		t.Fatal("shutdown pair: want one check")
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/scout-discovery/scout/q4"
+	"github.com/scout-discovery/scout/protocol/q4"
 )
 
 // Kind is the kind of a datagram, in or out: a fixed set of metrics

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/game"
-	"github.com/scout-discovery/scout/infostring"
-	"github.com/scout-discovery/scout/q3"
-	"github.com/scout-discovery/scout/q4"
+	"github.com/scout-discovery/scout/protocol/infostring"
+	"github.com/scout-discovery/scout/protocol/q3"
+	"github.com/scout-discovery/scout/protocol/q4"
 )
 
 // xxdFile reads an xxd dump from testdata of another package.
@@ -104,7 +104,7 @@ func answerReprobe(t testing.TB, f *hfix, srv netip.AddrPort) q3.StatusResponse 
 	f.now = f.now.Add(game.Q3AReprobeInterval)
 	out := f.h.Tick(f.now, nil)
 	c := challengeOf(t, out, KindGetStatus)
-	m, err := q3.Parse(xxdFile(t, "../q3/testdata/openarena_statusResponse_3bots.hex"))
+	m, err := q3.Parse(xxdFile(t, "../protocol/q3/testdata/openarena_statusResponse_3bots.hex"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ var client = ap("198.51.100.7:27960")
 func TestMaster_HeartbeatListsOpenArena(t *testing.T) {
 	f := newHandlerFix(t, Config{}, nil)
 	srv := ap("203.0.113.5:27960")
-	hb := xxdFile(t, "../q3/testdata/openarena_heartbeat.hex")
+	hb := xxdFile(t, "../protocol/q3/testdata/openarena_heartbeat.hex")
 	out := f.in(srv, hb)
 	if len(out) != 1 || out[0].To != srv || out[0].Kind != KindGetInfo {
 		t.Fatalf("heartbeat -> %v, want one getinfo to %v", out, srv)
@@ -187,7 +187,7 @@ func TestMaster_HeartbeatListsOpenArena(t *testing.T) {
 		t.Fatalf("challenge %q", c)
 	}
 	// The real reply, with our challenge in place of the captured one.
-	real := xxdFile(t, "../q3/testdata/openarena_infoResponse.hex")
+	real := xxdFile(t, "../protocol/q3/testdata/openarena_infoResponse.hex")
 	m, err := q3.Parse(real)
 	if err != nil {
 		t.Fatal(err)
@@ -218,8 +218,8 @@ func TestMaster_NoReplyToGarbage(t *testing.T) {
 		"unknown command":    oob("rcon secret quit"),
 		"getinfo to master":  oob("getinfo xyz"),
 		"getstatus":          oob("getstatus"),
-		"a response":         xxdFile(t, "../q3/testdata/probe_master_getserversResponse.hex"),
-		"print":              xxdFile(t, "../q3/testdata/openarena_print_gamemismatch.hex"),
+		"a response":         xxdFile(t, "../protocol/q3/testdata/probe_master_getserversResponse.hex"),
+		"print":              xxdFile(t, "../protocol/q3/testdata/openarena_print_gamemismatch.hex"),
 		"malformed protocol": oob("getservers abc def"),
 		"truncated word":     oob("getserv"),
 		"q4 servers":         []byte("\xff\xffservers\x00\x01\x02\x03\x04\x05\x06"),
@@ -244,7 +244,7 @@ func TestMaster_NoReplyToGarbage(t *testing.T) {
 
 func q4InfoPacket(t testing.TB, challenge int32, players int) []byte {
 	t.Helper()
-	m, err := q4.ParseInfoResponse(xxdFile(t, "../q4/testdata/ours_q4_infoResponse_accepted_by_qstat_and_gamedig.hex"))
+	m, err := q4.ParseInfoResponse(xxdFile(t, "../protocol/q4/testdata/ours_q4_infoResponse_accepted_by_qstat_and_gamedig.hex"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +281,7 @@ func TestMaster_Quake4Listing(t *testing.T) {
 	fig6, _ := hex.DecodeString("ffff67657453657276657273005500028000000000")
 	for _, req := range [][]byte{
 		fig6,
-		xxdFile(t, "../q4/testdata/qstat_req_q4m_getServers.hex"),
+		xxdFile(t, "../protocol/q4/testdata/qstat_req_q4m_getServers.hex"),
 	} {
 		out := f.in(client, req)
 		if len(out) != 1 || out[0].Kind != KindQ4Servers {

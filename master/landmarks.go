@@ -4,7 +4,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // The landmark extension (issue 13; the wire format is q3's, see

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // listAfter lists a Q3A server at a whose infoResponse comes rtt after the

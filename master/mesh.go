@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // The landmarks' RTTs to each other (issue 13). A client repairs the

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // Other landmarks' RTTs (issue 13: a fleet's instances are landmarks). In

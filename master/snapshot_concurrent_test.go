@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // TestSnapshot_ConcurrentBuilds: changes, queries (which build the

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/game"
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // TestSnapshot_IncrementalMatchesFullRebuild drives a registry through

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scout-discovery/scout/loadgen"
+	"github.com/scout-discovery/scout/lab/loadgen"
 	"github.com/scout-discovery/scout/master"
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // benchServers is issue 3's list size: dpmaster 2.3 answers it in 26

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/master"
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // Over a real socket, an uncached list reply is encoded by the socket's

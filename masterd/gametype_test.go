@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scout-discovery/scout/infostring"
-	"github.com/scout-discovery/scout/q4"
+	"github.com/scout-discovery/scout/protocol/infostring"
+	"github.com/scout-discovery/scout/protocol/q4"
 )
 
 // A Quake 4 server on a team mode (si_gameType "Team DM") is listed and

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scout-discovery/scout/infostring"
 	"github.com/scout-discovery/scout/master"
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/infostring"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // t0 is an arbitrary instant.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 func TestMaster_HTTP(t *testing.T) {

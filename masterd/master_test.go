@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scout-discovery/scout/infostring"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/master/store"
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/infostring"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // udp4 opens a UDP socket on 127.0.0.1 that every read gives up on after

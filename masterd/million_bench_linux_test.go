@@ -15,11 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scout-discovery/scout/infostring"
 	"github.com/scout-discovery/scout/internal/peer"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/master/store"
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/infostring"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // millionServers is issue 11 item 4's listing size.

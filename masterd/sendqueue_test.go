@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/master"
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // queueConn is an in-process PacketConn whose writes to one address wait

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/scout-discovery/scout/a2s"
-	"github.com/scout-discovery/scout/infostring"
+	"github.com/scout-discovery/scout/protocol/a2s"
+	"github.com/scout-discovery/scout/protocol/infostring"
 )
 
 // A2S queries Valve Source (and GoldSrc) servers:

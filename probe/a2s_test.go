@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scout-discovery/scout/a2s"
+	"github.com/scout-discovery/scout/protocol/a2s"
 )
 
 // a2sResponder starts a Source server on loopback that asks for a

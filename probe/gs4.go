@@ -5,8 +5,8 @@ import (
 	"errors"
 	"strconv"
 
-	"github.com/scout-discovery/scout/gs4"
-	"github.com/scout-discovery/scout/infostring"
+	"github.com/scout-discovery/scout/protocol/gs4"
+	"github.com/scout-discovery/scout/protocol/infostring"
 )
 
 // GS4 queries Unreal Tournament 3 servers (GameSpy 4 query):

@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/scout-discovery/scout/infostring"
+	"github.com/scout-discovery/scout/protocol/infostring"
 )
 
 // Defaults of a [Prober] whose fields are zero.

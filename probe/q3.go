@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/scout-discovery/scout/infostring"
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/infostring"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // Q3 queries Quake III family servers (Q3A, Enemy Territory, RtCW,

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // xxd reads a dump in xxd's format ("00000000: ffff ffff 696e  ....in").

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/scout-discovery/scout/q4"
+	"github.com/scout-discovery/scout/protocol/q4"
 )
 
 // Q4 queries Doom 3 and Quake 4 servers: one getInfo whose int32

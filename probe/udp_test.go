@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scout-discovery/scout/gs4"
-	"github.com/scout-discovery/scout/infostring"
 	"github.com/scout-discovery/scout/internal/peer"
-	"github.com/scout-discovery/scout/q4"
+	"github.com/scout-discovery/scout/protocol/gs4"
+	"github.com/scout-discovery/scout/protocol/infostring"
+	"github.com/scout-discovery/scout/protocol/q4"
 )
 
 // responder is peer.ServeUDP: answer's packets for each datagram, from a

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scout-discovery/scout/loopnat"
-	"github.com/scout-discovery/scout/world"
+	"github.com/scout-discovery/scout/lab/loopnat"
+	"github.com/scout-discovery/scout/lab/world"
 )
 
 // TestA2S_AgainstWorldEmulator queries an emulated Counter-Strike: Source
@@ -38,7 +38,7 @@ func TestA2S_AgainstWorldEmulator(t *testing.T) {
 	if len(r.Players) != 2 || r.Players[0].Name != "Alice" || r.Players[1].Score != 1 {
 		t.Errorf("players %+v", r.Players)
 	}
-	// world/respond.go's rules, in its order.
+	// lab/world/respond.go's rules, in its order.
 	if v, ok := r.Rules.Get("sv_gravity"); !ok || v != "800" || len(r.Rules) != 4 || r.Rules[0].Key != "mp_friendlyfire" {
 		t.Errorf("rules %v", r.Rules)
 	}

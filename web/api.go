@@ -16,8 +16,8 @@ import (
 
 	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/geo"
+	"github.com/scout-discovery/scout/lab/population"
 	"github.com/scout-discovery/scout/master"
-	"github.com/scout-discovery/scout/population"
 )
 
 // DefaultMinRefresh is the least time between two views of the list: a

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/game"
-	"github.com/scout-discovery/scout/population"
+	"github.com/scout-discovery/scout/lab/population"
 )
 
 // PlayerJSON is one player of the detail view.

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scout-discovery/scout/lab/world"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/web"
-	"github.com/scout-discovery/scout/world"
 )
 
 // testWorld: six servers of four games in five countries; Alpha and Echo

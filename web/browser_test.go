@@ -16,9 +16,9 @@ import (
 
 	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/internal/peer"
+	"github.com/scout-discovery/scout/lab/world"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/masterd"
-	"github.com/scout-discovery/scout/world"
 )
 
 // Bounds of the real-master setup of the browser tests.

@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/game"
+	"github.com/scout-discovery/scout/lab/world"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/masterd"
 	"github.com/scout-discovery/scout/web"
-	"github.com/scout-discovery/scout/world"
 )
 
 // listedSignal is a slog handler that signals each "listed" record of the

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scout-discovery/scout/lab/world"
 	"github.com/scout-discovery/scout/web"
-	"github.com/scout-discovery/scout/world"
 )
 
 // A master configured as a landmark publishes its measured RTT to each

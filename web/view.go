@@ -10,8 +10,8 @@ import (
 
 	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/geo"
+	"github.com/scout-discovery/scout/lab/population"
 	"github.com/scout-discovery/scout/master"
-	"github.com/scout-discovery/scout/population"
 )
 
 // RecentSamples is how many of a server's last player counts the list

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/scout-discovery/scout/capture"
-	"github.com/scout-discovery/scout/dissect"
+	"github.com/scout-discovery/scout/protocol/capture"
+	"github.com/scout-discovery/scout/protocol/dissect"
 )
 
 func init() {

@@ -33,7 +33,7 @@ func decodeRun(t testing.TB, stdin []byte, args ...string) (int, []map[string]an
 }
 
 // The dissect package's test data: the seed figures and the shared vectors.
-const dissectTestdata = "../../dissect/testdata"
+const dissectTestdata = "../../protocol/dissect/testdata"
 
 func TestDecode_SeedFiguresAndVectors(t *testing.T) {
 	want := map[string][2]string{ // file -> family, message

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/adaptive"
-	"github.com/scout-discovery/scout/demo"
-	"github.com/scout-discovery/scout/rttplot"
-	"github.com/scout-discovery/scout/world"
+	"github.com/scout-discovery/scout/lab/demo"
+	"github.com/scout-discovery/scout/lab/rttplot"
+	"github.com/scout-discovery/scout/lab/world"
 )
 
 func init() {

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/adaptive"
-	"github.com/scout-discovery/scout/demo"
 	"github.com/scout-discovery/scout/discover"
+	"github.com/scout-discovery/scout/lab/demo"
 	"github.com/scout-discovery/scout/landmark"
 )
 

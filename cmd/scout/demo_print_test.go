@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/adaptive"
-	"github.com/scout-discovery/scout/demo"
 	"github.com/scout-discovery/scout/discover"
-	"github.com/scout-discovery/scout/population"
+	"github.com/scout-discovery/scout/lab/demo"
+	"github.com/scout-discovery/scout/lab/population"
 )
 
 // TestPrintDemo_StopLines checks the line printDemo writes under the table

@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/adaptive"
-	"github.com/scout-discovery/scout/demo"
 	"github.com/scout-discovery/scout/discover"
 	"github.com/scout-discovery/scout/geo"
-	"github.com/scout-discovery/scout/population"
-	"github.com/scout-discovery/scout/sim"
-	"github.com/scout-discovery/scout/world"
+	"github.com/scout-discovery/scout/lab/demo"
+	"github.com/scout-discovery/scout/lab/population"
+	"github.com/scout-discovery/scout/lab/sim"
+	"github.com/scout-discovery/scout/lab/world"
 )
 
 // TestDemo_SimulatedFigures runs the demo's runs of TestDemo_Invariants'

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/adaptive"
-	"github.com/scout-discovery/scout/demo"
-	"github.com/scout-discovery/scout/population"
+	"github.com/scout-discovery/scout/lab/demo"
+	"github.com/scout-discovery/scout/lab/population"
 )
 
 // TestDemo_SmallWorldComparison runs scout demo with 300 servers seen from

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/scout-discovery/scout/discobench"
-	"github.com/scout-discovery/scout/world"
+	"github.com/scout-discovery/scout/lab/discobench"
+	"github.com/scout-discovery/scout/lab/world"
 )
 
 func init() {

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/scout-discovery/scout/landmark/evaluate"
-	"github.com/scout-discovery/scout/mesh"
-	"github.com/scout-discovery/scout/population"
+	"github.com/scout-discovery/scout/lab/evaluate"
+	"github.com/scout-discovery/scout/lab/mesh"
+	"github.com/scout-discovery/scout/lab/population"
 )
 
 func init() {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/scout-discovery/scout/world"
+	"github.com/scout-discovery/scout/lab/world"
 )
 
 // linkFlags are the access-link flags of `scout world` and `scout

@@ -17,8 +17,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/scout-discovery/scout/loadgen"
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/lab/loadgen"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 func init() {

@@ -9,7 +9,7 @@ import (
 	"io"
 	"slices"
 
-	"github.com/scout-discovery/scout/loadgen"
+	"github.com/scout-discovery/scout/lab/loadgen"
 )
 
 // runFlood runs the --flood measurement: runs reflection attacks on each

@@ -14,8 +14,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/scout-discovery/scout/loadgen"
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/lab/loadgen"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // swarmSettings are scout load's --swarm flags.

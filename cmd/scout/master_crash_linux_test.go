@@ -16,7 +16,7 @@ import (
 
 	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/internal/freeport"
-	"github.com/scout-discovery/scout/loadgen"
+	"github.com/scout-discovery/scout/lab/loadgen"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/master/store"
 	"github.com/scout-discovery/scout/masterd"

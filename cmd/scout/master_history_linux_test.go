@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scout-discovery/scout/loadgen"
+	"github.com/scout-discovery/scout/lab/loadgen"
 	"github.com/scout-discovery/scout/web"
 )
 

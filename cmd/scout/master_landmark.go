@@ -8,9 +8,9 @@ import (
 	"strings"
 
 	"github.com/scout-discovery/scout/master"
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/q3"
 
-	"github.com/scout-discovery/scout/population"
+	"github.com/scout-discovery/scout/lab/population"
 	"github.com/scout-discovery/scout/web"
 )
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scout-discovery/scout/loadgen"
+	"github.com/scout-discovery/scout/lab/loadgen"
 )
 
 // metric reads one unlabelled sample from a master's /metrics.

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scout-discovery/scout/infostring"
 	"github.com/scout-discovery/scout/internal/peer"
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/infostring"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // waitBound bounds every wait for the child's log or a datagram.

@@ -13,8 +13,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/scout-discovery/scout/browser"
-	"github.com/scout-discovery/scout/infostring"
 	"github.com/scout-discovery/scout/probe"
+	"github.com/scout-discovery/scout/protocol/infostring"
 )
 
 func init() {

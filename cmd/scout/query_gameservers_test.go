@@ -5,12 +5,12 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/scout-discovery/scout/a2s"
-	"github.com/scout-discovery/scout/gs4"
-	"github.com/scout-discovery/scout/infostring"
 	"github.com/scout-discovery/scout/internal/peer"
-	"github.com/scout-discovery/scout/q3"
-	"github.com/scout-discovery/scout/q4"
+	"github.com/scout-discovery/scout/protocol/a2s"
+	"github.com/scout-discovery/scout/protocol/gs4"
+	"github.com/scout-discovery/scout/protocol/infostring"
+	"github.com/scout-discovery/scout/protocol/q3"
+	"github.com/scout-discovery/scout/protocol/q4"
 )
 
 // q3Server answers getinfo and getstatus on 127.0.0.1 like a small

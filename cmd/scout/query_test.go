@@ -12,13 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scout-discovery/scout/a2s"
-	"github.com/scout-discovery/scout/gs4"
-	"github.com/scout-discovery/scout/infostring"
 	"github.com/scout-discovery/scout/internal/peer"
 	"github.com/scout-discovery/scout/probe"
-	"github.com/scout-discovery/scout/q3"
-	"github.com/scout-discovery/scout/q4"
+	"github.com/scout-discovery/scout/protocol/a2s"
+	"github.com/scout-discovery/scout/protocol/gs4"
+	"github.com/scout-discovery/scout/protocol/infostring"
+	"github.com/scout-discovery/scout/protocol/q3"
+	"github.com/scout-discovery/scout/protocol/q4"
 )
 
 func TestParseQueryAddr(t *testing.T) {

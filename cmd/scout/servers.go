@@ -14,7 +14,7 @@ import (
 	"github.com/scout-discovery/scout/browser"
 	"github.com/scout-discovery/scout/discover"
 	"github.com/scout-discovery/scout/game"
-	"github.com/scout-discovery/scout/loopnat"
+	"github.com/scout-discovery/scout/lab/loopnat"
 	"github.com/scout-discovery/scout/probe"
 )
 

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/scout-discovery/scout/discover"
-	"github.com/scout-discovery/scout/infostring"
 	"github.com/scout-discovery/scout/internal/peer"
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/infostring"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // oaServer answers getinfo on 127.0.0.1 as an OpenArena server whose

@@ -15,11 +15,11 @@ import (
 	"github.com/scout-discovery/scout/fleet"
 	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/internal/peer"
+	"github.com/scout-discovery/scout/lab/population"
+	"github.com/scout-discovery/scout/lab/world"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/masterd"
-	"github.com/scout-discovery/scout/population"
 	"github.com/scout-discovery/scout/web"
-	"github.com/scout-discovery/scout/world"
 )
 
 // TestServers_OrderLandmarksFleet is issue 13's live run against a fleet:

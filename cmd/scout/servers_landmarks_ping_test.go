@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scout-discovery/scout/demo"
+	"github.com/scout-discovery/scout/lab/demo"
+	"github.com/scout-discovery/scout/lab/world"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/masterd"
-	"github.com/scout-discovery/scout/q3"
-	"github.com/scout-discovery/scout/world"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // TestServers_LandmarkPingsInflatedSample: the client's RTT to a landmark

@@ -16,14 +16,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scout-discovery/scout/demo"
 	"github.com/scout-discovery/scout/discover"
-	"github.com/scout-discovery/scout/loopnat"
+	"github.com/scout-discovery/scout/lab/demo"
+	"github.com/scout-discovery/scout/lab/loopnat"
+	"github.com/scout-discovery/scout/lab/population"
+	"github.com/scout-discovery/scout/lab/world"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/masterd"
-	"github.com/scout-discovery/scout/population"
 	"github.com/scout-discovery/scout/web"
-	"github.com/scout-discovery/scout/world"
 )
 
 // countListed is a slog handler that signals each "listed" record.

@@ -13,8 +13,8 @@ import (
 	"github.com/scout-discovery/scout/adaptive"
 	"github.com/scout-discovery/scout/discover"
 	"github.com/scout-discovery/scout/geo"
+	"github.com/scout-discovery/scout/lab/rttplot"
 	"github.com/scout-discovery/scout/probe"
-	"github.com/scout-discovery/scout/rttplot"
 )
 
 // orderOptions are scout servers' --order, --auto-stop, --cluster-by and

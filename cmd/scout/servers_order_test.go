@@ -16,8 +16,8 @@ import (
 	"testing"
 
 	"github.com/scout-discovery/scout/adaptive"
-	"github.com/scout-discovery/scout/demo"
 	"github.com/scout-discovery/scout/discover"
+	"github.com/scout-discovery/scout/lab/demo"
 )
 
 // TestServers_OrderAdaptiveLive runs scout servers --order adaptive against

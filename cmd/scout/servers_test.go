@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/scout-discovery/scout/internal/peer"
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // q3Master answers getservers on 127.0.0.1 with list, two servers a

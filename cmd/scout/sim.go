@@ -18,9 +18,9 @@ import (
 
 	"github.com/scout-discovery/scout/adaptive"
 	"github.com/scout-discovery/scout/discover"
-	"github.com/scout-discovery/scout/population"
-	"github.com/scout-discovery/scout/rttplot"
-	"github.com/scout-discovery/scout/sim"
+	"github.com/scout-discovery/scout/lab/population"
+	"github.com/scout-discovery/scout/lab/rttplot"
+	"github.com/scout-discovery/scout/lab/sim"
 )
 
 func init() {

@@ -5,7 +5,7 @@ import (
 	"io"
 	"slices"
 
-	"github.com/scout-discovery/scout/sim"
+	"github.com/scout-discovery/scout/lab/sim"
 )
 
 // printFarRatios prints, for the far clients (AU, JP), what the data

@@ -10,11 +10,11 @@ import (
 	"text/tabwriter"
 
 	"github.com/scout-discovery/scout/adaptive"
+	"github.com/scout-discovery/scout/lab/evaluate"
+	"github.com/scout-discovery/scout/lab/mesh"
+	"github.com/scout-discovery/scout/lab/population"
+	"github.com/scout-discovery/scout/lab/sim"
 	"github.com/scout-discovery/scout/landmark"
-	"github.com/scout-discovery/scout/landmark/evaluate"
-	"github.com/scout-discovery/scout/mesh"
-	"github.com/scout-discovery/scout/population"
-	"github.com/scout-discovery/scout/sim"
 )
 
 // simMeshFlags are scout sim's flags of the mesh latency mode and its

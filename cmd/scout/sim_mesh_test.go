@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/scout-discovery/scout/internal/peer"
-	"github.com/scout-discovery/scout/mesh"
-	"github.com/scout-discovery/scout/sim"
+	"github.com/scout-discovery/scout/lab/mesh"
+	"github.com/scout-discovery/scout/lab/sim"
 )
 
 func TestSimMesh_BadUsage(t *testing.T) {

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/adaptive"
-	"github.com/scout-discovery/scout/population"
-	"github.com/scout-discovery/scout/sim"
+	"github.com/scout-discovery/scout/lab/population"
+	"github.com/scout-discovery/scout/lab/sim"
 )
 
 func TestSim_BadUsage(t *testing.T) {

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/scout-discovery/scout/loadgen"
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/lab/loadgen"
+	"github.com/scout-discovery/scout/protocol/q3"
 	"github.com/scout-discovery/scout/web"
 )
 

@@ -8,7 +8,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/scout-discovery/scout/loadgen"
+	"github.com/scout-discovery/scout/lab/loadgen"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/masterd"
 	"github.com/scout-discovery/scout/web"

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/scout-discovery/scout/loopnat"
-	"github.com/scout-discovery/scout/world"
+	"github.com/scout-discovery/scout/lab/loopnat"
+	"github.com/scout-discovery/scout/lab/world"
 )
 
 func init() {

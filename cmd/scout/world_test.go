@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scout-discovery/scout/loopnat"
-	"github.com/scout-discovery/scout/world"
+	"github.com/scout-discovery/scout/lab/loopnat"
+	"github.com/scout-discovery/scout/lab/world"
 )
 
 func TestWorld_Generate(t *testing.T) {

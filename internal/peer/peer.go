@@ -32,7 +32,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // Programs the tests run, and where CI installs them.
@@ -44,8 +44,8 @@ const (
 	// Node runs gamedig, from Debian's nodejs package.
 	Node = "node"
 	// GamedigRel is gamedig's CLI, relative to the module root, installed
-	// by npm ci in interop/.
-	GamedigRel = "interop/node_modules/.bin/gamedig"
+	// by npm ci in lab/interop/.
+	GamedigRel = "lab/interop/node_modules/.bin/gamedig"
 )
 
 // RunTimeout bounds one run of quakestat or gamedig.
@@ -252,7 +252,7 @@ func RunQuakestat(t testing.TB, args ...string) []QstatServer {
 func RunGamedig(t testing.TB, v any, args ...string) {
 	t.Helper()
 	Need(t, Node, "apt-get install nodejs")
-	path := Need(t, filepath.Join(ModuleRoot(t), GamedigRel), "cd interop && npm ci")
+	path := Need(t, filepath.Join(ModuleRoot(t), GamedigRel), "cd lab/interop && npm ci")
 	out := Run(t, path, args...)
 	if err := json.Unmarshal(out, v); err != nil {
 		t.Fatalf("gamedig output: %v\n%s", err, out)

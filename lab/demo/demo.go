@@ -1,0 +1,289 @@
+// Package demo runs scout's demonstration in one process on loopback:
+// landmark masters (landmarks.go), an emulated world of Enemy Territory
+// servers placed in real networks of real countries with the delays a
+// player in Melbourne sees, registered with the masters by real
+// heartbeats, and discoveries of it over real sockets, side by side:
+// conventional (master order, the Enemy Territory client's window of 16),
+// adaptive as the paper gives it (Armitage's Algorithms 1 and 2), adaptive
+// with this project's variant (adaptive.Scout), the landmark run (with
+// Config.LandmarkPlan) and the oracle (exactly the playable servers,
+// nearest first: the bound no client can reach, since it needs the true
+// RTTs).
+//
+// It is a shell: it owns the sockets, the clocks and the emulator. The
+// counting of what each run found and missed ([Found], [Missed]) is a
+// pure function of the run's outcomes and the world's ground truth.
+//
+// # The world
+//
+// The servers come from package population with the model of scout sim's
+// tables (population.FittedVantage: the calibrated world with the
+// per-vantage latency residual): public IPv4 addresses in the prefixes
+// their origin ASes announced in 2008, in the countries and the hosting
+// networks real server lists show, in the order a master lists them; each
+// server's RTT is the model's from the chosen place (Melbourne by default)
+// to the server's city, network and /16. The emulator adds to every reply
+// that RTT, a jitter drawn uniformly from [0, 2*mean) with the model's
+// per-ping mean (1.1 ms + 0.5% of the RTT), and Loss (1%). Host names,
+// maps and players come from world.Generate.
+//
+// # Ground truth
+//
+// A server is playable when the RTT the emulator was told to give it (its
+// path's RTT, before jitter, loss and the loopback's own delay) is below
+// StopRTT: that is a property of the world, not of one measurement. A run
+// found a playable server when it probed it and the server answered,
+// whatever RTT that probe measured: jitter only lengthens an RTT, so a
+// server at 199 ms may measure 201 ms, and counting measured RTTs under
+// 200 ms would make the jitter, not the ordering, decide the count.
+//
+// # No packet leaves loopback
+//
+// Every server's socket is on 127.0.0.0/8 (127.1.0.1 upwards, one loopback
+// address per public address, the port kept); the master's socket and the
+// clients' sockets are wrapped with the world's loopnat table, so the
+// master lists public addresses, the clients probe public addresses, and
+// every datagram goes to a loopback address (loopnat drops any other).
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/scout-discovery/scout/adaptive"
+	"github.com/scout-discovery/scout/discover"
+	"github.com/scout-discovery/scout/game"
+	"github.com/scout-discovery/scout/geo"
+	"github.com/scout-discovery/scout/lab/loopnat"
+	"github.com/scout-discovery/scout/lab/population"
+	"github.com/scout-discovery/scout/probe"
+)
+
+// Run is one discovery of the world.
+type Run struct {
+	Name string
+	// Params are an adaptive run's constants; nil for conventional and the
+	// oracle.
+	Params   *adaptive.Params
+	Summary  discover.Summary
+	Ordering discover.Ordering // Probes is set for every run; the rest for adaptive and oracle
+	// Found counts the playable servers (true RTT below StopRTT) that
+	// answered a probe of the run, whatever RTT it measured (see [Found]);
+	// LastPlayable is when the last of them answered, since the run began.
+	Found        int
+	LastPlayable time.Duration
+	// Landmarks are the landmark run's landmarks (the masters that
+	// answered with their RTTs); nil for the other runs. Matrix is their
+	// RTTs to each other as its planner used them.
+	Landmarks []string
+	Matrix    LandmarkMatrix
+	// Unprobed and Unanswered split the playable servers the master
+	// listed that the run did not find: never probed (its stop fired
+	// first, or its context ended), or probed and never answered (every
+	// reply lost); see [Missed].
+	Unprobed, Unanswered int
+	Err                  error
+}
+
+// Report is the outcome of a demonstration.
+type Report struct {
+	Place   population.Place
+	Servers int // in the world
+	// Countries and ASes of the world; Listed is what the master listed
+	// when discovery began, of Servers.
+	Countries, ASes int
+	Listed          int
+	Registration    time.Duration
+	// WorldPlayable counts the servers whose RTT from Place is below
+	// StopRTT (the path's own RTT, before jitter and loss); Playable those
+	// of them the master listed, which discovery can find.
+	WorldPlayable, Playable int
+	StopRTT                 time.Duration
+	// Masters are the landmark masters; the first listed the world.
+	Masters []LandmarkMaster
+	// Runs are conventional, the adaptive variants in Config order, the
+	// landmark run (with Config.LandmarkPlan) and the oracle.
+	Runs []Run
+	Took time.Duration
+}
+
+// Demo runs the demonstration until every run has ended or ctx ends.
+func Demo(ctx context.Context, cfg Config) (Report, error) {
+	start := time.Now()
+	cfg = cfg.withDefaults()
+	env, stop, err := Start(ctx, cfg)
+	if err != nil {
+		return Report{}, err
+	}
+	defer stop()
+	rep, truth, table, masterAddr := env.Report, env.Truth, env.Table, env.Master
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	// The three runs, side by side, each on its own socket.
+	g := gameET()
+	req, err := discover.RequestFor(g, 0, false)
+	if err != nil {
+		return rep, err
+	}
+	base := discover.Config{Masters: []discover.Master{{Name: "demo", Addr: masterAddr, Request: req}},
+		Quiet:  300 * time.Millisecond,
+		Prober: probe.Prober{Window: cfg.Window, Timeout: cfg.Timeout, Attempts: cfg.Attempts}}
+	locate := func(a netip.Addr) (string, uint32) {
+		info, ok := geo.Default().Lookup(a)
+		if !ok {
+			return "", 0
+		}
+		return info.Country, info.ASN
+	}
+	runs := []Run{{Name: "conventional"}}
+	plans := []discover.Planner{nil}
+	for k, v := range cfg.Variants {
+		p := v.Params
+		runs = append(runs, Run{Name: v.Name, Params: &p})
+		plans = append(plans, func(ts []adaptive.Target) (adaptive.Strategy, error) {
+			return adaptive.New(ts, p, rand.New(rand.NewPCG(cfg.Seed, 0xad+uint64(k))))
+		})
+	}
+	lmRun := -1
+	var lmMu sync.Mutex
+	var lmReports []discover.MasterReport
+	if cfg.LandmarkPlan != nil {
+		lmRun = len(runs)
+		scout := adaptive.Scout()
+		scout.StopRTT = rep.StopRTT
+		runs = append(runs, Run{Name: "landmarks", Params: &scout})
+		plans = append(plans, func(ts []adaptive.Target) (adaptive.Strategy, error) {
+			lmMu.Lock()
+			reps := slices.Clone(lmReports)
+			lmMu.Unlock()
+			st, m, err := cfg.LandmarkPlan(ts, reps)
+			runs[lmRun].Matrix = m // on the run's own goroutine (discover.Ordered calls the planner)
+			return st, err
+		})
+	}
+	runs = append(runs, Run{Name: "oracle"})
+	plans = append(plans, func(ts []adaptive.Target) (adaptive.Strategy, error) {
+		return adaptive.NewOracle(ts, func(t adaptive.Target) (time.Duration, bool) {
+			r, ok := truth[t.Addr]
+			return r, ok
+		}, rep.StopRTT-time.Nanosecond) // playable: below StopRTT, as counted above
+	})
+	geo.Default() // load the tables before the clocks start
+	names := make([]string, 0, len(cfg.Variants))
+	for _, v := range cfg.Variants {
+		names = append(names, fmt.Sprintf("%s (%s clusters, auto-stop at %v)", v.Name, v.Params.ClusterBy, v.Params.StopRTT))
+	}
+	// The landmark run asks every master through its path, which gives
+	// the player's RTT to its city.
+	lmBase := base
+	if lmRun >= 0 {
+		// getserversExt: the landmark extension's form (ET's own client
+		// asks with getservers).
+		ext, err := discover.RequestFor(g, 0, true)
+		if err != nil {
+			return rep, err
+		}
+		lmBase.Masters, lmBase.Landmarks, lmBase.LandmarkPings = nil, true, discover.DefaultLandmarkPings
+		for _, m := range rep.Masters {
+			lmBase.Masters = append(lmBase.Masters, discover.Master{Name: m.City.Name, Addr: m.Path, Request: ext})
+		}
+		var cities []string
+		for _, m := range rep.Masters {
+			cities = append(cities, fmt.Sprintf("%s (%v away)", m.City.Name, m.ClientRTT.Round(time.Millisecond)))
+		}
+		names = append(names, "landmarks ("+strings.Join(cities, ", ")+")")
+	}
+	cfg.logf("discovering: conventional (master order, window %d), %s and oracle, side by side",
+		cfg.Window, strings.Join(names, ", "))
+	var runWG sync.WaitGroup
+	for i := range runs {
+		runWG.Go(func() {
+			r := &runs[i]
+			c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+			if err != nil {
+				r.Err = err
+				return
+			}
+			defer c.Close()
+			mc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+			if err != nil {
+				r.Err = err
+				return
+			}
+			defer mc.Close()
+			// The probes' socket reads with the kernel's receive
+			// timestamps, as scout servers' does: an RTT then leaves out
+			// the time a busy machine took to read the reply.
+			sc, _ := probe.KernelTimestamps(c)
+			pc, mw := loopnat.Wrap(sc.(loopnat.PacketConn), table), loopnat.Wrap(mc, table)
+			switch {
+			case plans[i] == nil:
+				r.Summary, r.Ordering.Probes, r.Err = conventional(ctx, mw, pc, base)
+			case i == lmRun:
+				r.Summary, r.Ordering, r.Err = discover.Ordered(ctx, mw, pc, lmBase, locate, plans[i], func(e discover.Event) {
+					if d, ok := e.(discover.MasterDone); ok {
+						lmMu.Lock()
+						lmReports = append(lmReports, d.MasterReport)
+						if d.Landmark != "" {
+							r.Landmarks = append(r.Landmarks, d.Landmark)
+						}
+						lmMu.Unlock()
+					}
+				})
+			default:
+				r.Summary, r.Ordering, r.Err = discover.Ordered(ctx, mw, pc, base, locate, plans[i], func(discover.Event) {})
+			}
+			r.Found, r.LastPlayable = Found(r.Ordering.Probes, truth, rep.StopRTT)
+			r.Unprobed, r.Unanswered = Missed(r.Ordering.Probes, env.Playable)
+		})
+	}
+	runWG.Wait()
+	rep.Runs = runs
+	rep.Took = time.Since(start)
+	cancel()
+	var errs []error
+	for _, r := range runs {
+		if r.Err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", r.Name, r.Err))
+		}
+	}
+	return rep, errors.Join(errs...)
+}
+
+// conventional runs discover.Discover (probing while the list arrives, in
+// master order) and records its probes from the events.
+func conventional(ctx context.Context, mconn, pconn probe.Conn, cfg discover.Config) (discover.Summary, []discover.Outcome, error) {
+	start := time.Now()
+	var probes []discover.Outcome
+	sum, err := discover.Discover(ctx, mconn, pconn, cfg, func(e discover.Event) {
+		p, ok := e.(discover.Probed)
+		if !ok {
+			return
+		}
+		now := time.Since(start)
+		o := discover.Outcome{Addr: p.Addr, Phase: adaptive.Master, At: now, Answered: p.Answered()}
+		if o.Answered {
+			o.RTT, o.At = p.RTT, now-p.RTT
+		}
+		probes = append(probes, o)
+	})
+	return sum, probes, err
+}
+
+func gameET() *game.Game {
+	for _, g := range game.Builtin() {
+		if g.Name == "et" {
+			return g
+		}
+	}
+	panic("demo: no et in the game catalogue")
+}

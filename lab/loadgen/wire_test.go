@@ -1,0 +1,145 @@
+package loadgen
+
+import (
+	"errors"
+	"net/netip"
+	"testing"
+
+	"github.com/scout-discovery/scout/protocol/q3"
+)
+
+func servers(n int) []netip.AddrPort {
+	out := make([]netip.AddrPort, n)
+	for i := range out {
+		out[i] = netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), uint16(27960+i%7))
+	}
+	return out
+}
+
+// TestCountEntries_AgreesWithParse checks the allocation-free counter
+// against q3.Parse, the reference decoder, on the packets q3 encodes the
+// way dpmaster splits them (1400 bytes, EOT on the last packet only).
+func TestCountEntries_AgreesWithParse(t *testing.T) {
+	for _, n := range []int{0, 1, 196, 197, 392, 5000} {
+		pkts, err := q3.EncodeServersResponses(servers(n), q3.SplitOptions{End: q3.EndEOT, MaxBytes: 1400})
+		if err != nil {
+			t.Fatal(err)
+		}
+		total := 0
+		for k, p := range pkts {
+			got, eot, err := countEntries(p)
+			if err != nil {
+				t.Fatalf("n=%d packet %d: %v", n, k, err)
+			}
+			m, err := q3.Parse(p)
+			if err != nil {
+				t.Fatalf("n=%d packet %d: reference: %v", n, k, err)
+			}
+			r := m.(q3.ServersResponse)
+			if got != len(r.Servers) || eot != (r.End == q3.EndEOT) {
+				t.Errorf("n=%d packet %d: count %d eot %v, reference %d %v", n, k, got, eot, len(r.Servers), r.End)
+			}
+			if eot != (k == len(pkts)-1) {
+				t.Errorf("n=%d packet %d of %d: eot %v", n, k, len(pkts), eot)
+			}
+			total += got
+		}
+		if total != n {
+			t.Errorf("n=%d: counted %d", n, total)
+		}
+	}
+}
+
+// TestCountEntries_FullListIs26Packets pins the figure issue 3 quotes for
+// dpmaster: 5,000 servers in 26 packets, 35.6 KB.
+func TestCountEntries_FullListIs26Packets(t *testing.T) {
+	pkts, err := q3.EncodeServersResponses(servers(5000), q3.SplitOptions{End: q3.EndEOT, MaxBytes: 1400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bytes := 0
+	for _, p := range pkts {
+		bytes += len(p)
+	}
+	if len(pkts) != 26 || bytes != 35579 {
+		t.Errorf("%d packets, %d bytes; want 26, 35579", len(pkts), bytes)
+	}
+}
+
+func TestCountEntries_EveryCutFailsOrCountsLess(t *testing.T) {
+	pkts, err := q3.EncodeServersResponses(servers(3), q3.SplitOptions{End: q3.EndEOT})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pkts[0]
+	for cut := range len(p) {
+		n, eot, err := countEntries(p[:cut])
+		if eot {
+			t.Errorf("cut %d: EOT reported", cut)
+		}
+		if cut < len(responseHeader) && !errors.Is(err, errNotList) {
+			t.Errorf("cut %d: err %v, want errNotList", cut, err)
+		}
+		if n > 3 {
+			t.Errorf("cut %d: %d entries", cut, n)
+		}
+	}
+}
+
+func TestCountEntries_Hostile(t *testing.T) {
+	for name, p := range map[string]string{
+		"other command":   q3.Prefix + "getserversExtResponse\\\x01\x02\x03\x04\x00\x01",
+		"no prefix":       "getserversResponse\\EOT\x00\x00\x00",
+		"bytes after EOT": q3.Prefix + "getserversResponse\\EOT\x00\x00\x00junk",
+		"wrong separator": q3.Prefix + "getserversResponse/\x01\x02\x03\x04\x00\x01",
+		"cut entry":       q3.Prefix + "getserversResponse\\\x01\x02\x03",
+	} {
+		if _, _, err := countEntries([]byte(p)); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+func TestLayout(t *testing.T) {
+	got, err := Layout(netip.MustParseAddr("127.16.0.254"), 27960, 5, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"127.16.0.254:27960", "127.16.0.254:27961", "127.16.1.1:27960", "127.16.1.1:27961", "127.16.1.2:27960"}
+	for i, w := range want {
+		if got[i].String() != w {
+			t.Errorf("address %d = %v, want %s (skipping .255 and .0)", i, got[i], w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d addresses, want %d", len(got), len(want))
+	}
+	for name, f := range map[string]func() error{
+		"not loopback":           func() error { _, err := Layout(netip.MustParseAddr("10.0.0.1"), 1, 1, 1); return err },
+		"IPv6":                   func() error { _, err := Layout(netip.MustParseAddr("::1"), 1, 1, 1); return err },
+		"leaves 127/8":           func() error { _, err := Layout(netip.MustParseAddr("127.255.255.253"), 1, 10, 1); return err },
+		"ports past 65535":       func() error { _, err := Layout(netip.MustParseAddr("127.0.0.1"), 65535, 2, 2); return err },
+		"port 0 shared":          func() error { _, err := Layout(netip.MustParseAddr("127.0.0.1"), 0, 2, 2); return err },
+		"no servers per address": func() error { _, err := Layout(netip.MustParseAddr("127.0.0.1"), 1, 2, 0); return err },
+	} {
+		if f() == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+// BenchmarkCountEntries counts one 195-entry packet of a 5,000-server
+// answer, the load generator's inner loop.
+func BenchmarkCountEntries(b *testing.B) {
+	pkts, err := q3.EncodeServersResponses(servers(5000), q3.SplitOptions{End: q3.EndEOT, EndOnEvery: true, MaxBytes: 1400})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := pkts[0]
+	b.SetBytes(int64(len(p)))
+	for b.Loop() {
+		if n, _, err := countEntries(p); err != nil || n != 195 {
+			b.Fatal(n, err)
+		}
+	}
+}
