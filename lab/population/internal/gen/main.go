@@ -38,7 +38,7 @@ import (
 
 func main() {
 	dataDir := flag.String("data", "../shared/data", "folder with the real data files (see its README.md)")
-	out := flag.String("out", "population", "population package folder to write into")
+	out := flag.String("out", "lab/population", "population package folder to write into")
 	flag.Parse()
 	if err := run(*dataDir, *out); err != nil {
 		log.Fatal(err)
