@@ -18,9 +18,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scout-discovery/scout/infostring"
+	"github.com/scout-discovery/scout/protocol/infostring"
 	"github.com/scout-discovery/scout/internal/peer"
-	"github.com/scout-discovery/scout/q3"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // WaitBound bounds every wait for a log line or a datagram.
