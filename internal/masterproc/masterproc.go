@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scout-discovery/scout/protocol/infostring"
 	"github.com/scout-discovery/scout/internal/peer"
+	"github.com/scout-discovery/scout/protocol/infostring"
 	"github.com/scout-discovery/scout/protocol/q3"
 )
 
