@@ -150,6 +150,12 @@ type Features struct {
 // result, as of any Conn; c must not be read otherwise.
 func Wrap(c *net.UDPConn) (Conn, Features) { return wrap(c) }
 
+// portableWrap is what Wrap returns where the platform gives neither
+// kernel timestamps nor ICMP errors to an unconnected socket: c itself,
+// each datagram timed at its read, a closed port timing out. Every
+// platform but Linux uses it; its tests run it on Linux too.
+func portableWrap(c *net.UDPConn) (Conn, Features) { return c, Features{} }
+
 // icmp handles an ICMP error the kernel reported for a datagram sent to
 // e.To. It is weaker evidence than a reply (anyone on the path, or anyone
 // who can guess the socket's port, can send one), so it ends a target

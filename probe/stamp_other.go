@@ -4,4 +4,8 @@ package probe
 
 import "net"
 
-func kernelTimestamps(c *net.UDPConn) (Conn, bool) { return c, false }
+// Elsewhere than Linux datagrams are timed at their read.
+func kernelTimestamps(c *net.UDPConn) (Conn, bool) {
+	conn, _ := portableWrap(c)
+	return conn, false
+}
