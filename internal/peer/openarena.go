@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -124,7 +123,7 @@ func StartOpenArena(t testing.TB, cfg OpenArenaConfig) *OpenArena {
 	defer log.Close()
 	oa.cmd = exec.Command(bin, args...)
 	oa.cmd.Stdout, oa.cmd.Stderr = log, log
-	oa.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the launcher is a shell script
+	oa.cmd.SysProcAttr = ownGroup() // the launcher is a shell script
 	start := time.Now()
 	if err := oa.cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", bin, err)
@@ -145,13 +144,12 @@ func StartOpenArena(t testing.TB, cfg OpenArenaConfig) *OpenArena {
 // stop ends the server's process group: SIGTERM, then SIGKILL after
 // stopGrace. It returns once the launcher has exited.
 func (oa *OpenArena) stop() {
-	pgid := oa.cmd.Process.Pid
-	syscall.Kill(-pgid, syscall.SIGTERM)
+	stopGroup(oa.cmd.Process, false)
 	select {
 	case <-oa.exited:
 	case <-time.After(stopGrace):
 	}
-	syscall.Kill(-pgid, syscall.SIGKILL) // anything the launcher left behind
+	stopGroup(oa.cmd.Process, true) // anything the launcher left behind
 	<-oa.exited
 }
 
