@@ -16,7 +16,7 @@ import (
 
 	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/geo"
-	"github.com/scout-discovery/scout/lab/population"
+	"github.com/scout-discovery/scout/latency"
 	"github.com/scout-discovery/scout/master"
 )
 
@@ -455,7 +455,7 @@ func (v *view) encodeList(q *ListQuery) []byte {
 	idx := selectRows(v.rows, q)
 	out := ListJSON{Version: v.version, Generated: v.built, Total: len(idx), Page: q.Page, PerPage: q.PerPage, From: q.From,
 		Servers: []ServerJSON{}}
-	from, fromOK := population.MainCity(q.From)
+	from, fromOK := latency.MainCity(q.From)
 	lo := min((q.Page-1)*q.PerPage, len(idx))
 	hi := min(lo+q.PerPage, len(idx))
 	for _, i := range idx[lo:hi] {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/game"
-	"github.com/scout-discovery/scout/lab/population"
+	"github.com/scout-discovery/scout/latency"
 )
 
 // PlayerJSON is one player of the detail view.
@@ -82,7 +82,7 @@ func (a *API) detail(w http.ResponseWriter, r *http.Request, now time.Time, clie
 	}
 	d := DetailJSON{ServerJSON: row.ServerJSON, Info: map[string]string{}, PlayerList: []PlayerJSON{},
 		History: HistoryJSON{ResolutionS: int(Resolution / time.Second), Points: []Point{}}}
-	if fc, ok := population.MainCity(from); ok {
+	if fc, ok := latency.MainCity(from); ok {
 		if ms, ok := pingEstimate(fc, true, row); ok {
 			d.PingEstimateMs = &ms
 		}

@@ -52,9 +52,9 @@
 // The player list is the registry's (master.Registry.Players: the last
 // statusResponse or Quake 4 getInfo of the server; see package master for
 // its bounds and cost). Country and network come from package geo for the
-// published address (after -m mapping); the ping estimate is package
-// population's CityRTT between the main cities (population.MainCity) of
-// the viewer's country and the server's: a model's estimate, not a
+// published address (after -m mapping); the ping estimate is
+// latency.CityRTT between the main cities (latency.MainCity) of the
+// viewer's country and the server's: a model's estimate, not a
 // measurement.
 //
 // # History

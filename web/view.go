@@ -10,7 +10,7 @@ import (
 
 	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/geo"
-	"github.com/scout-discovery/scout/lab/population"
+	"github.com/scout-discovery/scout/latency"
 	"github.com/scout-discovery/scout/master"
 )
 
@@ -53,7 +53,7 @@ type row struct {
 	nameKey  string   // lower-case plain name
 	mapKey   string
 	gtKey    string
-	city     population.City
+	city     latency.City
 	hasCity  bool
 }
 
@@ -109,7 +109,7 @@ func buildView(now time.Time, version uint64, servers []master.Server, cat *game
 				j.ASN, j.Network = gi.ASN, gi.ASOrg
 			}
 		}
-		r.city, r.hasCity = population.MainCity(j.Country)
+		r.city, r.hasCity = latency.MainCity(j.Country)
 		if hist != nil {
 			j.RecentPlayers = hist.Recent(s.Addr, v.slot+1, RecentSamples)
 		} else {
@@ -153,18 +153,18 @@ func infoOf(info []master.Pair, keys ...string) string {
 
 // pingEstimate is the latency model's RTT between the viewer's country's
 // main city and the server's, in whole ms, or false.
-func pingEstimate(from population.City, fromOK bool, r *row) (int, bool) {
+func pingEstimate(from latency.City, fromOK bool, r *row) (int, bool) {
 	if !fromOK || !r.hasCity {
 		return 0, false
 	}
-	return int(population.CityRTT(from, r.city).Round(time.Millisecond) / time.Millisecond), true
+	return int(latency.CityRTT(from, r.city).Round(time.Millisecond) / time.Millisecond), true
 }
 
 // selectRows returns the indices of v's rows that q selects, in q's order
 // (ties broken by address, so the order is stable between refreshes). It
 // is pure.
 func selectRows(rows []row, q *ListQuery) []int {
-	from, fromOK := population.MainCity(q.From)
+	from, fromOK := latency.MainCity(q.From)
 	idx := make([]int, 0, len(rows))
 	for i := range rows {
 		if matches(&rows[i], q) {

@@ -16,6 +16,7 @@ import (
 	"github.com/scout-discovery/scout/lab/population"
 	"github.com/scout-discovery/scout/lab/sim"
 	"github.com/scout-discovery/scout/lab/world"
+	"github.com/scout-discovery/scout/latency"
 )
 
 // TestDemo_SimulatedFigures runs the demo's runs of TestDemo_Invariants'
@@ -61,7 +62,7 @@ func TestDemo_SimulatedFigures(t *testing.T) {
 		t.Fatal(err)
 	}
 	cities := citiesByName()
-	city := func(name string) population.City {
+	city := func(name string) latency.City {
 		c, ok := cities[name]
 		if !ok {
 			t.Fatalf("no city %s", name)
@@ -77,7 +78,7 @@ func TestDemo_SimulatedFigures(t *testing.T) {
 			m[s.Public] = min(lrtts[i], world.MaxRTT)
 		}
 		reps = append(reps, discover.MasterReport{Name: name, Landmark: name, LandmarkRTTs: m,
-			RTT: place.Access + population.CityRTT(place.City, c)})
+			RTT: place.Access + latency.CityRTT(place.City, c)})
 	}
 	// And each one's RTTs to the others, as the demo's masters measure
 	// and publish them: the model's between the two cities.
@@ -85,7 +86,7 @@ func TestDemo_SimulatedFigures(t *testing.T) {
 		row := map[string]time.Duration{}
 		for k := range reps {
 			if k != j {
-				row[reps[k].Landmark] = population.CityRTT(city(reps[j].Landmark), city(reps[k].Landmark))
+				row[reps[k].Landmark] = latency.CityRTT(city(reps[j].Landmark), city(reps[k].Landmark))
 			}
 		}
 		reps[j].PeerRTTs = map[string]map[string]time.Duration{reps[j].Landmark: row}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/scout-discovery/scout/adaptive"
 	"github.com/scout-discovery/scout/lab/demo"
-	"github.com/scout-discovery/scout/lab/population"
+	"github.com/scout-discovery/scout/latency"
 )
 
 // TestDemo_SmallWorldComparison runs scout demo with 300 servers seen from
@@ -201,7 +201,7 @@ const meshSlack = 150 * time.Millisecond
 // move as they keep pinging during the runs, the smaller direction).
 func checkMeasuredMatrix(t *testing.T, rep demo.Report, lm demo.Run) {
 	t.Helper()
-	cities := map[string]population.City{}
+	cities := map[string]latency.City{}
 	measured := map[[2]string]time.Duration{}
 	for _, m := range rep.Masters {
 		cities[m.City.Name] = m.City
@@ -216,7 +216,7 @@ func checkMeasuredMatrix(t *testing.T, rep demo.Report, lm demo.Run) {
 				t.Errorf("%s measured %s, not a master of the demo", m.City.Name, e.Landmark)
 				continue
 			}
-			model := population.CityRTT(m.City, c)
+			model := latency.CityRTT(m.City, c)
 			if e.RTT < model || e.RTT > model+meshSlack {
 				t.Errorf("%s's RTT to %s: %v measured, the model's %v", m.City.Name, e.Landmark, e.RTT, model)
 			}
@@ -234,7 +234,7 @@ func checkMeasuredMatrix(t *testing.T, rep demo.Report, lm demo.Run) {
 				continue
 			}
 			got := mx.RTTs[j][k]
-			if model := population.CityRTT(cities[a], cities[b]); got < model || got > model+meshSlack {
+			if model := latency.CityRTT(cities[a], cities[b]); got < model || got > model+meshSlack {
 				t.Errorf("the landmark run's RTT %s-%s is %v, the model's %v (the masters measured %v and %v when discovery began)",
 					a, b, got, model, measured[[2]string{a, b}], measured[[2]string{b, a}])
 			}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/scout-discovery/scout/lab/evaluate"
 	"github.com/scout-discovery/scout/lab/mesh"
-	"github.com/scout-discovery/scout/lab/population"
+	"github.com/scout-discovery/scout/latency"
 )
 
 func init() {
@@ -77,7 +77,7 @@ func runLandmarks(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *rtt != "" {
 		return printMeshRTTs(m, *rtt, stdout, stderr)
 	}
-	opt := evaluate.Options{Threshold: *threshold, MarginQuantile: *quant, Region: population.Region, Drop: *drop, Repair: *repair, KeepClient: *keepClient}
+	opt := evaluate.Options{Threshold: *threshold, MarginQuantile: *quant, Region: latency.Region, Drop: *drop, Repair: *repair, KeepClient: *keepClient}
 	fmt.Fprintf(stdout, "WonderProxy mesh, %d cities; rule %s, repair %v, client kept %v, drop %d, threshold %.0f ms, margin at the %.4g quantile\n\n", m.Len(), r, *repair, *keepClient, *drop, *threshold, *quant)
 	var results []*evaluate.Result
 	for k := *kmin; k <= *kmax; k++ {

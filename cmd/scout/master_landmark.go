@@ -7,10 +7,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/scout-discovery/scout/latency"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/protocol/q3"
 
-	"github.com/scout-discovery/scout/lab/population"
 	"github.com/scout-discovery/scout/web"
 )
 
@@ -18,7 +18,7 @@ import (
 const maxLandmarkPlace = 64
 
 // parseLandmarkPlace reads --landmark-place: a city the latency model
-// knows (population.Cities, case-insensitive, spaces ignored: "Frankfurt",
+// knows (latency.Cities, case-insensitive, spaces ignored: "Frankfurt",
 // "new york") or LAT,LON in degrees, optionally after a name and a colon
 // ("lab:47.37,8.54").
 func parseLandmarkPlace(v string) (web.Landmark, error) {
@@ -43,7 +43,7 @@ func parseLandmarkPlace(v string) (web.Landmark, error) {
 		return lm, fmt.Errorf("want NAME:LAT,LON, got %q", v)
 	}
 	key := func(s string) string { return strings.ToLower(strings.ReplaceAll(s, " ", "")) }
-	for _, c := range population.Cities() {
+	for _, c := range latency.Cities() {
 		if key(c.Name) == key(v) {
 			lat, lon := c.Lat, c.Lon
 			lm.Place, lm.Lat, lm.Lon = c.Name, &lat, &lon

@@ -15,8 +15,8 @@ import (
 	"github.com/scout-discovery/scout/fleet"
 	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/internal/peer"
-	"github.com/scout-discovery/scout/lab/population"
 	"github.com/scout-discovery/scout/lab/world"
+	"github.com/scout-discovery/scout/latency"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/masterd"
 	"github.com/scout-discovery/scout/web"
@@ -65,7 +65,7 @@ func TestServers_OrderLandmarksFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	links := func(from population.City) []world.Link { return cityLinks(from, srvCity) }
+	links := func(from latency.City) []world.Link { return cityLinks(from, srvCity) }
 	requesters := map[netip.Addr][]world.Link{netip.MustParseAddr("127.0.0.1"): links(client)}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -162,7 +162,7 @@ func TestServers_OrderLandmarksFleet(t *testing.T) {
 	for k, m := range ms {
 		for _, s := range m.Registry.Servers(nil) {
 			i := int(s.Addr.Addr().As4()[3]) - 1
-			want := population.CityRTT(city[places[k]], srvCity[i])
+			want := latency.CityRTT(city[places[k]], srvCity[i])
 			if s.RTT < want || s.RTT > want+250*time.Millisecond {
 				t.Errorf("%s's RTT to %s = %v, emulated %v", places[k], srvCity[i].Name, s.RTT, want)
 			}

@@ -19,8 +19,8 @@ import (
 	"github.com/scout-discovery/scout/discover"
 	"github.com/scout-discovery/scout/lab/demo"
 	"github.com/scout-discovery/scout/lab/loopnat"
-	"github.com/scout-discovery/scout/lab/population"
 	"github.com/scout-discovery/scout/lab/world"
+	"github.com/scout-discovery/scout/latency"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/masterd"
 	"github.com/scout-discovery/scout/web"
@@ -54,9 +54,9 @@ func listenMaster(t *testing.T, cfg masterd.Config) *masterd.Master {
 }
 
 // citiesByName is the latency model's cities by name.
-func citiesByName() map[string]population.City {
-	city := map[string]population.City{}
-	for _, c := range population.Cities() {
+func citiesByName() map[string]latency.City {
+	city := map[string]latency.City{}
+	for _, c := range latency.Cities() {
 		city[c.Name] = c
 	}
 	return city
@@ -66,11 +66,11 @@ func citiesByName() map[string]population.City {
 // model's city i*len(cities)/n, public at 5.pub.x.y:27960 and answering on
 // 127.lo.id.(i+1):27960 (the public port: the masters map the IP alone);
 // it returns the world and each server's city.
-func cityWorld(seed uint64, n int, pub, lo, id byte) (world.World, []population.City) {
-	cities := population.Cities()
+func cityWorld(seed uint64, n int, pub, lo, id byte) (world.World, []latency.City) {
+	cities := latency.Cities()
 	var w world.World
 	w.Version, w.Seed = 1, seed
-	var srvCity []population.City
+	var srvCity []latency.City
 	for i := range n {
 		c := cities[(i*len(cities))/n]
 		srvCity = append(srvCity, c)
@@ -85,10 +85,10 @@ func cityWorld(seed uint64, n int, pub, lo, id byte) (world.World, []population.
 
 // cityLinks is the emulated link to each server (in srvCity) from a
 // requester in from: the latency model's RTT between the two cities.
-func cityLinks(from population.City, srvCity []population.City) []world.Link {
+func cityLinks(from latency.City, srvCity []latency.City) []world.Link {
 	ls := make([]world.Link, len(srvCity))
 	for i := range ls {
-		ls[i] = world.Link{RTT: world.Duration(population.CityRTT(from, srvCity[i]))}
+		ls[i] = world.Link{RTT: world.Duration(latency.CityRTT(from, srvCity[i]))}
 	}
 	return ls
 }
@@ -141,11 +141,11 @@ func (c countListed) wait(t *testing.T, n int, within time.Duration) {
 // fewer probes, from three landmarks and their measured RTTs to each
 // other. note begins the log line. It returns the landmarks order's
 // summary.
-func compareLandmarksOrder(t *testing.T, w world.World, srvCity []population.City, client population.City, mapPath string, relays []netip.AddrPort, note string) map[string]any {
+func compareLandmarksOrder(t *testing.T, w world.World, srvCity []latency.City, client latency.City, mapPath string, relays []netip.AddrPort, note string) map[string]any {
 	t.Helper()
 	playable := map[netip.AddrPort]bool{}
 	for i, s := range w.Servers {
-		if population.CityRTT(client, srvCity[i]) < 200*time.Millisecond {
+		if latency.CityRTT(client, srvCity[i]) < 200*time.Millisecond {
 			playable[s.Public] = true
 		}
 	}
@@ -198,7 +198,7 @@ func compareLandmarksOrder(t *testing.T, w world.World, srvCity []population.Cit
 // places[k] with the latency model's RTT from client's city, and the
 // other masters (their own loopback IPs) with the model's RTT between the
 // two cities; it returns the relays' addresses, in the masters' order.
-func landmarkRelays(t *testing.T, addrs []netip.AddrPort, places []string, client population.City) []netip.AddrPort {
+func landmarkRelays(t *testing.T, addrs []netip.AddrPort, places []string, client latency.City) []netip.AddrPort {
 	t.Helper()
 	city := citiesByName()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -209,10 +209,10 @@ func landmarkRelays(t *testing.T, addrs []netip.AddrPort, places []string, clien
 		delay := func(from netip.AddrPort) time.Duration {
 			for j, b := range addrs {
 				if b.Addr() == from.Addr() {
-					return population.CityRTT(city[places[j]], city[places[k]])
+					return latency.CityRTT(city[places[j]], city[places[k]])
 				}
 			}
-			return population.CityRTT(client, city[places[k]])
+			return latency.CityRTT(client, city[places[k]])
 		}
 		r, err := demo.RelayPerClient(ctx, &wg, a, delay)
 		if err != nil {
@@ -236,7 +236,7 @@ func waitMesh(t *testing.T, ms []*masterd.Master, places []string, within time.D
 	for k := 0; k < len(ms); {
 		if own := ms[k].Registry.Mesh().Own(); len(own) == len(places)-1 {
 			for _, e := range own {
-				want := population.CityRTT(city[places[k]], city[e.Landmark])
+				want := latency.CityRTT(city[places[k]], city[e.Landmark])
 				if e.RTT < want || e.RTT > want+150*time.Millisecond {
 					t.Errorf("%s's RTT to %s = %v, the model's %v", places[k], e.Landmark, e.RTT, want)
 				}
@@ -277,7 +277,7 @@ func TestServers_OrderLandmarksLive(t *testing.T) {
 	const n = 60
 	w, srvCity := cityWorld(7, n, 9, 4, id)
 	am := worldAddrMap(t, w)
-	links := func(from population.City) []world.Link { return cityLinks(from, srvCity) }
+	links := func(from latency.City) []world.Link { return cityLinks(from, srvCity) }
 	requesters := map[netip.Addr][]world.Link{netip.MustParseAddr("127.0.0.1"): links(client)}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -326,7 +326,7 @@ func TestServers_OrderLandmarksLive(t *testing.T) {
 				t.Fatalf("%s's /api/v1/landmarks: %+v, %v; want its RTTs to the 2 others", places[k], lj, err)
 			}
 			for _, e := range lj.Landmarks[0].RTTs {
-				if want := float64(population.CityRTT(city[places[k]], city[e.ID])) / 1e6; e.RTTMs < want || e.RTTMs > want+150 {
+				if want := float64(latency.CityRTT(city[places[k]], city[e.ID])) / 1e6; e.RTTMs < want || e.RTTMs > want+150 {
 					t.Errorf("%s's published RTT to %s: %.1f ms, the model's %.1f", places[k], e.ID, e.RTTMs, want)
 				}
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/scout-discovery/scout/lab/population"
 	"github.com/scout-discovery/scout/lab/sim"
 	"github.com/scout-discovery/scout/landmark"
+	"github.com/scout-discovery/scout/latency"
 )
 
 // simMeshFlags are scout sim's flags of the mesh latency mode and its
@@ -107,13 +108,13 @@ func (f *simMeshFlags) spec() (*sim.MeshSpec, []string, error) {
 	for i, c := range m.Cities {
 		idx[c.Country+"/"+c.Name] = i
 	}
-	byMesh := map[int]population.City{}
-	for _, c := range population.Cities() {
+	byMesh := map[int]latency.City{}
+	for _, c := range latency.Cities() {
 		if i, ok := idx[c.Country+"/"+c.Name]; ok {
 			byMesh[i] = c
 		}
 	}
-	ms := &sim.MeshSpec{Latency: population.MeshLatency{PerPath: *f.perPath, Mesh: func(a, b population.City) (float64, bool) {
+	ms := &sim.MeshSpec{Latency: population.MeshLatency{PerPath: *f.perPath, Mesh: func(a, b latency.City) (float64, bool) {
 		i, ok1 := idx[a.Country+"/"+a.Name]
 		j, ok2 := idx[b.Country+"/"+b.Name]
 		if !ok1 || !ok2 {

@@ -45,7 +45,7 @@ type Config struct {
 	Attempts int
 	// Register bounds the wait for the master to list every server.
 	Register time.Duration
-	// Landmarks are the cities of the masters (population.Cities names),
+	// Landmarks are the cities of the masters (latency.Cities names),
 	// each a landmark (landmarks.go); nil means DefaultLandmarks. The
 	// first lists the world for every run.
 	Landmarks []string

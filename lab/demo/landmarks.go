@@ -12,6 +12,7 @@ import (
 	"github.com/scout-discovery/scout/discover"
 	"github.com/scout-discovery/scout/lab/population"
 	"github.com/scout-discovery/scout/lab/world"
+	"github.com/scout-discovery/scout/latency"
 	"github.com/scout-discovery/scout/master"
 )
 
@@ -59,7 +60,7 @@ type LandmarkMatrix struct {
 
 // LandmarkMaster is one of the demo's masters.
 type LandmarkMaster struct {
-	City population.City
+	City latency.City
 	Addr netip.AddrPort // its own (loopback) socket
 	// Path is where the player and the other masters reach it: a
 	// RelayPerClient giving each its RTT to City.
@@ -73,11 +74,11 @@ type LandmarkMaster struct {
 }
 
 // landmarkCities returns the cities of names.
-func landmarkCities(names []string) ([]population.City, error) {
-	var out []population.City
+func landmarkCities(names []string) ([]latency.City, error) {
+	var out []latency.City
 	for _, n := range names {
 		found := false
-		for _, c := range population.Cities() {
+		for _, c := range latency.Cities() {
 			if c.Name == n {
 				out = append(out, c)
 				found = true
@@ -100,7 +101,7 @@ func landmarkHost(k int) netip.Addr { return netip.AddrFrom4([4]byte{127, 0, 1, 
 // landmarkLinks returns the world's link to each server as seen from
 // city: the model's RTT from there (population.World.RTTs, no access
 // delay), the same jitter rule and loss as the player's.
-func landmarkLinks(pop *population.World, city population.City, loss float64) []world.Link {
+func landmarkLinks(pop *population.World, city latency.City, loss float64) []world.Link {
 	rtts := pop.RTTs(population.Place{Name: "landmark/" + city.Country + "/" + city.Name, City: city})
 	out := make([]world.Link, len(rtts))
 	for i, d := range rtts {
@@ -293,7 +294,7 @@ const relayQueue = 4096
 
 // landmarkID is city's name as a landmark id (q3.LandmarksResponse's
 // characters).
-func landmarkID(c population.City) string {
+func landmarkID(c latency.City) string {
 	b := []byte(c.Name)
 	for i, ch := range b {
 		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '.' || ch == '-') {

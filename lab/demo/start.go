@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/lab/loopnat"
-	"github.com/scout-discovery/scout/lab/population"
 	"github.com/scout-discovery/scout/lab/world"
+	"github.com/scout-discovery/scout/latency"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/masterd"
 )
@@ -89,14 +89,14 @@ func Start(ctx context.Context, cfg Config) (env *Env, stop func(), err error) {
 		a := mconn.LocalAddr().(*net.UDPAddr).AddrPort()
 		addrs = append(addrs, a)
 		requesters[a.Addr()] = landmarkLinks(pop, c, cfg.Loss)
-		rep.Masters = append(rep.Masters, LandmarkMaster{City: c, Addr: a, ClientRTT: place.Access + population.CityRTT(place.City, c)})
+		rep.Masters = append(rep.Masters, LandmarkMaster{City: c, Addr: a, ClientRTT: place.Access + latency.CityRTT(place.City, c)})
 	}
 	// The paths to each master: the other masters' pings take the
 	// model's RTT between the two cities, the player's queries its own.
 	for k, m := range rep.Masters {
 		delay := map[netip.AddrPort]time.Duration{}
 		for _, o := range rep.Masters {
-			delay[o.Addr] = population.CityRTT(o.City, m.City)
+			delay[o.Addr] = latency.CityRTT(o.City, m.City)
 		}
 		rep.Masters[k].Path, err = RelayPerClient(ctx, &wg, m.Addr, func(from netip.AddrPort) time.Duration {
 			if d, ok := delay[from]; ok {
@@ -209,7 +209,7 @@ const MeshWait = 10 * time.Second
 // waitMesh waits until every registry of regs (the masters in cities)
 // has measured its RTT to every other (master.Mesh.Own), at most limit
 // or until ctx ends.
-func waitMesh(ctx context.Context, regs []*master.Registry, cities []population.City, limit time.Duration) error {
+func waitMesh(ctx context.Context, regs []*master.Registry, cities []latency.City, limit time.Duration) error {
 	peers := len(regs) - 1
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()

@@ -33,13 +33,14 @@
 // # Latency
 //
 // Each AS of a country sits in one of the country's WonderProxy cities
-// (coordinates are facts, in cities_gen.go). The RTT from a Place to a server is
+// (coordinates are facts, in package latency). The RTT from a Place to a server is
 //
 //	access + (a + b*km*f(regions)) * exp(e_city) + d_AS + d_/16
 //
 // with a, b, the region-pair factors f and the spread of e fitted to the
 // WonderProxy city-to-city matrix of July 2020 (the matrix carries no
-// licence and is not shipped; the fitted constants are, in latency_gen.go), d_AS and d_/16
+// licence and is not shipped; the fitted constants are: a, b and f in
+// package latency, the spread of e in latency_gen.go), d_AS and d_/16
 // exponential offsets (so that splitting a cluster by /16 has something to
 // find) and access the client's constant access delay. Each probe adds
 // jitter (Jitter) fitted to the matrix's per-ping spread. e_city is drawn

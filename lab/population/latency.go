@@ -5,12 +5,14 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"github.com/scout-discovery/scout/latency"
 )
 
 // Place is where a client sits.
 type Place struct {
 	Name string // the key of Places, e.g. "AU"
-	City City
+	City latency.City
 	// Access is the client's constant access delay, added to every RTT.
 	Access time.Duration
 }
@@ -31,7 +33,7 @@ func Places() map[string]Place {
 		{"CH", "Zurich", time.Millisecond},
 		{"DE", "Frankfurt", time.Millisecond},
 	} {
-		for _, c := range cityTable() {
+		for _, c := range latency.Cities() {
 			if c.Name == p.city {
 				out[p.key] = Place{Name: p.key, City: c, Access: p.access}
 			}
@@ -73,13 +75,6 @@ func VantageLatency() Latency {
 	return l
 }
 
-// CityRTT is the fitted model's RTT between two cities, without residual.
-func CityRTT(a, b City) time.Duration {
-	km := GreatCircleKm(a.Lat, a.Lon, b.Lat, b.Lon)
-	ms := fitBaseMs + fitMsPerKm*km*regionFactor(Region(a.Country), Region(b.Country))
-	return time.Duration(ms * float64(time.Millisecond))
-}
-
 // hashRand returns a random source that depends only on its keys.
 func hashRand(seed uint64, keys ...string) *rand.Rand {
 	h := fnv.New64a()
@@ -107,10 +102,10 @@ func Jitter(r *rand.Rand, base time.Duration) time.Duration {
 
 // rtt is the base RTT from p to s, deterministic for (seed, place, server's
 // city, AS and /16).
-func (l Latency) rtt(seed uint64, p Place, s Server, c City) time.Duration {
-	base := CityRTT(p.City, c)
+func (l Latency) rtt(seed uint64, p Place, s Server, c latency.City) time.Duration {
+	base := latency.CityRTT(p.City, c)
 	mu, sigma := fitResidualMedian, fitSigma
-	if m, s, ok := vantageResidual(p.City.Name, Region(c.Country)); ok && l.Vantage {
+	if m, s, ok := vantageResidual(p.City.Name, latency.Region(c.Country)); ok && l.Vantage {
 		mu, sigma = m, s
 	}
 	e := mu + l.Residual*sigma*hashRand(seed, "city", p.Name, c.Name, c.Country).NormFloat64()

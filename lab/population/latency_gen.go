@@ -2,14 +2,12 @@
 
 package population
 
-// The latency model, fitted to 59887 ordered city pairs of the WonderProxy
-// full mesh of 19-20 July 2020 (mean of hourly 30-ping averages):
-// RTT = (fitBaseMs + fitMsPerKm*km*regionFactor) * exp(e), e ~ N(-0.003, fitSigma)
-// with fitSigma from the residuals' median absolute deviation; the spread of
-// single pings is mdev = fitJitterMs + fitJitterPerMs*RTT.
+// The latency model's residual and jitter, fitted to the 59887 ordered city
+// pairs of the WonderProxy full mesh that package latency's model is fitted
+// to: RTT = latency.CityRTT * exp(e), e ~ N(-0.003, fitSigma) with fitSigma
+// from the residuals' median absolute deviation; the spread of single pings
+// is mdev = fitJitterMs + fitJitterPerMs*RTT.
 const (
-	fitBaseMs         = 26.288
-	fitMsPerKm        = 0.017072
 	fitResidualMedian = -0.0028
 	fitSigma          = 0.2066
 	fitJitterMs       = 1.125
@@ -90,57 +88,4 @@ func vantageResidual(city, region string) (mu, sigma float64, ok bool) {
 		// Frankfurt: 89 countries, 21%, 105% -> 18%, 51%
 	}
 	return 0, 0, false
-}
-
-// regionFactor is the median ratio of measured to fitted distance delay per
-// pair of regions (AF, AS, EU, NA, OC, SA), 1 where WonderProxy has no pair.
-func regionFactor(a, b string) float64 {
-	if a > b {
-		a, b = b, a
-	}
-	switch a + b {
-	case "AFAF":
-		return 1.923 // 110 pairs
-	case "AFAS":
-		return 1.671 // 732 pairs
-	case "AFEU":
-		return 1.149 // 2134 pairs
-	case "AFNA":
-		return 0.992 // 1826 pairs
-	case "AFOC":
-		return 1.398 // 198 pairs
-	case "AFSA":
-		return 1.559 // 264 pairs
-	case "ASAS":
-		return 1.871 // 1061 pairs
-	case "ASEU":
-		return 1.362 // 6461 pairs
-	case "ASNA":
-		return 0.887 // 5530 pairs
-	case "ASOC":
-		return 1.398 // 603 pairs
-	case "ASSA":
-		return 1.056 // 805 pairs
-	case "EUEU":
-		return 0.622 // 8766 pairs
-	case "EUNA":
-		return 0.784 // 16071 pairs
-	case "EUOC":
-		return 0.971 // 1746 pairs
-	case "EUSA":
-		return 1.080 // 2319 pairs
-	case "NANA":
-		return 0.574 // 6578 pairs
-	case "NAOC":
-		return 0.782 // 1492 pairs
-	case "NASA":
-		return 0.963 // 1988 pairs
-	case "OCOC":
-		return 0.253 // 70 pairs
-	case "OCSA":
-		return 1.338 // 216 pairs
-	case "SASA":
-		return 1.827 // 127 pairs
-	}
-	return 1
 }

@@ -1,14 +1,25 @@
 package population
 
-import "testing"
+import (
+	"testing"
 
-func TestMainCity(t *testing.T) {
-	for cc, want := range map[string]string{"AU": "Sydney", "DE": "Frankfurt", "US": "Dallas", "JP": "Tokyo", "GB": "London"} {
-		if c, ok := MainCity(cc); !ok || c.Name != want || c.Country != cc {
-			t.Errorf("MainCity(%s) = %+v, %v; want %s", cc, c, ok, want)
+	"github.com/scout-discovery/scout/latency"
+)
+
+// TestMainCity_MostHubServers: the main city package latency stands a
+// country for is, among the country's cities, the one with the greatest hub
+// weight (the first listed on a tie), as the worlds place servers: the two
+// generated tables agree.
+func TestMainCity_MostHubServers(t *testing.T) {
+	want := map[string]latency.City{}
+	for _, c := range latency.Cities() {
+		if w, ok := want[c.Country]; !ok || hubWeight(c.Country, c.Name) > hubWeight(w.Country, w.Name) {
+			want[c.Country] = c
 		}
 	}
-	if _, ok := MainCity("XX"); ok {
-		t.Error("a city for XX")
+	for cc, w := range want {
+		if got, ok := latency.MainCity(cc); !ok || got != w {
+			t.Errorf("latency.MainCity(%s) = %+v, %v; want %+v", cc, got, ok, w)
+		}
 	}
 }

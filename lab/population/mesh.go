@@ -3,12 +3,14 @@ package population
 import (
 	"math"
 	"time"
+
+	"github.com/scout-discovery/scout/latency"
 )
 
 // CityMesh gives a measured city-to-city RTT in milliseconds (WonderProxy's
 // matrix, read at run time by package mesh: it is not shipped); ok is false
 // where the pair was not measured.
-type CityMesh func(a, b City) (ms float64, ok bool)
+type CityMesh func(a, b latency.City) (ms float64, ok bool)
 
 // MeshLatency is the latency mode whose city-to-city part is a measured
 // mesh instead of the fitted distance model: the RTT from a requester at
@@ -53,15 +55,15 @@ func (w *World) MeshRTTs(m MeshLatency, p Place) (rtts []time.Duration, fallback
 // CityRTT is m's city-to-city RTT from a to b: the mesh's where it measured
 // the pair, else the fitted model's CityRTT (no residual), with measured
 // false.
-func (m MeshLatency) CityRTT(a, b City) (d time.Duration, measured bool) {
+func (m MeshLatency) CityRTT(a, b latency.City) (d time.Duration, measured bool) {
 	if ms, ok := m.Mesh(a, b); ok && !math.IsNaN(ms) && ms >= 0 {
 		return time.Duration(ms * float64(time.Millisecond)), true
 	}
-	return CityRTT(a, b), false
+	return latency.CityRTT(a, b), false
 }
 
 // City returns the city server i sits in.
-func (w *World) City(i int) City {
+func (w *World) City(i int) latency.City {
 	s := w.Servers[i]
 	return w.cities[s.Country+"/"+s.City]
 }

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/scout-discovery/scout/latency"
 )
 
 func build(t *testing.T, g Game, n int, seed uint64) *World {
@@ -152,23 +154,6 @@ func TestMeasure_Slash8Rule(t *testing.T) {
 	}
 }
 
-func TestCityRTT_GrowsWithDistance(t *testing.T) {
-	pl := Places()
-	for _, k := range []string{"AU", "JP", "CH", "DE"} {
-		if _, ok := pl[k]; !ok {
-			t.Fatalf("no place %s", k)
-		}
-	}
-	mel, tok, zrh := pl["AU"].City, pl["JP"].City, pl["CH"].City
-	self, near, far := CityRTT(mel, mel), CityRTT(tok, mel), CityRTT(zrh, mel)
-	if !(self < near && near < far) {
-		t.Fatalf("Melbourne->Melbourne %v, Tokyo %v, Zurich %v: want increasing", self, near, far)
-	}
-	if far < 200*time.Millisecond || far > 400*time.Millisecond {
-		t.Fatalf("Melbourne-Zurich %v, want 200-400 ms (WonderProxy measured about 264 ms)", far)
-	}
-}
-
 func TestBuild_RefusesBadConfig(t *testing.T) {
 	for _, c := range []Config{
 		Fitted("quake", 10, 1),
@@ -213,7 +198,7 @@ func TestBuild_BigASesSitInHubs(t *testing.T) {
 	for k, as := range addrs {
 		cc := k[:2]
 		hubs := false
-		for _, c := range Cities() {
+		for _, c := range latency.Cities() {
 			hubs = hubs || c.Country == cc && hubWeight(cc, c.Name) > 0
 		}
 		if len(as) < calHubAddrs || !hubs {

@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"sort"
 	"time"
+
+	"github.com/scout-discovery/scout/latency"
 )
 
 // Game says which game a world is of; it sets the servers' first port.
@@ -124,7 +126,7 @@ type Server struct {
 type World struct {
 	Config  Config
 	Servers []Server
-	cities  map[string]City // by Country+"/"+Name
+	cities  map[string]latency.City // by Country+"/"+Name
 	latency Latency
 }
 
@@ -157,10 +159,10 @@ func Build(cfg Config) (*World, error) {
 	if cfg.Latency != nil {
 		lat = *cfg.Latency
 	}
-	w := &World{Config: cfg, cities: map[string]City{}, latency: lat}
-	byCountry := map[string][]City{}
+	w := &World{Config: cfg, cities: map[string]latency.City{}, latency: lat}
+	byCountry := map[string][]latency.City{}
 	hubCum := map[string][]float64{} // cumulative hub weights over byCountry[cc]
-	for _, c := range cityTable() {
+	for _, c := range latency.Cities() {
 		w.cities[c.Country+"/"+c.Name] = c
 		byCountry[c.Country] = append(byCountry[c.Country], c)
 	}
@@ -220,7 +222,7 @@ func Build(cfg Config) (*World, error) {
 				continue
 			}
 			as := all[ases[i]]
-			var city City
+			var city latency.City
 			if hc := hubCum[cc]; hc != nil && cfg.HubAddrs > 0 && len(addrs) >= cfg.HubAddrs {
 				city = byCountry[cc][pick(rng, hc)]
 			} else {

@@ -10,6 +10,7 @@ import (
 	"github.com/scout-discovery/scout/adaptive"
 	"github.com/scout-discovery/scout/lab/population"
 	"github.com/scout-discovery/scout/landmark"
+	"github.com/scout-discovery/scout/latency"
 )
 
 // MeshSpec runs a row in the mesh latency mode (population.MeshLatency:
@@ -24,7 +25,7 @@ type MeshSpec struct {
 // measured every server it lists, and the planner's constants.
 type LandmarkSet struct {
 	Name   string // the variant's name in the row, e.g. "landmarks-3"
-	Cities []population.City
+	Cities []latency.City
 	Params landmark.PlanParams
 	// Unmeasured is the share of servers no landmark has measured yet
 	// (drawn per server from the seed), left to Armitage's planner.
@@ -69,7 +70,7 @@ func landmarkVectors(w *population.World, ml population.MeshLatency, place popul
 		slices.Sort(xs[:])
 		return float64(xs[MeasureSamples/2]) / float64(time.Millisecond)
 	}
-	cityRTT := func(a, b population.City) time.Duration {
+	cityRTT := func(a, b latency.City) time.Duration {
 		d, _ := ml.CityRTT(a, b)
 		return d
 	}
@@ -142,7 +143,7 @@ func byRegion(w *population.World, r *Result, in Input) (missed, wasted map[stri
 	}
 	for _, p := range r.Trace {
 		if in.RTTs[p.Index] >= in.Playable {
-			wasted[population.Region(w.Servers[p.Index].Country)]++
+			wasted[latency.Region(w.Servers[p.Index].Country)]++
 		}
 		if p.Answered && p.Done <= end {
 			found[p.Index] = true
@@ -150,7 +151,7 @@ func byRegion(w *population.World, r *Result, in Input) (missed, wasted map[stri
 	}
 	for i, d := range in.RTTs {
 		if d < in.Playable && !silent(in.Seed, i, in.Pacing.Loss) && !found[i] {
-			missed[population.Region(w.Servers[i].Country)]++
+			missed[latency.Region(w.Servers[i].Country)]++
 		}
 	}
 	return missed, wasted

@@ -10,18 +10,19 @@ import (
 	"github.com/scout-discovery/scout/lab/mesh"
 	"github.com/scout-discovery/scout/lab/population"
 	"github.com/scout-discovery/scout/landmark"
+	"github.com/scout-discovery/scout/latency"
 )
 
 // kmMesh is a metric mesh: 1 ms per 100 km of great circle.
-func kmMesh(a, b population.City) (float64, bool) {
-	return population.GreatCircleKm(a.Lat, a.Lon, b.Lat, b.Lon) / 100, true
+func kmMesh(a, b latency.City) (float64, bool) {
+	return latency.GreatCircleKm(a.Lat, a.Lon, b.Lat, b.Lon) / 100, true
 }
 
-func cities(t *testing.T, names ...string) []population.City {
+func cities(t *testing.T, names ...string) []latency.City {
 	t.Helper()
-	var out []population.City
+	var out []latency.City
 	for _, n := range names {
-		for _, c := range population.Cities() {
+		for _, c := range latency.Cities() {
 			if c.Name == n {
 				out = append(out, c)
 				break
@@ -107,7 +108,7 @@ func TestMeshRTTs_OffsetsAreTheServers(t *testing.T) {
 			t.Errorf("per-path %v: %d of %d servers' offsets differ between requesters", perPath, differ, len(ra))
 		}
 	}
-	ml := population.MeshLatency{Mesh: func(a, b population.City) (float64, bool) { return math.NaN(), false }}
+	ml := population.MeshLatency{Mesh: func(a, b latency.City) (float64, bool) { return math.NaN(), false }}
 	if _, fb := w.MeshRTTs(ml, a); fb != len(w.Servers) {
 		t.Errorf("empty mesh: %d fallbacks of %d", fb, len(w.Servers))
 	}
@@ -125,7 +126,7 @@ func TestSimulate_RealMesh(t *testing.T) {
 	for i, c := range m.Cities {
 		idx[c.Country+"/"+c.Name] = i
 	}
-	real := func(a, b population.City) (float64, bool) {
+	real := func(a, b latency.City) (float64, bool) {
 		i, ok1 := idx[a.Country+"/"+a.Name]
 		j, ok2 := idx[b.Country+"/"+b.Name]
 		if !ok1 || !ok2 {

@@ -80,7 +80,7 @@ type Outcome struct {
 	Initial      int     `json:"initial_probes,omitempty"`
 	// Missed and Wasted, for the landmark strategies: the playable servers
 	// not found by the stop, and the unplayable servers probed, by the
-	// server's region (population.Region).
+	// server's region (latency.Region).
 	Missed map[string]int `json:"missed_by_region,omitempty"`
 	Wasted map[string]int `json:"unplayable_probed_by_region,omitempty"`
 }

@@ -4,7 +4,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/scout-discovery/scout/lab/population"
+	"github.com/scout-discovery/scout/latency"
 )
 
 func zipfWeights(s, q float64, k int) []float64 {
@@ -85,5 +85,5 @@ func median(v []float64) float64 {
 }
 
 func haversineKm(lat1, lon1, lat2, lon2 float64) float64 {
-	return population.GreatCircleKm(lat1, lon1, lat2, lon2)
+	return latency.GreatCircleKm(lat1, lon1, lat2, lon2)
 }

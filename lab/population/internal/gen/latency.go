@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/scout-discovery/scout/lab/population"
+	"github.com/scout-discovery/scout/latency"
 )
 
 // regionFactor is the fitted factor f of the region pair of countries a and
@@ -25,13 +25,16 @@ func regionFactor(f map[string]float64, a, b string) float64 {
 	return 1
 }
 
-// region is the latency model's region of a country (population.Region).
-func region(cc string) string { return population.Region(cc) }
+// region is the latency model's region of a country (latency.Region).
+func region(cc string) string { return latency.Region(cc) }
 
 // fitLatency fits RTT = (a + b*d*f[region pair]) * exp(e) to the
 // WonderProxy full mesh (d great-circle km, e the residual) and the per-ping
-// spread mdev = j0 + j1*RTT, and writes the fitted constants.
-func fitLatency(w *strings.Builder, p func(string) string, cities []city, byID map[int]int) error {
+// spread mdev = j0 + j1*RTT. It writes to model what package latency
+// compiles (a, b and f: the model without its residual) and to w what
+// population compiles (the residual, per client city and region, and the
+// jitter).
+func fitLatency(model, w *strings.Builder, p func(string) string, cities []city, byID map[int]int) error {
 	rows, err := readCSV(p("wonderproxy_pings-2020-07-19-2020-07-20-grouped.csv.gz"))
 	if err != nil {
 		return err
@@ -102,8 +105,10 @@ func fitLatency(w *strings.Builder, p func(string) string, cities []city, byID m
 	sigma := 1.4826 * median(dev)
 	j0, j1 := linFit(mx, my)
 	log.Printf("latency: a=%.2f ms, b=%.5f ms/km, sigma=%.3f, jitter %.2f+%.4f*rtt, %d pairs", a, b, sigma, j0, j1, len(ps))
-	fmt.Fprintf(w, "// The latency model, fitted to %d ordered city pairs of the WonderProxy\n// full mesh of 19-20 July 2020 (mean of hourly 30-ping averages):\n// RTT = (fitBaseMs + fitMsPerKm*km*regionFactor) * exp(e), e ~ N(%.3f, fitSigma)\n// with fitSigma from the residuals' median absolute deviation; the spread of\n// single pings is mdev = fitJitterMs + fitJitterPerMs*RTT.\n", len(ps), med)
-	fmt.Fprintf(w, "const (\n\tfitBaseMs = %.3f\n\tfitMsPerKm = %.6f\n\tfitResidualMedian = %.4f\n\tfitSigma = %.4f\n\tfitJitterMs = %.3f\n\tfitJitterPerMs = %.5f\n)\n\n", a, b, med, sigma, j0, j1)
+	fmt.Fprintf(model, "// The latency model, fitted to %d ordered city pairs of the WonderProxy\n// full mesh of 19-20 July 2020 (mean of hourly 30-ping averages):\n// RTT = (fitBaseMs + fitMsPerKm*km*regionFactor) * exp(e), with e a city\n// pair's residual, which CityRTT leaves out (the lab's population package\n// models it).\n", len(ps))
+	fmt.Fprintf(model, "const (\n\tfitBaseMs = %.3f\n\tfitMsPerKm = %.6f\n)\n\n", a, b)
+	fmt.Fprintf(w, "// The latency model's residual and jitter, fitted to the %d ordered city\n// pairs of the WonderProxy full mesh that package latency's model is fitted\n// to: RTT = latency.CityRTT * exp(e), e ~ N(%.3f, fitSigma) with fitSigma\n// from the residuals' median absolute deviation; the spread of single pings\n// is mdev = fitJitterMs + fitJitterPerMs*RTT.\n", len(ps), med)
+	fmt.Fprintf(w, "const (\n\tfitResidualMedian = %.4f\n\tfitSigma = %.4f\n\tfitJitterMs = %.3f\n\tfitJitterPerMs = %.5f\n)\n\n", med, sigma, j0, j1)
 	// Cross-check against the derived per-country medians from the four
 	// vantage points (not used in the fit).
 	vrows, err := readCSV(p("derived_wonderproxy_country_rtt_from_vantage.csv"))
@@ -231,10 +236,10 @@ func fitLatency(w *strings.Builder, p func(string) string, cities []city, byID m
 			100*median(before), 100*before[len(before)*9/10], 100*median(after), 100*after[len(after)*9/10])
 	}
 	w.WriteString("\t}\n\treturn 0, 0, false\n}\n\n")
-	w.WriteString("// regionFactor is the median ratio of measured to fitted distance delay per\n// pair of regions (AF, AS, EU, NA, OC, SA), 1 where WonderProxy has no pair.\nfunc regionFactor(a, b string) float64 {\n\tif a > b {\n\t\ta, b = b, a\n\t}\n\tswitch a + b {\n")
+	model.WriteString("// regionFactor is the median ratio of measured to fitted distance delay per\n// pair of regions (AF, AS, EU, NA, OC, SA), 1 where WonderProxy has no pair.\nfunc regionFactor(a, b string) float64 {\n\tif a > b {\n\t\ta, b = b, a\n\t}\n\tswitch a + b {\n")
 	for _, k := range keys {
-		fmt.Fprintf(w, "\tcase %q:\n\t\treturn %.3f // %d pairs\n", k, f[k], len(fs[k]))
+		fmt.Fprintf(model, "\tcase %q:\n\t\treturn %.3f // %d pairs\n", k, f[k], len(fs[k]))
 	}
-	w.WriteString("\t}\n\treturn 1\n}\n\n")
+	model.WriteString("\t}\n\treturn 1\n}\n\n")
 	return nil
 }

@@ -19,8 +19,9 @@ import (
 // origin ASes) and to Table 2's country counts, and writes to w the hosting
 // hubs (hubWeight), the lists' measured concentration and the laws fitted
 // to it, the country order (countryRank, then by space, the routed space of
-// each country of known) and the country mix.
-func fitServerLists(w *strings.Builder, p func(string) string, cities []city, g *geolite, known map[string]bool, space map[string]float64) error {
+// each country of known) and the country mix; and to model each country's
+// main city (latency.MainCity), the one of its hubs with the most servers.
+func fitServerLists(model, w *strings.Builder, p func(string) string, cities []city, g *geolite, known map[string]bool, space map[string]float64) error {
 	p14, err := loadPyASN(p("ipasn_20140513.dat.gz"))
 	if err != nil {
 		return err
@@ -97,6 +98,7 @@ func fitServerLists(w *strings.Builder, p func(string) string, cities []city, g 
 	}
 	hw.WriteString("\t}\n\treturn 0\n}\n\n")
 	w.WriteString(hw.String())
+	writeMainCities(model, cities, hub)
 
 	var qwIPs []netip.Addr
 	for k := range qwm {
@@ -211,4 +213,27 @@ func fitServerLists(w *strings.Builder, p func(string) string, cities []city, g 
 	fmt.Fprintf(w, "// The country mix: weight (rank+fitCountryQ)^-fitCountryZipf over the\n// first fitCountries of countryRank, fitted to the top country's pooled\n// share of the real lists (%.1f%%; fitted %.1f%%) and so that worlds of\n// SizeET and SizeCSS servers hold %.1f and %.1f countries on average\n// (Table 2: 50-52 and 69-71).\nconst (\n\tfitCountryZipf = %.2f\n\tfitCountryQ = %.2f\n\tfitCountries = %d\n)\n",
 		100*top, 100*best.top, best.et, best.css, best.s, best.q, best.k)
 	return nil
+}
+
+// writeMainCities writes mainCityName: for each country, the city of cities
+// with the greatest hub weight, the first listed on a tie or when none has
+// any.
+func writeMainCities(w *strings.Builder, cities []city, hub map[[2]string]int) {
+	main, best := map[string]string{}, map[string]int{}
+	var ccs []string
+	for _, c := range cities {
+		n := hub[[2]string{c.cc, c.name}]
+		if _, ok := main[c.cc]; !ok {
+			ccs = append(ccs, c.cc)
+		} else if n <= best[c.cc] {
+			continue
+		}
+		main[c.cc], best[c.cc] = c.name, n
+	}
+	sort.Strings(ccs)
+	w.WriteString("// mainCityName is the city the model stands a country for: the one of its\n// WonderProxy cities nearest which most of the country's servers in the\n// QuakeWorld list sit (vikpe/qw-servers-geoip, its own city coordinates;\n// the lab's population package calls that the hub weight), the first\n// listed on a tie or when none hosts any; \"\" for a country without a\n// city.\nfunc mainCityName(cc string) string {\n\tswitch cc {\n")
+	for _, cc := range ccs {
+		fmt.Fprintf(w, "\tcase %q:\n\t\treturn %q\n", cc, main[cc])
+	}
+	w.WriteString("\t}\n\treturn \"\"\n}\n")
 }

@@ -16,7 +16,7 @@
 //     WonderProxy city of its country nearest its own coordinates;
 //   - SCUM (opengsq, 2024-02-05, 7,519 entries): each address's country from
 //     GeoLite Country 2019-12-24, at the country's main city
-//     (population.MainCity); per distinct address and per entry (port).
+//     (latency.MainCity); per distinct address and per entry (port).
 //
 // The worlds are scout sim --mesh's: population.FittedVantage worlds of
 // 2,800 (ET) and 22,000 (CS:S) servers with World.MeshRTTs, the RTTs the
@@ -44,6 +44,7 @@ import (
 
 	"github.com/scout-discovery/scout/lab/mesh"
 	"github.com/scout-discovery/scout/lab/population"
+	"github.com/scout-discovery/scout/latency"
 )
 
 const playable = 200 * time.Millisecond
@@ -52,7 +53,7 @@ var clients = []string{"AU", "JP", "CH", "DE"}
 
 // site is one server of a real list: where it sits and its region.
 type site struct {
-	city   population.City
+	city   latency.City
 	region string
 }
 
@@ -69,7 +70,7 @@ func main() {
 	for i, c := range m.Cities {
 		idx[c.Country+"/"+c.Name] = i
 	}
-	ml := population.MeshLatency{Mesh: func(a, b population.City) (float64, bool) {
+	ml := population.MeshLatency{Mesh: func(a, b latency.City) (float64, bool) {
 		i, ok1 := idx[a.Country+"/"+a.Name]
 		j, ok2 := idx[b.Country+"/"+b.Name]
 		if !ok1 || !ok2 {
@@ -116,7 +117,7 @@ func main() {
 
 	au := population.Places()["AU"]
 	var reach []string
-	for _, c := range population.Cities() {
+	for _, c := range latency.Cities() {
 		if d, _ := ml.CityRTT(au.City, c); c.Country == "US" && au.Access+d+offsets < playable {
 			reach = append(reach, c.Name)
 		}
@@ -124,7 +125,7 @@ func main() {
 	jp := population.Places()["JP"]
 	var usFar []string
 	var us int
-	for _, c := range population.Cities() {
+	for _, c := range latency.Cities() {
 		if c.Country != "US" {
 			continue
 		}
@@ -160,7 +161,7 @@ func main() {
 			line := fmt.Sprintf("%-3s seed %2d:", g.game, s)
 			rs := make([]string, len(w.Servers))
 			for i, sv := range w.Servers {
-				rs[i] = population.Region(sv.Country)
+				rs[i] = latency.Region(sv.Country)
 			}
 			for _, k := range clients[:2] {
 				rtts, _ := w.MeshRTTs(ml, population.Places()[k])
@@ -233,14 +234,14 @@ func quakeWorld(path string) ([]site, error) {
 		if len(v.Coords) != 2 {
 			continue
 		}
-		best, bd := population.City{}, math.Inf(1)
-		for _, c := range population.Cities() {
-			if d := population.GreatCircleKm(v.Coords[0], v.Coords[1], c.Lat, c.Lon); c.Country == v.CC && d < bd {
+		best, bd := latency.City{}, math.Inf(1)
+		for _, c := range latency.Cities() {
+			if d := latency.GreatCircleKm(v.Coords[0], v.Coords[1], c.Lat, c.Lon); c.Country == v.CC && d < bd {
 				best, bd = c, d
 			}
 		}
 		if !math.IsInf(bd, 1) {
-			out = append(out, site{best, population.Region(v.CC)})
+			out = append(out, site{best, latency.Region(v.CC)})
 		}
 	}
 	return out, nil
@@ -304,11 +305,11 @@ func scum(dir string) (perAddr, perEntry []site, err error) {
 			continue // the header
 		}
 		cc := country(a)
-		c, ok := population.MainCity(cc)
+		c, ok := latency.MainCity(cc)
 		if !ok {
 			continue // not found, EU, or a country without a city
 		}
-		st := site{c, population.Region(cc)}
+		st := site{c, latency.Region(cc)}
 		perEntry = append(perEntry, st)
 		if !seen[a] {
 			seen[a] = true
