@@ -22,7 +22,7 @@
 //	PREFIX history:D  hash per UTC day D (days since the Unix epoch):
 //	                  field = server address, value = its player counts
 //	                  of that day (package web's day chunk, one byte per
-//	                  5-minute slot); expires when web.History stops
+//	                  5-minute slot); expires when history.History stops
 //	                  keeping the day (history.go)
 //	PREFIX rtts       hash: landmark RTTs, one per server and landmark
 //	PREFIX landmarks  hash: the live landmarks' descriptions (landmarks.go)

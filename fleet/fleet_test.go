@@ -167,7 +167,7 @@ func TestFleet_ReprobeShareMovesWhenAnInstanceDies(t *testing.T) {
 	places := []string{"Frankfurt", "NewYork", "Tokyo"}
 	for i := range 3 {
 		fc := fastConfig(r.URL(), fmt.Sprint("i", i))
-		fc.Landmark = &web.Landmark{Place: places[i]}
+		fc.Landmark = &master.Landmark{Place: places[i]}
 		ins = append(ins, startInstance(t, fc, period))
 	}
 	if !waitFor(patience(t), func() bool {

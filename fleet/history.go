@@ -9,20 +9,20 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/scout-discovery/scout/history"
 	"github.com/scout-discovery/scout/master"
-	"github.com/scout-discovery/scout/web"
 )
 
 // The player history (package web's day chunks) is kept in Redis, one
 // hash per UTC day:
 //
 //	PREFIX history:DAY  hash: field = server address, value = the day's
-//	                    web.SlotsPerDay counts, one byte per slot
-//	                    (web.NoSample where none), expiring at the end of
-//	                    the last day web.History keeps it
-//	                    (DAY + web.RetentionDays, in days since the epoch)
+//	                    history.SlotsPerDay counts, one byte per slot
+//	                    (history.NoSample where none), expiring at the end of
+//	                    the last day history.History keeps it
+//	                    (DAY + history.RetentionDays, in days since the epoch)
 //
-// so it is bounded by the servers × web.RetentionDays and every instance
+// so it is bounded by the servers × history.RetentionDays and every instance
 // serves the same history page, and a restarted instance (or a new one)
 // reads it back. Every instance records every server's samples (its own
 // verifications and the others', which it applies); each writes those of
@@ -54,7 +54,7 @@ return (#ARGV - 1) / 2`
 // (histScript) merges. Redis runs one script at a time and nothing else
 // meanwhile, so a call must stay short: the verifications' scripts of
 // every instance wait behind it. At most 64 days (64 HGET and HSET of
-// web.SlotsPerDay bytes, a merge per run of samples) is well under a
+// history.SlotsPerDay bytes, a merge per run of samples) is well under a
 // millisecond; a call of 1,000 (PageSize, before) took 37-88 ms in the
 // 1,000,000-server fleet benchmark's SLOWLOG.
 const HistoryBatch = 64
@@ -72,9 +72,9 @@ func (n *Node) histKey(day int32) string {
 }
 
 // histExpiry is when day's hash expires: once no instance's History
-// keeps day (web.KeepFrom is past it).
+// keeps day (history.KeepFrom is past it).
 func histExpiry(day int32) int64 {
-	return (int64(day) + web.RetentionDays) * 86400
+	return (int64(day) + history.RetentionDays) * 86400
 }
 
 // SaveHistory writes the days of servers that are this instance's share
@@ -87,7 +87,7 @@ func histExpiry(day int32) int64 {
 // nothing is known to be written (some may be: a merge written twice is
 // the same): the caller gives the days back to its History (Redirty)
 // and tries again.
-func (n *Node) SaveHistory(ctx context.Context, days []web.Day) (int, error) {
+func (n *Node) SaveHistory(ctx context.Context, days []history.Day) (int, error) {
 	n.mu.Lock()
 	share := master.NewRendezvous(n.cfg.ID, n.live)
 	n.mu.Unlock()
@@ -153,7 +153,7 @@ func (n *Node) writeHistory(ctx context.Context, byDay map[int32][]any) error {
 // LoadHistory reads the days from first to last (days since the Unix
 // epoch) of every server, in pages of PageSize (HSCAN). A value of the
 // wrong length is skipped and counted in corrupt.
-func (n *Node) LoadHistory(ctx context.Context, first, last int32) (days []web.Day, corrupt int, err error) {
+func (n *Node) LoadHistory(ctx context.Context, first, last int32) (days []history.Day, corrupt int, err error) {
 	for day := first; day <= last; day++ {
 		key := n.histKey(day)
 		var cursor uint64
@@ -167,11 +167,11 @@ func (n *Node) LoadHistory(ctx context.Context, first, last int32) (days []web.D
 			}
 			for i := 0; i+1 < len(kv); i += 2 {
 				a, err := netip.ParseAddrPort(kv[i])
-				if err != nil || len(kv[i+1]) != web.SlotsPerDay {
+				if err != nil || len(kv[i+1]) != history.SlotsPerDay {
 					corrupt++
 					continue
 				}
-				d := web.Day{Addr: a, Day: day}
+				d := history.Day{Addr: a, Day: day}
 				copy(d.Counts[:], kv[i+1])
 				days = append(days, d)
 			}

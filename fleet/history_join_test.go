@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/game"
+	"github.com/scout-discovery/scout/history"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/masterd"
-	"github.com/scout-discovery/scout/web"
 )
 
 // A history write of many servers is split into script calls of at most
@@ -28,16 +28,16 @@ func TestFleet_HistoryWritesInBoundedBatches(t *testing.T) {
 	if err := n.loadScripts(ctx); err != nil {
 		t.Fatal(err)
 	}
-	day := web.KeepFrom(time.Now()) + web.RetentionDays - 1
+	day := history.KeepFrom(time.Now()) + history.RetentionDays - 1
 	const servers = 2*HistoryBatch + 1
-	days := make([]web.Day, servers)
+	days := make([]history.Day, servers)
 	for i := range days {
 		d := &days[i]
 		d.Addr, d.Day = netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(i)}), 27960), day
 		for j := range d.Counts {
-			d.Counts[j] = web.NoSample
+			d.Counts[j] = history.NoSample
 		}
-		d.Counts[i%web.SlotsPerDay] = uint8(i % 100)
+		d.Counts[i%history.SlotsPerDay] = uint8(i % 100)
 	}
 	before := commandCalls(t, r)["evalsha"]
 	if w, err := n.SaveHistory(ctx, days); err != nil || w != servers {
@@ -48,8 +48,8 @@ func TestFleet_HistoryWritesInBoundedBatches(t *testing.T) {
 	}
 	// A second sample of every server keeps the first (the merge).
 	for i := range days {
-		days[i].Counts[(i+1)%web.SlotsPerDay] = 7
-		days[i].Counts[i%web.SlotsPerDay] = web.NoSample
+		days[i].Counts[(i+1)%history.SlotsPerDay] = 7
+		days[i].Counts[i%history.SlotsPerDay] = history.NoSample
 	}
 	if _, err := n.SaveHistory(ctx, days); err != nil {
 		t.Fatal(err)
@@ -62,13 +62,13 @@ func TestFleet_HistoryWritesInBoundedBatches(t *testing.T) {
 		i := int(d.Addr.Addr().As4()[3])
 		samples := 0
 		for _, c := range d.Counts {
-			if c != web.NoSample {
+			if c != history.NoSample {
 				samples++
 			}
 		}
-		if d.Counts[i%web.SlotsPerDay] != uint8(i%100) || d.Counts[(i+1)%web.SlotsPerDay] != 7 || samples != 2 {
-			t.Errorf("%v: slots %d, %d = %d, %d (%d samples); want %d, 7 (2)", d.Addr, i%web.SlotsPerDay, (i+1)%web.SlotsPerDay,
-				d.Counts[i%web.SlotsPerDay], d.Counts[(i+1)%web.SlotsPerDay], samples, i%100)
+		if d.Counts[i%history.SlotsPerDay] != uint8(i%100) || d.Counts[(i+1)%history.SlotsPerDay] != 7 || samples != 2 {
+			t.Errorf("%v: slots %d, %d = %d, %d (%d samples); want %d, 7 (2)", d.Addr, i%history.SlotsPerDay, (i+1)%history.SlotsPerDay,
+				d.Counts[i%history.SlotsPerDay], d.Counts[(i+1)%history.SlotsPerDay], samples, i%100)
 		}
 	}
 }
@@ -76,7 +76,7 @@ func TestFleet_HistoryWritesInBoundedBatches(t *testing.T) {
 // The records an instance reads when it joins feed its history (their
 // last verification's player count), but they are not changes for it to
 // write back to Redis: the instance that verified each wrote it. Written
-// again, they were up to web.MaxHistoryServers servers' days at every
+// again, they were up to history.MaxServers servers' days at every
 // join, scripts that held Redis for seconds (the 1,000,000-server fleet
 // benchmark's SLOWLOG) while the fleet's verifications waited.
 func TestFleet_JoinWritesNoHistoryBack(t *testing.T) {
@@ -114,7 +114,7 @@ func TestFleet_JoinWritesNoHistoryBack(t *testing.T) {
 		t.Fatalf("joined with %d servers listed, want %d", n, len(addrs))
 	}
 	for i, a := range addrs {
-		if got := m.History.Recent(a, web.SlotOf(now)+1, 1); len(got) != 1 || got[0] != i+1 {
+		if got := m.History.Recent(a, history.SlotOf(now)+1, 1); len(got) != 1 || got[0] != i+1 {
 			t.Errorf("%v: recent players %v after the join, want [%d]", a, got, i+1)
 		}
 	}
@@ -124,7 +124,7 @@ func TestFleet_JoinWritesNoHistoryBack(t *testing.T) {
 }
 
 // BenchmarkFleet_HistoryWriteAfterJoin: one SaveHistory of
-// web.MaxHistoryServers servers' day with one sample each (what every
+// history.MaxServers servers' day with one sample each (what every
 // joining instance wrote back before the join stopped marking its records
 // changed) into a real redis-server that holds an earlier sample of each.
 // Reported: the write's wall time, the script calls and round trips, and Redis's own
@@ -140,19 +140,19 @@ func BenchmarkFleet_HistoryWriteAfterJoin(b *testing.B) {
 	defer n.rdb.Close()
 	ctx := context.Background()
 	rc := r.client(b)
-	day := web.KeepFrom(time.Now()) + web.RetentionDays - 1
-	days := make([]web.Day, web.MaxHistoryServers)
+	day := history.KeepFrom(time.Now()) + history.RetentionDays - 1
+	days := make([]history.Day, history.MaxServers)
 	for i := range days {
 		d := &days[i]
 		d.Addr, d.Day = netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), 27960), day
 		for j := range d.Counts {
-			d.Counts[j] = web.NoSample
+			d.Counts[j] = history.NoSample
 		}
 	}
 	var wall time.Duration
 	for i := 0; b.Loop(); i++ {
 		for j := range days {
-			days[j].Counts[i%web.SlotsPerDay] = uint8(j % 17)
+			days[j].Counts[i%history.SlotsPerDay] = uint8(j % 17)
 		}
 		if err := rc.ConfigResetStat(ctx).Err(); err != nil {
 			b.Fatal(err)

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scout-discovery/scout/history"
 	"github.com/scout-discovery/scout/masterd"
-	"github.com/scout-discovery/scout/web"
 )
 
 var _ masterd.HistoryFleet = (*Node)(nil)
@@ -28,17 +28,17 @@ func TestFleet_HistoryWriteMerges(t *testing.T) {
 	defer n.rdb.Close()
 	ctx := context.Background()
 	a := netip.MustParseAddrPort("198.51.100.7:27960")
-	day := web.KeepFrom(time.Now()) + web.RetentionDays - 1 // today
-	blank := web.Day{Addr: a, Day: day}
+	day := history.KeepFrom(time.Now()) + history.RetentionDays - 1 // today
+	blank := history.Day{Addr: a, Day: day}
 	for i := range blank.Counts {
-		blank.Counts[i] = web.NoSample
+		blank.Counts[i] = history.NoSample
 	}
 	first, second := blank, blank
 	first.Counts[0], first.Counts[1] = 3, 4
 	second.Counts[1], second.Counts[200] = 5, 6
-	for _, d := range []web.Day{first, second} {
+	for _, d := range []history.Day{first, second} {
 		// The scripts are not loaded: the first write loads them.
-		if w, err := n.SaveHistory(ctx, []web.Day{d}); err != nil || w != 1 {
+		if w, err := n.SaveHistory(ctx, []history.Day{d}); err != nil || w != 1 {
 			t.Fatalf("SaveHistory = %d, %v", w, err)
 		}
 	}
@@ -55,7 +55,7 @@ func TestFleet_HistoryWriteMerges(t *testing.T) {
 	if want := time.Duration(histExpiry(day)) * time.Second; err != nil || exp != want {
 		t.Errorf("expiry %v, %v; want %v (the end of the last day kept)", exp, err, want)
 	}
-	if last := int32(histExpiry(day)/86400) - 1; web.KeepFrom(time.Unix(histExpiry(day)-1, 0)) != day || web.KeepFrom(time.Unix(histExpiry(day), 0)) != day+1 || last != day+web.RetentionDays-1 {
+	if last := int32(histExpiry(day)/86400) - 1; history.KeepFrom(time.Unix(histExpiry(day)-1, 0)) != day || history.KeepFrom(time.Unix(histExpiry(day), 0)) != day+1 || last != day+history.RetentionDays-1 {
 		t.Errorf("expiry %d is not the first instant History stops keeping day %d", histExpiry(day), day)
 	}
 }
@@ -77,7 +77,7 @@ func TestFleet_HistorySharedAndKeptAcrossRestart(t *testing.T) {
 	if !waitFor(10*time.Second, func() bool { return a.listed() == len(servers) && b.listed() == len(servers) }) {
 		t.Fatalf("listed %d and %d of %d", a.listed(), b.listed(), len(servers))
 	}
-	day := web.KeepFrom(time.Now()) + web.RetentionDays - 1
+	day := history.KeepFrom(time.Now()) + history.RetentionDays - 1
 	rc := r.client(t)
 	ctx := context.Background()
 	if !waitFor(10*time.Second, func() bool { n, _ := rc.HLen(ctx, a.node.histKey(day)).Result(); return n == int64(len(servers)) }) {
@@ -94,7 +94,7 @@ func TestFleet_HistorySharedAndKeptAcrossRestart(t *testing.T) {
 	recent := func(in *instance) []string {
 		var out []string
 		for _, g := range servers {
-			out = append(out, fmt.Sprint(in.m.History.Recent(g.addr, web.SlotOf(time.Now())+1, 3)))
+			out = append(out, fmt.Sprint(in.m.History.Recent(g.addr, history.SlotOf(time.Now())+1, 3)))
 		}
 		return out
 	}
@@ -119,7 +119,7 @@ func TestFleet_HistorySharedAndKeptAcrossRestart(t *testing.T) {
 	if rc := recent(c); !slices.Equal(rc, ra) {
 		t.Errorf("a restarted instance reads back\n%v\nwant\n%v", rc, ra)
 	}
-	slot := web.SlotOf(hourAgo)
+	slot := history.SlotOf(hourAgo)
 	for i, g := range servers {
 		if p := c.m.History.Points(g.addr, slot, slot+1); len(p) != 1 || p[0].Players != 100+i {
 			t.Errorf("%v an hour ago: %v, want %d players", g.addr, p, 100+i)
@@ -148,7 +148,7 @@ func TestFleet_Kill9KeepsHistory(t *testing.T) {
 		t.Fatalf("%d of %d listed (%v)", got, n, err)
 	}
 	listed := time.Now()
-	key := DefaultPrefix + "history:" + fmt.Sprint(web.KeepFrom(listed)+web.RetentionDays-1)
+	key := DefaultPrefix + "history:" + fmt.Sprint(history.KeepFrom(listed)+history.RetentionDays-1)
 	rc := r.client(t)
 	ctx := context.Background()
 	if !waitFor(10*time.Second, func() bool { return rc.HLen(ctx, key).Val() == n }) {

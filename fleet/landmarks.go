@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/master"
-	"github.com/scout-discovery/scout/web"
 )
 
 // Landmarks (issue 13). Each instance with Config.Landmark is one landmark,
@@ -24,7 +23,7 @@ import (
 //	                  its last sample was taken, Unix ms; one small record
 //	                  per server per landmark
 //	PREFIX landmarks  hash: field = instance id, value = its description
-//	                  (web.Landmark as JSON), while it is live
+//	                  (master.Landmark as JSON), while it is live
 //
 // The RTT goes with the write of each verification the instance makes
 // (the put script: one more HSET, and two more fields in its stream
@@ -162,7 +161,7 @@ func (n *Node) description() string {
 	}
 	n.mu.Unlock()
 	if n.reg != nil {
-		lm.RTTs = web.MeshJSON(n.reg.Mesh().Own())
+		lm.RTTs = master.MeshJSON(n.reg.Mesh().Own())
 	}
 	b, err := json.Marshal(lm)
 	if err != nil {
@@ -173,7 +172,7 @@ func (n *Node) description() string {
 
 // parseBeat reads the beat script's answer: the live instances and the
 // descriptions of the other live landmarks.
-func (n *Node) parseBeat(res []any) (live []string, peers []web.Landmark) {
+func (n *Node) parseBeat(res []any) (live []string, peers []master.Landmark) {
 	if len(res) < 2 {
 		return nil, nil
 	}
@@ -189,13 +188,13 @@ func (n *Node) parseBeat(res []any) (live []string, peers []web.Landmark) {
 			continue
 		}
 		d, _ := descs[i].(string)
-		var lm web.Landmark
+		var lm master.Landmark
 		if d == "" || json.Unmarshal([]byte(d), &lm) != nil || lm.ID != id {
 			continue
 		}
 		peers = append(peers, lm)
 	}
-	slices.SortFunc(peers, func(a, b web.Landmark) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(peers, func(a, b master.Landmark) int { return strings.Compare(a.ID, b.ID) })
 	return live, peers
 }
 
@@ -225,7 +224,7 @@ func (n *Node) SetLandmarkAddress(a netip.AddrPort) {
 // meshPeers gives the registry's landmark mesh (master.Mesh) the other
 // live landmarks of the last beat: those with an address to ping, and
 // the rows of RTTs each published.
-func (n *Node) meshPeers(peers []web.Landmark) {
+func (n *Node) meshPeers(peers []master.Landmark) {
 	if n.cfg.Landmark == nil || n.reg == nil {
 		return
 	}
@@ -243,7 +242,7 @@ func (n *Node) meshPeers(peers []web.Landmark) {
 
 // Landmarks returns the descriptions of the fleet's other live landmarks,
 // as of the last beat (web.Config.Peers).
-func (n *Node) Landmarks() []web.Landmark {
+func (n *Node) Landmarks() []master.Landmark {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return slices.Clone(n.peers)

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/master"
-	"github.com/scout-discovery/scout/web"
 )
 
 // A landmark's RTT costs no Redis round trip: each verification is still
@@ -15,7 +14,7 @@ import (
 func TestFleet_LandmarkRTTOps(t *testing.T) {
 	r := startRedis(t)
 	fc := fastConfig(r.URL(), "lm")
-	fc.Landmark = &web.Landmark{Place: "Frankfurt"}
+	fc.Landmark = &master.Landmark{Place: "Frankfurt"}
 	a := startInstance(t, fc, 0)
 	rc := r.client(t)
 	ctx := context.Background()

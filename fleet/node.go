@@ -17,7 +17,6 @@ import (
 
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/master/store"
-	"github.com/scout-discovery/scout/web"
 )
 
 // Defaults of Config.
@@ -81,7 +80,7 @@ type Config struct {
 	// (landmarks.go): its RTT to each server it verifies is shared with
 	// the verification's write, and its description with its beat. Its
 	// ID must be the instance's (New sets an empty one to it).
-	Landmark *web.Landmark
+	Landmark *master.Landmark
 }
 
 // op is a queued write: the latest state of one address.
@@ -123,9 +122,9 @@ type Node struct {
 	queue   map[netip.AddrPort]op
 	writing int // writes taken from queue by a pipeline not yet done
 	live    []string
-	peers   []web.Landmark // the other live landmarks' descriptions
-	lmAddr  string         // this landmark's address, if its description had none (SetLandmarkAddress)
-	downAt  time.Time      // when Redis became unreachable; zero while up
+	peers   []master.Landmark // the other live landmarks' descriptions
+	lmAddr  string            // this landmark's address, if its description had none (SetLandmarkAddress)
+	downAt  time.Time         // when Redis became unreachable; zero while up
 	// beatEpoch is the registry's epoch as the last beat read it: a Redis
 	// flushed under a follower whose XREAD goes on blocking is seen there.
 	beatEpoch    string

@@ -61,7 +61,7 @@
 // HTTP API (package web), Version counts the changes a list could show,
 // Players gives each server's last player list (kept off the entry, see
 // players.go for its bounds and cost), and HandlerConfig.Observer is told
-// of every verified reply (web.History keeps the player counts).
+// of every verified reply (history.History keeps the player counts).
 //
 // dpmaster 2.x's documented behaviours hold (doc/manual.txt "GAME
 // PROPERTIES", doc/techinfo.txt "PROTOCOL"): an anonymous getservers for

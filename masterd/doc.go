@@ -10,7 +10,7 @@
 // changes to a Store (master/store) off the packet path as a group commit
 // (everything pending in one transaction, at most every
 // Config.CommitInterval; master/store's doc states what survives a
-// kill -9), with the player-count history (web.History, fed by the
+// kill -9), with the player-count history (history.History, fed by the
 // handler's verified replies) when the Store is a HistoryStore: its
 // changed days go in the same commits, so a sample is on disk within the
 // commit interval too, and it is read back at start; the HTTP endpoints

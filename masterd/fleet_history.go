@@ -4,12 +4,12 @@ import (
 	"context"
 	"time"
 
-	"github.com/scout-discovery/scout/web"
+	"github.com/scout-discovery/scout/history"
 )
 
 // HistoryFleet is a Fleet that also keeps the player-count history in
 // the shared store (package fleet does, in Redis: one hash per UTC day,
-// expiring with web.RetentionDays), so that every instance serves the
+// expiring with history.RetentionDays), so that every instance serves the
 // same history page and a restarted instance keeps it. NewMaster reads
 // it back after Join; Run writes the changed days every
 // FleetHistoryInterval.
@@ -18,10 +18,10 @@ type HistoryFleet interface {
 	// instance's share, merged slot by slot with what the store holds
 	// (a slot without a sample keeps the stored one), and returns how
 	// many it wrote.
-	SaveHistory(ctx context.Context, days []web.Day) (int, error)
+	SaveHistory(ctx context.Context, days []history.Day) (int, error)
 	// LoadHistory reads every server's days from first to last (days
 	// since the Unix epoch); corrupt counts the values it skipped.
-	LoadHistory(ctx context.Context, first, last int32) (days []web.Day, corrupt int, err error)
+	LoadHistory(ctx context.Context, first, last int32) (days []history.Day, corrupt int, err error)
 }
 
 // FleetHistoryInterval is how often an instance of a fleet writes the
@@ -35,8 +35,8 @@ const FleetHistoryInterval = time.Second
 // loadFleetHistory reads the days History keeps at now from hf into
 // m.History, and reports whether it did.
 func (m *Master) loadFleetHistory(ctx context.Context, hf HistoryFleet, now time.Time) bool {
-	first := web.KeepFrom(now)
-	days, corrupt, err := hf.LoadHistory(ctx, first, first+web.RetentionDays-1)
+	first := history.KeepFrom(now)
+	days, corrupt, err := hf.LoadHistory(ctx, first, first+history.RetentionDays-1)
 	if err != nil {
 		m.Log.Warn("reading the fleet's history: serving this instance's until it answers", "err", err)
 		return false

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/scout-discovery/scout/history"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/protocol/q3"
 	"github.com/scout-discovery/scout/web"
@@ -29,7 +30,7 @@ type Master struct {
 	Log      *slog.Logger
 	// History is every server's player count over time (the handler's
 	// Observer); API serves the list, the detail and the ranking.
-	History *web.History
+	History *history.History
 	API     *web.API
 
 	writer *storeWriter
@@ -56,7 +57,7 @@ func NewMaster(now time.Time, cfg Config) (*Master, error) {
 	if err != nil {
 		return nil, err
 	}
-	hist := web.NewHistory()
+	hist := history.New()
 	hc := cfg.Handler
 	hc.Registry, hc.Logger, hc.Queries, hc.Persist, hc.Observer = reg, log, nil, nil, hist
 	if cfg.Observer != nil {
@@ -88,7 +89,7 @@ func NewMaster(now time.Time, cfg Config) (*Master, error) {
 	}
 	ac := cfg.API
 	ac.Registry, ac.History, ac.Logger = reg, hist, log
-	if lf, ok := cfg.Fleet.(interface{ Landmarks() []web.Landmark }); ok && ac.Peers == nil {
+	if lf, ok := cfg.Fleet.(interface{ Landmarks() []master.Landmark }); ok && ac.Peers == nil {
 		ac.Peers = lf.Landmarks // the fleet's other landmarks, at /api/v1/landmarks
 	}
 	api, err := web.New(ac)
@@ -120,7 +121,7 @@ func NewMaster(now time.Time, cfg Config) (*Master, error) {
 			// from here on. The samples of the records Join applied are
 			// not changes to write: the instance that verified each
 			// wrote its day, and writing them all again (up to
-			// web.MaxHistoryServers at every join) held Redis for
+			// history.MaxServers at every join) held Redis for
 			// seconds, delaying the fleet's verifications behind it.
 			hist.OnChange(nil)
 		}
@@ -145,13 +146,13 @@ func NewMaster(now time.Time, cfg Config) (*Master, error) {
 			if err != nil {
 				return nil, fmt.Errorf("masterd: loading the history: %w", err)
 			}
-			loaded := make([]web.Day, 0, len(days))
+			loaded := make([]history.Day, 0, len(days))
 			for _, d := range days {
-				if len(d.Counts) != web.SlotsPerDay {
+				if len(d.Counts) != history.SlotsPerDay {
 					corrupt++
 					continue
 				}
-				wd := web.Day{Addr: d.Addr, Day: d.Day}
+				wd := history.Day{Addr: d.Addr, Day: d.Day}
 				copy(wd.Counts[:], d.Counts)
 				loaded = append(loaded, wd)
 			}

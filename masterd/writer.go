@@ -9,9 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/scout-discovery/scout/history"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/master/store"
-	"github.com/scout-discovery/scout/web"
 )
 
 // Store keeps the registry on disk (master/store implements it).
@@ -26,7 +26,7 @@ type Store interface {
 // HistoryStore is a Store that also keeps the player-count history
 // (master/store does): the writer then commits the history days that
 // changed with the servers, in the same transaction, and deletes the days
-// web.History no longer keeps.
+// history.History no longer keeps.
 type HistoryStore interface {
 	Store
 	ApplyWithHistory(puts []master.Server, deletes []netip.AddrPort, days []store.HistoryDay, keepFrom int32) error
@@ -74,13 +74,13 @@ type storeWriter struct {
 
 	// hist, with a HistoryStore, is committed with the servers; pruned is
 	// when it was last pruned (the writer goroutine's).
-	hist   *web.History
+	hist   *history.History
 	pruned time.Time
 }
 
 // keepHistory makes the writer commit h's changed days with the servers
 // when its store is a HistoryStore, and wake on every change of h.
-func (w *storeWriter) keepHistory(h *web.History) {
+func (w *storeWriter) keepHistory(h *history.History) {
 	if _, ok := w.st.(HistoryStore); !ok {
 		return
 	}
@@ -172,7 +172,7 @@ func (w *storeWriter) flush(final bool) error {
 	batch := w.pending
 	w.pending = make(map[netip.AddrPort]*master.Server, len(batch)/2)
 	w.mu.Unlock()
-	var days []web.Day
+	var days []history.Day
 	if w.hist != nil {
 		if start.Sub(w.pruned) >= historyPrune {
 			w.hist.Prune(start)
@@ -198,7 +198,7 @@ func (w *storeWriter) flush(final bool) error {
 		for i := range days {
 			hd[i] = store.HistoryDay{Addr: days[i].Addr, Day: days[i].Day, Counts: days[i].Counts[:]}
 		}
-		err = w.st.(HistoryStore).ApplyWithHistory(puts, dels, hd, web.KeepFrom(start))
+		err = w.st.(HistoryStore).ApplyWithHistory(puts, dels, hd, history.KeepFrom(start))
 	} else {
 		err = w.st.Apply(puts, dels)
 	}

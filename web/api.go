@@ -16,6 +16,7 @@ import (
 
 	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/geo"
+	"github.com/scout-discovery/scout/history"
 	"github.com/scout-discovery/scout/latency"
 	"github.com/scout-discovery/scout/master"
 )
@@ -43,7 +44,7 @@ type Config struct {
 	Players func(netip.AddrPort) ([]master.Player, time.Time, bool)
 	// History is the player-count history (recent_players, the detail's
 	// history, the ranking); nil serves none.
-	History *History
+	History *history.History
 	// Geo geolocates servers and viewers; nil means geo.Default().
 	Geo *geo.DB
 	// MinRefresh: see DefaultMinRefresh; negative rebuilds on every
@@ -66,10 +67,10 @@ type Config struct {
 	MaxCachedBodies, MaxCachedBytes int
 	// Landmark, if set, publishes this master's RTTs to the servers and
 	// describes it at /api/v1/landmarks (landmarks.go).
-	Landmark *Landmark
+	Landmark *master.Landmark
 	// Peers, if set, returns the other live landmarks of this master's
 	// fleet, described at /api/v1/landmarks after this one (landmarks.go).
-	Peers func() []Landmark
+	Peers func() []master.Landmark
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Logger receives panics recovered (never expected) at Error; nil
@@ -192,7 +193,7 @@ func shortestReprobe(c master.Config) time.Duration {
 // MinRefresh ago; else a new one.
 func (a *API) current(now time.Time) *view {
 	fresh := func(v *view) bool {
-		return v != nil && ((v.version == a.reg.Version() && v.slot == SlotOf(now)) ||
+		return v != nil && ((v.version == a.reg.Version() && v.slot == history.SlotOf(now)) ||
 			now.Sub(time.Unix(0, a.viewAt.Load())) < a.cfg.MinRefresh)
 	}
 	if v := a.view.Load(); fresh(v) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/game"
+	"github.com/scout-discovery/scout/history"
 	"github.com/scout-discovery/scout/latency"
 )
 
@@ -23,8 +24,8 @@ type PlayerJSON struct {
 
 // HistoryJSON is the detail view's player count over time.
 type HistoryJSON struct {
-	ResolutionS int     `json:"resolution_s"`
-	Points      []Point `json:"points"`
+	ResolutionS int             `json:"resolution_s"`
+	Points      []history.Point `json:"points"`
 }
 
 // DetailJSON is the answer of /api/v1/servers/{address}.
@@ -81,7 +82,7 @@ func (a *API) detail(w http.ResponseWriter, r *http.Request, now time.Time, clie
 		return
 	}
 	d := DetailJSON{ServerJSON: row.ServerJSON, Info: map[string]string{}, PlayerList: []PlayerJSON{},
-		History: HistoryJSON{ResolutionS: int(Resolution / time.Second), Points: []Point{}}}
+		History: HistoryJSON{ResolutionS: int(history.Resolution / time.Second), Points: []history.Point{}}}
 	if fc, ok := latency.MainCity(from); ok {
 		if ms, ok := pingEstimate(fc, true, row); ok {
 			d.PingEstimateMs = &ms
@@ -106,7 +107,7 @@ func (a *API) detail(w http.ResponseWriter, r *http.Request, now time.Time, clie
 		}
 	}
 	if a.cfg.History != nil {
-		d.History.Points = a.cfg.History.Points(row.reg, v.slot-int64(7*SlotsPerDay), v.slot+1)
+		d.History.Points = a.cfg.History.Points(row.reg, v.slot-int64(7*history.SlotsPerDay), v.slot+1)
 	}
 	c := newBodyCache(cacheLimits{}) // not kept: the detail changes with every player list
 	b, _ := c.get("", func() ([]byte, any) { return marshal(d), nil })
@@ -150,14 +151,14 @@ func (a *API) ranking(w http.ResponseWriter, r *http.Request, now time.Time, _ n
 // rank ranks v's servers of q's games by their average players over q's
 // period up to v's slot, included (GameTracker's rank), then peak, then address.
 // Servers without a sample in the period are left out.
-func (v *view) rank(h *History, q *RankingQuery) RankingJSON {
+func (v *view) rank(h *history.History, q *RankingQuery) RankingJSON {
 	out := RankingJSON{Version: v.version, Generated: v.built, PeriodS: int(q.Period / time.Second),
 		Page: q.Page, PerPage: q.PerPage, Servers: []RankedJSON{}}
 	if h == nil {
 		return out
 	}
 	lq := ListQuery{Games: q.Games}
-	from := v.slot + 1 - int64(q.Period/Resolution)
+	from := v.slot + 1 - int64(q.Period/history.Resolution)
 	var all []RankedJSON
 	for i := range v.rows {
 		r := &v.rows[i]
@@ -212,7 +213,7 @@ func (a *API) meta(w http.ResponseWriter, r *http.Request, now time.Time, _ neti
 	v := a.current(now)
 	etag := fmt.Sprintf(`W/"m%d.%d"`, v.version, v.slot)
 	a.cached(w, r, v, etag, false, func() string { return "meta" }, func() []byte {
-		m := MetaJSON{Version: v.version, ReprobeS: a.reprobe, MaxAgeS: a.maxAge, ResolutionS: int(Resolution / time.Second)}
+		m := MetaJSON{Version: v.version, ReprobeS: a.reprobe, MaxAgeS: a.maxAge, ResolutionS: int(history.Resolution / time.Second)}
 		set := func(dst *[]string, val func(*row) string) {
 			seen := map[string]bool{}
 			for i := range v.rows {

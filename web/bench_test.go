@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/game"
+	"github.com/scout-discovery/scout/history"
 	"github.com/scout-discovery/scout/master"
 )
 
@@ -25,7 +26,7 @@ func benchAPI(b *testing.B, n int) *API {
 		b.Fatal(err)
 	}
 	now := time.Now()
-	hist := NewHistory()
+	hist := history.New()
 	servers := make([]master.Server, n)
 	for i := range servers {
 		a := netip.AddrPortFrom(netip.AddrFrom4([4]byte{81, 169, byte(i >> 8), byte(i)}), 27960)

@@ -8,16 +8,16 @@
 // players and history, the popularity ranking, and the values the filters
 // offer. Its pure parts take no clock and no socket: the query parser
 // (ParseListQuery, ParseRankingQuery), colour-code stripping
-// (StripColours), the selection and order of a view's rows (selectRows),
-// and the player-count History, which takes the time of every sample and
-// owns no file; masterd feeds History from the handler's verified replies.
+// (StripColours) and the selection and order of a view's rows
+// (selectRows). The player counts over time come from package history,
+// which masterd feeds from the handler's verified replies.
 //
 // # Caching
 //
 // Answers are made from a view: an immutable picture of the registry's
 // listed servers at one listing version (master.Registry.Version, which
 // moves only when something a list shows changes) and one history slot
-// (Resolution). A request finds the current view with two atomic loads
+// (history.Resolution). A request finds the current view with two atomic loads
 // when nothing changed, so a tracker that polls with If-None-Match gets
 // its 304 after a string compare: no list is copied, sorted or encoded.
 // A new view is built when the version or the slot moved, at most once per
@@ -56,10 +56,6 @@
 // latency.CityRTT between the main cities (latency.MainCity) of the
 // viewer's country and the server's: a model's estimate, not a
 // measurement.
-//
-// # History
-//
-// See History for the resolution, the retention and the size per server.
 //
 // # The page
 //

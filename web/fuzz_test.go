@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/game"
+	"github.com/scout-discovery/scout/history"
 	"github.com/scout-discovery/scout/master"
 )
 
@@ -25,7 +26,7 @@ func testAPI(t testing.TB) *API {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	hist := NewHistory()
+	hist := history.New()
 	for i, a := range []string{"1.1.1.1:27960", "[2001:db8::1]:27960"} {
 		addr := netip.MustParseAddrPort(a)
 		p, why := reg.Heartbeat(now, addr, master.Heartbeat{Family: game.FamilyQ3, Tag: "QuakeArena-1"})

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"math"
 	"net/http"
 	"net/netip"
 	"time"
@@ -18,7 +17,7 @@ import (
 // its own RTT to each landmark bounds every server's RTT before probing it
 // (package landmark). The RTTs are those of the view: a view is rebuilt
 // when the listing changes or the history slot turns, so a published RTT
-// is at most one slot (Resolution) older than the registry's.
+// is at most one slot (history.Resolution) older than the registry's.
 //
 // In a fleet (package fleet) every instance that is a landmark shares its
 // RTTs and its description through the shared registry: each server's
@@ -27,58 +26,9 @@ import (
 // describes this master and then the fleet's other live landmarks
 // (Config.Peers), so a client asking any one instance gets them all.
 
-// Landmark describes the master as a landmark.
-type Landmark struct {
-	// ID names it among landmarks: the fleet instance id, or the
-	// master's address.
-	ID string `json:"id"`
-	// Address is where clients query it for the list ("" if not known).
-	Address string `json:"address,omitempty"`
-	// Place is the operator's name of where it runs ("Frankfurt", or
-	// "" for coordinates alone).
-	Place string `json:"place,omitempty"`
-	// Lat and Lon are its coordinates in degrees, if given.
-	Lat *float64 `json:"lat,omitempty"`
-	Lon *float64 `json:"lon,omitempty"`
-	// RTTs are its RTTs to the other landmark masters it pings (the
-	// median of the last master.RTTSamples, master.Mesh), by their ids:
-	// what a client repairs the landmark vectors through.
-	RTTs []LandmarkRTTJSON `json:"rtts,omitempty"`
-}
-
-// rttMs is d in milliseconds at 0.1 ms (master.RTTUnit) resolution.
-func rttMs(d time.Duration) float64 { return math.Round(float64(d)/float64(master.RTTUnit)) / 10 }
-
-// MeshJSON turns a landmark's row (master.Mesh.Own) into its RTTs.
-func MeshJSON(row []master.LandmarkRTT) []LandmarkRTTJSON {
-	var out []LandmarkRTTJSON
-	for _, e := range row {
-		out = append(out, LandmarkRTTJSON{ID: e.Landmark, RTTMs: rttMs(e.RTT), Measured: e.Measured.UTC()})
-	}
-	return out
-}
-
-// MeshRow turns a landmark's published RTTs back into its row.
-func (l Landmark) MeshRow() master.MeshRow {
-	r := master.MeshRow{Landmark: l.ID}
-	for _, e := range l.RTTs {
-		if e.RTTMs > 0 && !math.IsInf(e.RTTMs, 0) && !math.IsNaN(e.RTTMs) {
-			r.RTTs = append(r.RTTs, master.LandmarkRTT{Landmark: e.ID, RTT: time.Duration(e.RTTMs * float64(time.Millisecond)), Measured: e.Measured})
-		}
-	}
-	return r
-}
-
-// LandmarkRTTJSON is one landmark's round trip to a server.
-type LandmarkRTTJSON struct {
-	ID       string    `json:"id"`
-	RTTMs    float64   `json:"rtt_ms"`   // median of the landmark's last master.RTTSamples, 0.1 ms resolution
-	Measured time.Time `json:"measured"` // when the last sample was taken
-}
-
 // LandmarksJSON is the answer of /api/v1/landmarks.
 type LandmarksJSON struct {
-	Landmarks []Landmark `json:"landmarks"`
+	Landmarks []master.Landmark `json:"landmarks"`
 }
 
 // addLandmarks sets the landmark RTTs of v's rows from servers (the
@@ -98,13 +48,13 @@ func (a *API) addLandmarks(v *view, servers []master.Server) {
 			continue
 		}
 		s := &servers[j]
-		out := make([]LandmarkRTTJSON, 0, 1+len(s.Landmarks))
+		out := make([]master.LandmarkRTTJSON, 0, 1+len(s.Landmarks))
 		if lm != nil && s.RTT > 0 {
-			out = append(out, LandmarkRTTJSON{ID: lm.ID, RTTMs: rttMs(s.RTT), Measured: s.RTTMeasured.UTC()})
+			out = append(out, master.PublishRTT(lm.ID, s.RTT, s.RTTMeasured))
 		}
 		for _, p := range s.Landmarks {
 			if lm == nil || p.Landmark != lm.ID {
-				out = append(out, LandmarkRTTJSON{ID: p.Landmark, RTTMs: rttMs(p.RTT), Measured: p.Measured.UTC()})
+				out = append(out, master.PublishRTT(p.Landmark, p.RTT, p.Measured))
 			}
 		}
 		v.rows[i].Landmarks = out
@@ -112,10 +62,10 @@ func (a *API) addLandmarks(v *view, servers []master.Server) {
 }
 
 func (a *API) landmarks(w http.ResponseWriter, r *http.Request, now time.Time, _ netip.Addr) {
-	out := LandmarksJSON{Landmarks: []Landmark{}}
+	out := LandmarksJSON{Landmarks: []master.Landmark{}}
 	if a.cfg.Landmark != nil {
 		self := *a.cfg.Landmark
-		self.RTTs = MeshJSON(a.reg.Mesh().Own())
+		self.RTTs = master.MeshJSON(a.reg.Mesh().Own())
 		out.Landmarks = append(out.Landmarks, self)
 	}
 	if a.cfg.Peers != nil {

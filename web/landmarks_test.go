@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/lab/world"
+	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/web"
 )
 
@@ -24,7 +25,7 @@ func TestAPI_Landmarks(t *testing.T) {
 		rtts[w.Servers[i].Hostname] = d
 	}
 	lat, lon := 50.11, 8.68
-	lm := &web.Landmark{ID: "fra-1", Address: "127.0.0.1:27950", Place: "Frankfurt", Lat: &lat, Lon: &lon}
+	lm := &master.Landmark{ID: "fra-1", Address: "127.0.0.1:27950", Place: "Frankfurt", Lat: &lat, Lon: &lon}
 	f := start(t, w, 0, web.Config{Landmark: lm}, nil)
 
 	var l web.ListJSON
@@ -89,9 +90,9 @@ func TestAPI_Landmarks(t *testing.T) {
 // landmark and then the fleet's others (Config.Peers); an instance that is
 // not a landmark still gives the others'.
 func TestAPI_LandmarksOfAFleet(t *testing.T) {
-	nyc := web.Landmark{ID: "nyc-1", Address: "127.0.0.2:27950", Place: "NewYork"}
-	peers := func() []web.Landmark { return []web.Landmark{nyc} }
-	for _, self := range []*web.Landmark{{ID: "fra-1", Place: "Frankfurt"}, nil} {
+	nyc := master.Landmark{ID: "nyc-1", Address: "127.0.0.2:27950", Place: "NewYork"}
+	peers := func() []master.Landmark { return []master.Landmark{nyc} }
+	for _, self := range []*master.Landmark{{ID: "fra-1", Place: "Frankfurt"}, nil} {
 		f := start(t, testWorld(), 0, web.Config{Landmark: self, Peers: peers}, nil)
 		measured := time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
 		want := map[string]float64{}

@@ -10,12 +10,13 @@ import (
 
 	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/geo"
+	"github.com/scout-discovery/scout/history"
 	"github.com/scout-discovery/scout/latency"
 	"github.com/scout-discovery/scout/master"
 )
 
 // RecentSamples is how many of a server's last player counts the list
-// gives (recent_players): 24 slots, two hours at Resolution.
+// gives (recent_players): 24 slots, two hours at history.Resolution.
 const RecentSamples = 24
 
 // ServerJSON is one server of /api/v1/servers.
@@ -40,7 +41,7 @@ type ServerJSON struct {
 	RecentPlayers  []int      `json:"recent_players"`
 	// Landmarks are the landmarks' RTTs to it (landmarks.go); absent
 	// unless the master is configured as a landmark and has measured it.
-	Landmarks []LandmarkRTTJSON `json:"landmarks,omitempty"`
+	Landmarks []master.LandmarkRTTJSON `json:"landmarks,omitempty"`
 }
 
 // row is one server of a view, with its sort and filter keys.
@@ -70,8 +71,8 @@ type view struct {
 
 // buildView builds the view of servers (the registry's listed servers at
 // version) at now.
-func buildView(now time.Time, version uint64, servers []master.Server, cat *game.Catalogue, am *master.AddrMap, db geoLookup, hist *History, cache cacheLimits) *view {
-	v := &view{version: version, slot: SlotOf(now), built: now.Truncate(time.Second).UTC(),
+func buildView(now time.Time, version uint64, servers []master.Server, cat *game.Catalogue, am *master.AddrMap, db geoLookup, hist *history.History, cache cacheLimits) *view {
+	v := &view{version: version, slot: history.SlotOf(now), built: now.Truncate(time.Second).UTC(),
 		rows: make([]row, 0, len(servers)), byAddr: make(map[netip.AddrPort]int, len(servers)), cache: newBodyCache(cache)}
 	// Rows are built in published-address order (sorting the indices,
 	// not the big rows).

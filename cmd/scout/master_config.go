@@ -84,7 +84,7 @@ func (o masterOptions) settings(ctx context.Context) (masterSettings, error) {
 		}
 	}
 	if o.LandmarkPlace != "" || o.LandmarkID != "" {
-		var lm web.Landmark
+		var lm master.Landmark
 		if o.LandmarkPlace != "" {
 			var err error
 			if lm, err = parseLandmarkPlace(o.LandmarkPlace); err != nil {

@@ -10,8 +10,6 @@ import (
 	"github.com/scout-discovery/scout/latency"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/protocol/q3"
-
-	"github.com/scout-discovery/scout/web"
 )
 
 // maxLandmarkPlace bounds --landmark-place's text.
@@ -21,8 +19,8 @@ const maxLandmarkPlace = 64
 // knows (latency.Cities, case-insensitive, spaces ignored: "Frankfurt",
 // "new york") or LAT,LON in degrees, optionally after a name and a colon
 // ("lab:47.37,8.54").
-func parseLandmarkPlace(v string) (web.Landmark, error) {
-	var lm web.Landmark
+func parseLandmarkPlace(v string) (master.Landmark, error) {
+	var lm master.Landmark
 	if v == "" || len(v) > maxLandmarkPlace {
 		return lm, fmt.Errorf("want a city or LAT,LON of at most %d bytes, got %q", maxLandmarkPlace, v)
 	}

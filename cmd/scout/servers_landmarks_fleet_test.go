@@ -76,11 +76,11 @@ func TestServers_OrderLandmarksFleet(t *testing.T) {
 	var addrs []netip.AddrPort
 	for k, p := range places {
 		node, err := fleet.New(fleet.Config{Redis: url, ID: p, Beat: 100 * time.Millisecond, Dead: 500 * time.Millisecond,
-			Landmark: &web.Landmark{Place: p}})
+			Landmark: &master.Landmark{Place: p}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		lm := &web.Landmark{ID: p, Place: p}
+		lm := &master.Landmark{ID: p, Place: p}
 		m := listenMaster(t, masterd.Config{
 			Listen:   []netip.AddrPort{netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 6, id, byte(k + 1)}), 0)},
 			Registry: master.Config{AddrMap: am, Catalogue: cat},

@@ -292,7 +292,7 @@ func TestServers_OrderLandmarksLive(t *testing.T) {
 			Registry: master.Config{AddrMap: am, LandmarkPingInterval: 300 * time.Millisecond},
 			Handler:  master.HandlerConfig{Landmark: p},
 			HTTP:     "127.0.0.1:0",
-			API:      web.Config{Landmark: &web.Landmark{ID: p, Place: p}},
+			API:      web.Config{Landmark: &master.Landmark{ID: p, Place: p}},
 			Logger:   slog.New(listed),
 		})
 		wg.Go(func() { m.Run(ctx) })

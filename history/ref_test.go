@@ -1,4 +1,4 @@
-package web
+package history
 
 import (
 	"net/netip"
@@ -33,7 +33,7 @@ type refHistory struct {
 	servers map[netip.AddrPort]*refSeries
 	dirty   map[refDayKey]struct{}
 	samples uint64 // samples recorded, for the tests and the metrics
-	refused uint64 // samples of servers beyond MaxHistoryServers
+	refused uint64 // samples of servers beyond MaxServers
 }
 
 type refDayKey struct {
@@ -63,7 +63,7 @@ func (h *refHistory) record(a netip.AddrPort, day int32, idx int64, c uint8) boo
 	h.samples++
 	s := h.servers[a]
 	if s == nil {
-		if len(h.servers) >= MaxHistoryServers {
+		if len(h.servers) >= MaxServers {
 			h.refused++
 			return false
 		}
@@ -209,7 +209,7 @@ func (h *refHistory) Redirty(days []Day) {
 }
 
 // Load adds days read back from the store (at start), keeping at most
-// RetentionDays per server, the newest, and MaxHistoryServers servers.
+// RetentionDays per server, the newest, and MaxServers servers.
 // Samples already recorded win over loaded ones.
 func (h *refHistory) Load(days []Day) {
 	h.mu.Lock()
@@ -218,7 +218,7 @@ func (h *refHistory) Load(days []Day) {
 		a := netip.AddrPortFrom(ld.Addr.Addr().Unmap(), ld.Addr.Port())
 		s := h.servers[a]
 		if s == nil {
-			if len(h.servers) >= MaxHistoryServers {
+			if len(h.servers) >= MaxServers {
 				h.refused++
 				continue
 			}
@@ -263,7 +263,7 @@ func (h *refHistory) Prune(now time.Time) (firstDay int32) {
 }
 
 // Len returns the number of servers with a history, and the samples
-// recorded and refused (beyond MaxHistoryServers) since NewHistory.
+// recorded and refused (beyond MaxServers) since New.
 func (h *refHistory) Len() (servers int, samples, refused uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -1,4 +1,4 @@
-package web
+package history
 
 import "encoding/binary"
 

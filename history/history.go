@@ -1,4 +1,10 @@
-package web
+// Package history keeps every listed server's player count over time, in
+// five-minute slots for the last eight days: what the server browser's
+// detail view and ranking show, what masterd's state file and a fleet's
+// Redis keep across restarts. A pure core: it takes the time of every
+// sample, never reads the clock and owns no file; masterd feeds it from the
+// master's verified replies and persists the days it hands out (TakeDirty).
+package history
 
 import (
 	"encoding/binary"
@@ -20,7 +26,7 @@ import (
 //
 // Size per server in memory (live heap, its map slot included;
 // BenchmarkHistory_MemoryPerServer), the days encoded as runs
-// (history_enc.go):
+// (enc.go):
 //
 //	just registered (one sample)                  79 B
 //	8 days, one count (nobody plays: most)       181 B
@@ -31,15 +37,15 @@ import (
 // A day never takes more than its 288 counts plus 7 bytes. On disk
 // (master/store's history bucket, one 289-byte record per server and day)
 // 3,039 bytes of state file with 8 days (BenchmarkHistory_FileBytesPerServer
-// in master/store, 5,000 servers). At most MaxHistoryServers servers are
+// in master/store, 5,000 servers). At most MaxServers servers are
 // kept: 32,768 × 2.4 KB = 80 MB in the worst case.
 const (
-	Resolution        = 5 * time.Minute
-	SlotsPerDay       = int(24 * time.Hour / Resolution)
-	RetentionDays     = 8
-	MaxCount          = 254
-	NoSample          = 0xFF
-	MaxHistoryServers = 2 * master.DefaultMaxServers
+	Resolution    = 5 * time.Minute
+	SlotsPerDay   = int(24 * time.Hour / Resolution)
+	RetentionDays = 8
+	MaxCount      = 254
+	NoSample      = 0xFF
+	MaxServers    = 2 * master.DefaultMaxServers
 )
 
 // Day is one server's counts of one UTC day (days since the Unix epoch):
@@ -57,7 +63,7 @@ type Day struct {
 // masterd's state writer takes its changed days (TakeDirty) into the state
 // store's commits and gives them back at start (Load).
 //
-// Each server's days are kept encoded (a series, see history_enc.go): runs
+// Each server's days are kept encoded (a series, see enc.go): runs
 // of one count, and the counts as they are where they change too often
 // for runs to be shorter; in the map's slot when they fit in 21 bytes,
 // else in a byte slice of their own. Every call decodes the days it reads
@@ -68,12 +74,12 @@ type History struct {
 	notify func() // OnChange's; called after mu is released
 
 	mu      sync.Mutex
-	servers map[histKey]seriesSlot // each server's series (history_enc.go), never empty
+	servers map[histKey]seriesSlot // each server's series (enc.go), never empty
 	big     [][]byte               // the series too long for their slot, by index
 	free    []uint32               // indices of big not in use
 	dirty   map[dirtyKey]struct{}  // days changed since TakeDirty; nil before OnChange
 	samples uint64                 // samples recorded, for the tests and the metrics
-	refused uint64                 // samples of servers beyond MaxHistoryServers
+	refused uint64                 // samples of servers beyond MaxServers
 
 	cur  seriesSlot // the slot being read (its bytes are what load returns)
 	refs [RetentionDays + 1]dayRef
@@ -134,8 +140,8 @@ type dirtyKey struct {
 	day int32
 }
 
-// NewHistory returns an empty history.
-func NewHistory() *History {
+// New returns an empty history.
+func New() *History {
 	return &History{servers: map[histKey]seriesSlot{}}
 }
 
@@ -189,7 +195,7 @@ func (h *History) record(k histKey, day int32, idx int64, c uint8) bool {
 	defer h.mu.Unlock()
 	h.samples++
 	old, ok := h.servers[k]
-	if !ok && len(h.servers) >= MaxHistoryServers {
+	if !ok && len(h.servers) >= MaxServers {
 		h.refused++
 		return false
 	}
@@ -391,7 +397,7 @@ func (h *History) Redirty(days []Day) {
 }
 
 // Load adds days read back from the store (at start), keeping at most
-// RetentionDays per server, the newest, and MaxHistoryServers servers.
+// RetentionDays per server, the newest, and MaxServers servers.
 // Samples already recorded win over loaded ones.
 func (h *History) Load(days []Day) {
 	h.mu.Lock()
@@ -399,7 +405,7 @@ func (h *History) Load(days []Day) {
 	for _, ld := range days {
 		k := histKeyOf(ld.Addr)
 		old, ok := h.servers[k]
-		if !ok && len(h.servers) >= MaxHistoryServers {
+		if !ok && len(h.servers) >= MaxServers {
 			h.refused++
 			continue
 		}
@@ -442,7 +448,7 @@ func (h *History) Prune(now time.Time) (firstDay int32) {
 }
 
 // Len returns the number of servers with a history, and the samples
-// recorded and refused (beyond MaxHistoryServers) since NewHistory.
+// recorded and refused (beyond MaxServers) since New.
 func (h *History) Len() (servers int, samples, refused uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -1,4 +1,4 @@
-package web
+package history
 
 import (
 	"net/netip"
@@ -41,7 +41,7 @@ var historySeries = []struct {
 // BenchmarkHistory_MemoryPerServer reports the live heap a History holds
 // per server (after a GC, divided by the servers) for each of
 // historySeries, and the same for the raw-array History it replaced
-// ("ref"): go test -run '^$' -bench MemoryPerServer ./web
+// ("ref"): go test -run '^$' -bench MemoryPerServer ./history
 func BenchmarkHistory_MemoryPerServer(b *testing.B) {
 	t0 := time.Date(2026, 11, 17, 7, 0, 0, 0, time.UTC)
 	for _, impl := range []string{"compact", "ref"} {
@@ -55,7 +55,7 @@ func BenchmarkHistory_MemoryPerServer(b *testing.B) {
 					var before, after runtime.MemStats
 					runtime.GC()
 					runtime.ReadMemStats(&before)
-					var h historyRecorder = NewHistory()
+					var h historyRecorder = New()
 					if impl == "ref" {
 						h = refRecorder{newRefHistory()}
 					}
@@ -83,7 +83,7 @@ func BenchmarkHistory_Record(b *testing.B) {
 	a := netip.MustParseAddrPort("198.51.100.1:27960")
 	for _, impl := range []string{"compact", "ref"} {
 		b.Run(impl, func(b *testing.B) {
-			var h historyRecorder = NewHistory()
+			var h historyRecorder = New()
 			if impl == "ref" {
 				h = refRecorder{newRefHistory()}
 			}

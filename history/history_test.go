@@ -1,4 +1,4 @@
-package web
+package history
 
 import (
 	"bytes"
@@ -39,7 +39,7 @@ func (g *historyGen) next(r *rand.Rand) int {
 func TestHistory_SameAsReference(t *testing.T) {
 	for seed := range uint64(40) {
 		r := rand.New(rand.NewPCG(seed, 9))
-		h, ref := NewHistory(), newRefHistory()
+		h, ref := New(), newRefHistory()
 		changes, refChanges := 0, 0
 		h.OnChange(func() { changes++ })
 		addrs := []netip.AddrPort{
