@@ -28,7 +28,7 @@ var historySeries = []struct {
 	slots int
 	count func(server, i int) int
 }{
-	// What scout load measures: a server just registered.
+	// What scout-lab load measures: a server just registered.
 	{"first-sample", 1, func(s, i int) int { return s % 16 }},
 	// 8 days of one count at every slot: most servers (nobody plays).
 	{"constant-8d", RetentionDays * SlotsPerDay, func(s, i int) int { return 0 }},

@@ -22,7 +22,7 @@ import (
 // (from Tokyo, a server whose RTTs to Frankfurt and Tokyo add up to less
 // than theirs), and Repair then clips more than the measured matrix would:
 // in the simulator it costs Tokyo probes and no client a playable server
-// (EVALUATION.md, "Landmarks", scout sim --derive). k is the number of
+// (EVALUATION.md, "Landmarks", scout-lab sim --derive). k is the number of
 // landmarks; entries of vectors beyond k are ignored.
 func MatrixFromVectors(vs []Vector, k int) [][]float64 {
 	lm := make([][]float64, k)

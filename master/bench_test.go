@@ -44,7 +44,7 @@ func BenchmarkChallengeIssueCheck(b *testing.B) {
 
 // BenchmarkRegistry_LiveHeapPerServer lists 16,384 servers through the
 // handler (OpenArena heartbeat and infoResponse, with the info keys of
-// scout load's fleet) and reports the live heap each one costs after a
+// scout-lab load's fleet) and reports the live heap each one costs after a
 // GC: the registry's entry, its maps, the info it keeps and its share of
 // the answer snapshot (BENCHMARKS.md, "Memory per listed server"). It also
 // reports the size of the registry's entry struct (entry-B, unsafe.Sizeof:

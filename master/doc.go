@@ -91,7 +91,7 @@
 // limits in Config. Every decision returns a Reason with a stable metrics
 // label.
 //
-// Measured (BENCHMARKS.md, "Flood defence": scout load --flood 300, 5,000
+// Measured (BENCHMARKS.md, "Flood defence": scout-lab load --flood 300, 5,000
 // servers listed, 60 s, three runs): a flood of 300 spoofed list requests
 // a second from fresh source ports of one loopback address made the master
 // send that address 6.0-6.3 times the bytes of the requests (3.1-3.2

@@ -25,7 +25,7 @@ const benchServers = 5000
 //     loadgen, each op one full answer received and checked, 8 requests in
 //     flight from 64 source addresses. The load generator runs in the same
 //     process, so ns/op is wall time per answer under that shared load;
-//     `scout load` measures the master's own CPU (see BENCHMARKS.md).
+//     `scout-lab load` measures the master's own CPU (see BENCHMARKS.md).
 //
 // The handler alone is master's BenchmarkMaster_FullList5000/handler.
 func BenchmarkMaster_FullList5000(b *testing.B) {

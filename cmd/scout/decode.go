@@ -12,12 +12,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/scout-discovery/scout/internal/cli"
 	"github.com/scout-discovery/scout/protocol/capture"
 	"github.com/scout-discovery/scout/protocol/dissect"
 )
 
 func init() {
-	register(command{name: "decode", summary: "tell what game-protocol packets are and print them as JSON", run: runDecode})
+	register(cli.Command{Name: "decode", Summary: "tell what game-protocol packets are and print them as JSON", Run: runDecode})
 }
 
 const decodeAbout = `Reads UDP payloads from each FILE ("-" or none: standard input) and prints

@@ -1,41 +1,30 @@
 // Command scout is the game-server discovery tool for the Quake III family,
-// Quake 4 / Doom 3, Unreal Tournament 3 (GameSpy 4) and Valve Source games.
+// Quake 4 / Doom 3, Unreal Tournament 3 (GameSpy 4) and Valve Source games:
+// a player's and an operator's commands (servers, query, master, decode,
+// demo, version).
 //
 // Each subcommand lives in its own file in this directory and registers
-// itself with [register]; this file only dispatches. The work is done by the
-// importable packages at the root of the module.
+// itself with [register]; this file only dispatches. The work is done by
+// the importable packages at the root of the module. The research lab's
+// commands (the emulated world, the simulator, the benchmarks) are
+// lab/cmd/scout-lab's.
 package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"syscall"
-)
 
-// command is one subcommand of scout.
-type command struct {
-	name    string
-	summary string // one line for `scout help`
-	// run parses args (everything after the subcommand name) and runs the
-	// subcommand. It returns the process exit status: 0 success, 1 failure,
-	// 2 bad usage.
-	run func(ctx context.Context, args []string, stdout, stderr io.Writer) int
-}
+	"github.com/scout-discovery/scout/internal/cli"
+)
 
 // commands is filled by init functions in this package before main runs and
 // never modified after.
-var commands = map[string]command{}
+var commands = cli.Commands{Prog: "scout"}
 
-func register(c command) {
-	if _, dup := commands[c.name]; dup {
-		panic("scout: subcommand registered twice: " + c.name)
-	}
-	commands[c.name] = c
-}
+func register(c cli.Command) { commands.Register(c) }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -45,41 +34,5 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		usage(stderr)
-		return 2
-	}
-	switch args[0] {
-	case "help", "-h", "-help", "--help":
-		if len(args) > 1 {
-			if c, ok := commands[args[1]]; ok {
-				return c.run(ctx, []string{"-h"}, stdout, stderr)
-			}
-		}
-		usage(stdout)
-		return 0
-	}
-	c, ok := commands[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "scout: unknown subcommand %q\n\n", args[0])
-		usage(stderr)
-		return 2
-	}
-	return c.run(ctx, args[1:], stdout, stderr)
-}
-
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: scout <subcommand> [flags] [args]")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Subcommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'scout <subcommand> -h' for the flags of one subcommand.")
+	return commands.Run(ctx, args, stdout, stderr)
 }

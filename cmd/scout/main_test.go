@@ -18,12 +18,12 @@ func TestRun_UnknownSubcommandIsUsageError(t *testing.T) {
 }
 
 func TestRun_EverySubcommandHasHelp(t *testing.T) {
-	if len(commands) == 0 {
+	if len(commands.All()) == 0 {
 		t.Fatal("no subcommands registered")
 	}
-	for name, c := range commands {
+	for name, c := range commands.All() {
 		var out, errb bytes.Buffer
-		code := c.run(context.Background(), []string{"-h"}, &out, &errb)
+		code := c.Run(context.Background(), []string{"-h"}, &out, &errb)
 		if code != 0 {
 			t.Errorf("scout %s -h: exit %d, want 0 (stderr %q)", name, code, errb.String())
 		}

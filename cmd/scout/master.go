@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/fleet"
+	"github.com/scout-discovery/scout/internal/cli"
 	"github.com/scout-discovery/scout/master/store"
 	"github.com/scout-discovery/scout/masterd"
 )
 
 func init() {
-	register(command{name: "master", summary: "run a master server (drop-in for dpmaster; Quake III family, Quake 4, Doom 3)", run: runMaster})
+	register(cli.Command{Name: "master", Summary: "run a master server (drop-in for dpmaster; Quake III family, Quake 4, Doom 3)", Run: runMaster})
 }
 
 // storeTimeout bounds waiting for the state file's lock (another master

@@ -178,7 +178,7 @@ var masterOptionSpecs = []optSpec{
 	{"allow-loopback", 0, argNone, flagOpt(func(o *masterOptions) { o.AllowLoopback = true }), "accept servers on loopback addresses (tests only)"},
 	{"hash-ports", 0, argNone, flagOpt(func(o *masterOptions) { o.HashPorts = true }), "tell servers apart by port only: no per-address limit (tests only)"},
 	{"map", 'm', argOne, listOpt(func(o *masterOptions) *[]string { return &o.Map }), "FROM=TO: publish server address FROM as TO (ADDR[:PORT])"},
-	{"world-map", 0, argOne, strOpt(func(o *masterOptions) *string { return &o.WorldMap }), "FILE: publish the servers of 'scout world --map-out FILE' at their public addresses (an -m for each pair; with --allow-loopback)"},
+	{"world-map", 0, argOne, strOpt(func(o *masterOptions) *string { return &o.WorldMap }), "FILE: publish the servers of 'scout-lab world --map-out FILE' at their public addresses (an -m for each pair; with --allow-loopback)"},
 	{"verbose", 'v', argLevel, func(o *masterOptions, v []string) error {
 		o.Verbose = 4
 		o.zeroes |= zeroVerbose

@@ -6,19 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/netip"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/scout-discovery/scout/browser"
+	"github.com/scout-discovery/scout/discover"
+	"github.com/scout-discovery/scout/internal/cli"
 	"github.com/scout-discovery/scout/probe"
 	"github.com/scout-discovery/scout/protocol/infostring"
 )
 
 func init() {
-	register(command{name: "query", summary: "ask game servers directly for their info, players and ping", run: runQuery})
+	register(cli.Command{Name: "query", Summary: "ask game servers directly for their info, players and ping", Run: runQuery})
 }
 
 const queryAbout = `Asks each server for its info and status with the query protocol of its
@@ -89,9 +88,9 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 2
 	}
 	// Parse every address before sending anything: a typo is a usage error.
-	addrs := make([]queryAddr, fs.NArg())
+	addrs := make([]discover.HostPort, fs.NArg())
 	for i, a := range fs.Args() {
-		qa, err := parseQueryAddr(a, game.port)
+		qa, err := discover.ParseHostPort(a, game.port)
 		if err != nil {
 			fmt.Fprintf(stderr, "scout query: %v\n", err)
 			return 2
@@ -104,7 +103,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var index []int // targets[j] is addrs[index[j]]
 	for i, qa := range addrs {
 		results[i].Game = game.dialect.Name()
-		ap, err := qa.resolve(ctx)
+		ap, err := qa.Resolve(ctx)
 		if err != nil {
 			results[i].Err = err
 			continue
@@ -131,7 +130,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)
 		for i, r := range results {
-			if err := enc.Encode(queryJSON(addrs[i].text, r)); err != nil {
+			if err := enc.Encode(queryJSON(addrs[i].Text, r)); err != nil {
 				fmt.Fprintf(stderr, "scout query: %v\n", err)
 				return 1
 			}
@@ -143,69 +142,6 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 1
 	}
 	return 0
-}
-
-// queryAddr is an address as given: a literal or a host name to resolve.
-type queryAddr struct {
-	text string
-	ap   netip.AddrPort // valid for a literal address
-	host string
-	port uint16
-}
-
-// parseQueryAddr reads host, host:port, an IPv4 or IPv6 literal, or
-// [IPv6]:port; a missing port is defPort.
-func parseQueryAddr(s string, defPort uint16) (queryAddr, error) {
-	qa := queryAddr{text: s, port: defPort}
-	if ap, err := netip.ParseAddrPort(s); err == nil {
-		qa.ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-		return qa, nil
-	}
-	host := s
-	bare := s
-	if strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]") {
-		bare = s[1 : len(s)-1]
-	}
-	if ip, err := netip.ParseAddr(bare); err == nil {
-		qa.ap = netip.AddrPortFrom(ip.Unmap(), defPort) // bare address, IPv6 with or without brackets
-		return qa, nil
-	}
-	if h, p, err := net.SplitHostPort(s); err == nil {
-		n, err := strconv.ParseUint(p, 10, 16)
-		if err != nil {
-			return qa, fmt.Errorf("bad port in %q", s)
-		}
-		host, qa.port = h, uint16(n)
-	}
-	if host == "" || strings.ContainsAny(host, "[]/ ") || strings.Count(host, ":") > 0 {
-		return qa, fmt.Errorf("bad address %q (want host, host:port or [IPv6]:port)", s)
-	}
-	if ip, err := netip.ParseAddr(host); err == nil {
-		qa.ap = netip.AddrPortFrom(ip.Unmap(), qa.port)
-		return qa, nil
-	}
-	qa.host = host
-	return qa, nil
-}
-
-// resolve returns the address to query: the literal, or the host name's
-// first address (IPv4 preferred, as game servers mostly are).
-func (qa queryAddr) resolve(ctx context.Context) (netip.AddrPort, error) {
-	if qa.ap.IsValid() {
-		return qa.ap, nil
-	}
-	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", qa.host)
-	if err != nil {
-		return netip.AddrPort{}, fmt.Errorf("resolving %s: %w", qa.host, err)
-	}
-	best := ips[0]
-	for _, ip := range ips {
-		if ip.Unmap().Is4() {
-			best = ip
-			break
-		}
-	}
-	return netip.AddrPortFrom(best.Unmap(), qa.port), nil
 }
 
 // queryServerJSON is one line of --json output.
@@ -276,11 +212,11 @@ func errorKind(err error) string {
 
 // queryTable prints the results as a table, each server's players under
 // it.
-func queryTable(w io.Writer, addrs []queryAddr, results []probe.Result) {
+func queryTable(w io.Writer, addrs []discover.HostPort, results []probe.Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ADDRESS\tNAME\tMAP\tPLAYERS\tTYPE\tPING")
 	for i, r := range results {
-		addr := addrs[i].text
+		addr := addrs[i].Text
 		if r.Addr.IsValid() && r.Addr.String() != addr {
 			addr += " (" + r.Addr.String() + ")"
 		}

@@ -21,30 +21,6 @@ import (
 	"github.com/scout-discovery/scout/protocol/q4"
 )
 
-func TestParseQueryAddr(t *testing.T) {
-	for in, want := range map[string]string{
-		"1.2.3.4":          "1.2.3.4:27960",
-		"1.2.3.4:28960":    "1.2.3.4:28960",
-		"::1":              "[::1]:27960",
-		"[::1]":            "[::1]:27960",
-		"[2001:db8::1]:5":  "[2001:db8::1]:5",
-		"[::ffff:1.2.3.4]": "1.2.3.4:27960",
-	} {
-		qa, err := parseQueryAddr(in, 27960)
-		if err != nil || qa.ap.String() != want {
-			t.Errorf("parseQueryAddr(%q) = %v, %v; want %s", in, qa.ap, err, want)
-		}
-	}
-	if qa, err := parseQueryAddr("example.org:27961", 27960); err != nil || qa.host != "example.org" || qa.port != 27961 {
-		t.Errorf("host:port = %+v, %v", qa, err)
-	}
-	for _, bad := range []string{"1.2.3.4:99999", "host:port", "a:b:c", "", "[::1", "ho st"} {
-		if _, err := parseQueryAddr(bad, 27960); err == nil {
-			t.Errorf("parseQueryAddr(%q) accepted", bad)
-		}
-	}
-}
-
 func TestQuery_BadUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"query"},

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/scout-discovery/scout/discover"
 	"github.com/scout-discovery/scout/internal/peer"
 	"github.com/scout-discovery/scout/protocol/infostring"
 	"github.com/scout-discovery/scout/protocol/q3"
@@ -117,18 +116,6 @@ func TestServers_HelpSaysWhatEachGameAsks(t *testing.T) {
 		if !strings.Contains(errb.String(), want) {
 			t.Errorf("scout servers -h lacks %q:\n%s", want, errb.String())
 		}
-	}
-}
-
-func TestWarnLimits_NamesTheMasterAndTheBound(t *testing.T) {
-	var b bytes.Buffer
-	warnLimits(discover.Summary{Masters: []discover.MasterReport{
-		{Name: "ok", End: discover.EndMarker},
-		{Name: "m:27950", End: discover.EndLimit, Error: "sent more than 1024 packets (the bound per master, discover.Config.MaxPackets): the rest of its list is ignored"},
-	}}, &b)
-	want := "scout servers: master m:27950: sent more than 1024 packets (the bound per master, discover.Config.MaxPackets): the rest of its list is ignored\n"
-	if b.String() != want {
-		t.Fatalf("%q, want %q", b.String(), want)
 	}
 }
 

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+
+	"github.com/scout-discovery/scout/internal/cli"
 )
 
 func init() {
-	register(command{name: "version", summary: "print scout's version and build information", run: runVersion})
+	register(cli.Command{Name: "version", Summary: "print scout's version and build information", Run: runVersion})
 }
 
 func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) int {

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Draws the server browser's screenshots for README.md, from the repository's
 # root: sh docs/figures/web.sh. It runs the README's first look on loopback
-# only: an emulated world (scout world, 200 servers) heartbeating to
+# only: an emulated world (scout-lab world, 200 servers) heartbeating to
 # scout master --http, plus Debian's OpenArena server with three bots when
 # it is installed, then has headless Chromium (Debian's chromium) take
 # docs/figures/web.png (1280 px wide, pings estimated from Australia),
@@ -24,6 +24,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 go build -o "$tmp/scout" ./cmd/scout
+go build -o "$tmp/scout-lab" ./lab/cmd/scout-lab
 # Free loopback ports for the master (UDP) and the page (TCP).
 ports=$(python3 -c 'import socket
 u=socket.socket(socket.AF_INET,socket.SOCK_DGRAM);u.bind(("127.0.0.1",0))
@@ -36,7 +37,7 @@ web=http://127.0.0.1:$http
 
 # The world first: the master publishes its servers at their public
 # addresses from the table it writes (--world-map).
-setsid "$tmp/scout" world --servers 200 --seed 3 --master "$master" --map-out "$tmp/map.json" \
+setsid "$tmp/scout-lab" world --servers 200 --seed 3 --master "$master" --map-out "$tmp/map.json" \
 	--heartbeat-interval 10s >"$tmp/world.log" 2>&1 &
 pids="$pids $!"
 i=0

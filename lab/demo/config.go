@@ -49,9 +49,10 @@ type Config struct {
 	// each a landmark (landmarks.go); nil means DefaultLandmarks. The
 	// first lists the world for every run.
 	Landmarks []string
-	// LandmarkPlan, if set, adds the landmark run ("landmarks", before
-	// the oracle): scout servers --order landmarks' planner.
-	LandmarkPlan LandmarkPlan
+	// LandmarkRun adds the landmark run ("landmarks", before the
+	// oracle): scout servers --order landmarks' plan
+	// (discover.PlanLandmarks), auto-stopping at StopRTT.
+	LandmarkRun bool
 	// Log, when set, gets a line at each stage.
 	Log io.Writer
 }

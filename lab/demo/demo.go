@@ -6,7 +6,7 @@
 // conventional (master order, the Enemy Territory client's window of 16),
 // adaptive as the paper gives it (Armitage's Algorithms 1 and 2), adaptive
 // with this project's variant (adaptive.Scout), the landmark run (with
-// Config.LandmarkPlan) and the oracle (exactly the playable servers,
+// Config.LandmarkRun) and the oracle (exactly the playable servers,
 // nearest first: the bound no client can reach, since it needs the true
 // RTTs).
 //
@@ -16,7 +16,7 @@
 //
 // # The world
 //
-// The servers come from package population with the model of scout sim's
+// The servers come from package population with the model of scout-lab sim's
 // tables (population.FittedVantage: the calibrated world with the
 // per-vantage latency residual): public IPv4 addresses in the prefixes
 // their origin ASes announced in 2008, in the countries and the hosting
@@ -110,7 +110,7 @@ type Report struct {
 	// Masters are the landmark masters; the first listed the world.
 	Masters []LandmarkMaster
 	// Runs are conventional, the adaptive variants in Config order, the
-	// landmark run (with Config.LandmarkPlan) and the oracle.
+	// landmark run (with Config.LandmarkRun) and the oracle.
 	Runs []Run
 	Took time.Duration
 }
@@ -156,7 +156,7 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 	lmRun := -1
 	var lmMu sync.Mutex
 	var lmReports []discover.MasterReport
-	if cfg.LandmarkPlan != nil {
+	if cfg.LandmarkRun {
 		lmRun = len(runs)
 		scout := adaptive.Scout()
 		scout.StopRTT = rep.StopRTT
@@ -165,7 +165,7 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 			lmMu.Lock()
 			reps := slices.Clone(lmReports)
 			lmMu.Unlock()
-			st, m, err := cfg.LandmarkPlan(ts, reps)
+			st, m, err := landmarkPlan(ts, reps, rep.StopRTT, cfg.Seed)
 			runs[lmRun].Matrix = m // on the run's own goroutine (discover.Ordered calls the planner)
 			return st, err
 		})

@@ -57,7 +57,7 @@ func TestFound_CountsGroundTruthNotMeasuredRTT(t *testing.T) {
 }
 
 // TestBuild_TruthIsTheSimulatorsModel checks that the demo's world is the
-// simulator's (population.FittedVantage, what scout sim's tables use), not
+// simulator's (population.FittedVantage, what scout-lab sim's tables use), not
 // the global-residual model: every server's emulated RTT is the model's
 // RTT from the place (capped at world.MaxRTT), the jitter only adds to it,
 // and for seed 5 the two models differ.

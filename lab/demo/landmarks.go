@@ -3,6 +3,7 @@ package demo
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"sync"
@@ -34,17 +35,37 @@ import (
 // with getserversExt ... landmarks landmarkpeers through their paths, so
 // the client's own RTT to each landmark is what its place implies and the
 // landmarks' RTTs to each other are the ones the masters measured and
-// published, and orders and stops with Config.LandmarkPlan (scout servers
-// --order landmarks' planner, which cmd/scout gives).
+// published, and orders and stops with scout servers --order landmarks'
+// plan (Config.LandmarkRun, landmarkPlan).
 
 // DefaultLandmarks are the landmark masters' cities: the real-mesh
 // evaluation's three hubs (EVALUATION.md, "Landmarks").
 var DefaultLandmarks = []string{"Frankfurt", "NewYork", "Tokyo"}
 
-// LandmarkPlan builds the landmark run's strategy from the targets and the
-// landmark masters' reports (their published RTTs and the client's RTT to
-// each), and says which landmarks' RTTs to each other it used.
-type LandmarkPlan func(targets []adaptive.Target, reports []discover.MasterReport) (adaptive.Strategy, LandmarkMatrix, error)
+// landmarkPlan is the landmark run's strategy: scout servers --order
+// landmarks' plan (discover.PlanLandmarks) from the targets and the
+// landmark masters' reports, auto-stopping at stopRTT; it says which
+// landmarks' RTTs to each other the planner was given, measured by the
+// masters or derived.
+func landmarkPlan(ts []adaptive.Target, reps []discover.MasterReport, stopRTT time.Duration, seed uint64) (adaptive.Strategy, LandmarkMatrix, error) {
+	lp, err := discover.PlanLandmarks(ts, reps, discover.LandmarkPlanParams(stopRTT), seed)
+	m := LandmarkMatrix{Landmarks: lp.Landmarks, Derived: lp.Input.LandmarksDerived}
+	for _, row := range lp.Input.Landmarks {
+		var r []time.Duration
+		for _, v := range row {
+			d := time.Duration(-1) // unknown
+			if !math.IsNaN(v) {
+				d = time.Duration(v * float64(time.Millisecond))
+			}
+			r = append(r, d)
+		}
+		m.RTTs = append(m.RTTs, r)
+	}
+	if err != nil {
+		return nil, m, err
+	}
+	return lp.Planner, m, nil
+}
 
 // LandmarkMatrix is the landmarks' RTTs to each other a landmark run used.
 type LandmarkMatrix struct {

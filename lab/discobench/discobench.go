@@ -94,7 +94,7 @@ type Config struct {
 	// ListTimeout bounds Start's wait; 0 means DefaultListTimeout.
 	ListTimeout time.Duration
 	// RealTime runs the world's releaser on a SCHED_FIFO thread
-	// (world.Config.RealTime), as scout world --realtime does.
+	// (world.Config.RealTime), as scout-lab world --realtime does.
 	RealTime bool
 	// Access is the clients' access link (world.Config.Access); the zero
 	// value is none.

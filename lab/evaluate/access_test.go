@@ -11,7 +11,7 @@ import (
 // TestAccessHeight_RealMesh estimates the access delay of the paper's
 // clients on WonderProxy's mesh from the hub landmarks' matrix and the
 // client's vector (the mesh's RTTs plus its true access delay: Melbourne
-// 20 ms, the others 1 ms, as in scout sim), the figures EVALUATION.md and
+// 20 ms, the others 1 ms, as in scout-lab sim), the figures EVALUATION.md and
 // landmark.AccessHeight's doc quote (go test -run AccessHeight_RealMesh
 // -v ./lab/evaluate). With 3 landmarks (fewer than
 // landmark.MinEmbedLandmarks) the estimate is 0; with 8 it must not

@@ -85,7 +85,7 @@ func TestSwarm_RegistersWithARealMaster(t *testing.T) {
 	// A server answered the master's getinfo, but its infoResponse can
 	// still be lost at the master's socket (3,200 at 20,000 a second on a
 	// loaded machine: 98 and 414 once each): as a real server does at its
-	// next heartbeat, and as scout load --swarm does, the servers the
+	// next heartbeat, and as scout-lab load --swarm does, the servers the
 	// master does not list are heartbeated again, until it lists them all
 	// or the test's deadline is near. Each round waits for the master to
 	// stop listing more (Register's own Idle).

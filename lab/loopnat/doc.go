@@ -72,7 +72,7 @@
 //
 // # Wiring it (for scout master, scout servers, scout demo)
 //
-// `scout world --map-out FILE` writes the table of the running world once
+// `scout-lab world --map-out FILE` writes the table of the running world once
 // all its sockets are bound (with the ports actually used). A program that
 // should see the world passes `--world-map FILE` and does:
 //

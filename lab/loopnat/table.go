@@ -141,7 +141,7 @@ func Read(r io.Reader) (*Table, error) {
 	return New(f.Pairs)
 }
 
-// Load reads the table file at path (written by `scout world --map-out`).
+// Load reads the table file at path (written by `scout-lab world --map-out`).
 func Load(path string) (*Table, error) {
 	f, err := os.Open(path)
 	if err != nil {

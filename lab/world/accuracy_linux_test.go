@@ -27,7 +27,7 @@ func measureDelays(tb testing.TB) delayRun {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer TuneRuntime()() // as scout world runs
+	defer TuneRuntime()() // as scout-lab world runs
 	e, stop := startWorld(tb, w, Config{RealTime: true})
 	c := timestampingClient(tb)
 	table := e.Table()

@@ -4,7 +4,7 @@
 // with a public-looking address, its own loopback address, its players,
 // and a network link (delay, jitter, loss) as seen from one client's place.
 // It is what scout's discovery engine and benchmarks run against
-// (`scout world`), since the Internet cannot be used in tests.
+// (`scout-lab world`), since the Internet cannot be used in tests.
 //
 // # The model
 //
@@ -118,7 +118,7 @@
 // ms, when the process is held up as a whole. At load average 11-12 (three
 // runs, 2026-11-25): p50 38-43 us, p99 130-790 us. TestEmulator_DelayAccuracy
 // checks only what holds under any load: every probe answered, none before
-// its injected RTT. That needs the settings `scout world` uses:
+// its injected RTT. That needs the settings `scout-lab world` uses:
 // Config.RealTime (the reader and releaser threads SCHED_FIFO, which needs
 // root; without it p99 is several ms on a loaded machine) and TuneRuntime
 // (GOMAXPROCS 8, GC percent 800). A client that timestamps its replies when

@@ -228,7 +228,7 @@ func Listen(w World, cfg Config) (*Emulator, error) {
 }
 
 // Table returns the public <-> loopback table with the addresses actually
-// bound, for loopnat.Wrap or `scout world --map-out`.
+// bound, for loopnat.Wrap or `scout-lab world --map-out`.
 func (e *Emulator) Table() *loopnat.Table { return e.table }
 
 // Close releases the sockets of an emulator that will not Run. After Run

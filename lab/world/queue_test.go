@@ -129,7 +129,7 @@ func TestHistogramQuantile(t *testing.T) {
 }
 
 // TestHistogram_Overflow checks that a quantile beyond HistogramMax is the
-// longest lateness seen, not math.MaxInt64 (printed once by scout world as
+// longest lateness seen, not math.MaxInt64 (printed once by scout-lab world as
 // 2562047h47m16.854775807s).
 func TestHistogram_Overflow(t *testing.T) {
 	var h histogram

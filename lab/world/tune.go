@@ -22,7 +22,7 @@ const (
 )
 
 // TuneRuntime sets the Go runtime up for accurate delays in a process that
-// runs an emulator (scout world does this): GOMAXPROCS at least TunedProcs
+// runs an emulator (scout-lab world does this): GOMAXPROCS at least TunedProcs
 // and the GC percent at TunedGCPercent, each unless the environment sets
 // GOMAXPROCS or GOGC. It returns a function that restores the old values.
 func TuneRuntime() (restore func()) {

@@ -18,7 +18,7 @@
 //     GeoLite Country 2019-12-24, at the country's main city
 //     (latency.MainCity); per distinct address and per entry (port).
 //
-// The worlds are scout sim --mesh's: population.FittedVantage worlds of
+// The worlds are scout-lab sim --mesh's: population.FittedVantage worlds of
 // 2,800 (ET) and 22,000 (CS:S) servers with World.MeshRTTs, the RTTs the
 // simulator's oracle uses (before jitter), so the share printed per seed
 // is the oracle's probe share.

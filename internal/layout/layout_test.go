@@ -1,0 +1,79 @@
+// Package layout holds the test that keeps the product and the lab apart:
+// no product package depends on the lab, and the product's command reaches
+// the lab only through the demo.
+package layout
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/scout-discovery/scout/internal/peer"
+)
+
+const module = "github.com/scout-discovery/scout"
+
+// deps returns every package of the module with its dependencies (go list
+// -deps: imports, transitively, tests excluded).
+func deps(t *testing.T) map[string][]string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Deps " "}}`, "./...")
+	cmd.Dir = peer.ModuleRoot(t)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	m := map[string][]string{}
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		if len(f) > 0 {
+			m[f[0]] = f[1:]
+		}
+	}
+	return m
+}
+
+func isLab(p string) bool { return strings.HasPrefix(p, module+"/lab/") }
+
+// labDeps returns the lab packages among ds, sorted.
+func labDeps(ds []string) []string {
+	var out []string
+	for _, d := range ds {
+		if isLab(d) {
+			out = append(out, d)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestLayout_ProductImportsNoLab: no package outside lab/ (the product's
+// command, cmd/scout, aside: its demo runs on the lab's emulated world)
+// depends on a lab package.
+func TestLayout_ProductImportsNoLab(t *testing.T) {
+	all := deps(t)
+	if len(all) < 20 {
+		t.Fatalf("go list found %d packages", len(all))
+	}
+	for p, ds := range all {
+		if isLab(p) || p == module+"/cmd/scout" {
+			continue
+		}
+		if l := labDeps(ds); len(l) > 0 {
+			t.Errorf("%s depends on the lab: %v", p, l)
+		}
+	}
+}
+
+// TestLayout_ScoutReachesLabOnlyThroughDemo: the lab packages cmd/scout
+// depends on are exactly lab/demo and what lab/demo depends on.
+func TestLayout_ScoutReachesLabOnlyThroughDemo(t *testing.T) {
+	all := deps(t)
+	demo := module + "/lab/demo"
+	want := append(labDeps(all[demo]), demo)
+	slices.Sort(want)
+	if got := labDeps(all[module+"/cmd/scout"]); !slices.Equal(got, want) {
+		t.Errorf("cmd/scout's lab dependencies:\n  %v\nwant lab/demo's closure:\n  %v", got, want)
+	}
+}

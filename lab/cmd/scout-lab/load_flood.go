@@ -1,0 +1,78 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/scout-discovery/scout/lab/loadgen"
+)
+
+// runFlood runs the --flood measurement: runs reflection attacks on each
+// target in turn, one line per run and target.
+func runFlood(ctx context.Context, stdout, stderr io.Writer, targets []*loadTarget, cfg loadgen.FloodConfig, runs int, asJSON bool) int {
+	const format = "%3v %-10.10s %8v %9v %10v %9v %8v %7v %6v %10v\n"
+	if !asJSON {
+		fmt.Fprintf(stdout, "flood: %.0f spoofed requests/s aimed at %v (then the next address each run) for %v, ports %s; its client refreshes every %v from %v before\n",
+			cfg.Rate, cfg.Victim, cfg.Duration, floodPortsText(cfg.Ports), cfg.Refresh, cfg.Refresh/2)
+		fmt.Fprintf(stdout, format, "run", "target", "spoofed", "spoof B", "victim B", "victim B/s", "answered", "ampl", "wire", "client")
+	}
+	enc := json.NewEncoder(stdout)
+	failed := false
+	// Each run attacks the next address, so no run starts with a budget
+	// the one before spent.
+	victim := cfg.Victim
+	for run := 1; run <= runs; run++ {
+		order := slices.Clone(targets)
+		if run%2 == 0 {
+			slices.Reverse(order)
+		}
+		for _, t := range order {
+			c := cfg
+			c.Master, c.Victim = t.addr, victim
+			victim = victim.Next()
+			r, err := loadgen.Flood(ctx, c)
+			if err != nil {
+				fmt.Fprintf(stderr, "scout-lab load: %s flood run %d: %v\n", t.name, run, err)
+				return 1
+			}
+			failed = failed || r.Complete != r.Refreshes
+			if asJSON {
+				_ = enc.Encode(struct {
+					Run    int    `json:"run"`
+					Target string `json:"target"`
+					loadgen.FloodResult
+					VictimBytes   int64   `json:"victim_bytes"`
+					Amplification float64 `json:"amplification"`
+					Wire          float64 `json:"wire_amplification"`
+				}{run, t.name, r, r.VictimBytes(), r.Amplification(), r.WireAmplification()})
+				continue
+			}
+			fmt.Fprintf(stdout, format, run, t.name, r.Spoofed, r.SpoofedBytes, r.VictimBytes(),
+				fmt.Sprintf("%.0f", r.VictimBytesPerSecond()), r.FloodAnswered,
+				fmt.Sprintf("%.2f", r.Amplification()), fmt.Sprintf("%.2f", r.WireAmplification()),
+				fmt.Sprintf("%d/%d", r.Complete, r.Refreshes))
+			if len(r.Missed) > 0 {
+				fmt.Fprintf(stdout, "    %s: refreshes not answered complete: %v\n", t.name, r.Missed)
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if failed {
+		fmt.Fprintln(stderr, "scout-lab load: the victim's client was not answered every time")
+	}
+	return 0
+}
+
+func floodPortsText(n int) string {
+	if n == 0 {
+		return "a fresh one per request"
+	}
+	return fmt.Sprint(n)
+}

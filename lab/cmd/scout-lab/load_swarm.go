@@ -1,0 +1,331 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/scout-discovery/scout/lab/loadgen"
+	"github.com/scout-discovery/scout/protocol/q3"
+)
+
+// swarmSettings are scout-lab load's --swarm flags.
+type swarmSettings struct {
+	cfg      loadgen.SwarmConfig
+	rate     int
+	deadline time.Duration
+	metrics  string // the master's /metrics URL, or empty
+}
+
+// masterListed reads scout_master_servers_listed from a master's
+// /metrics.
+func masterListed(ctx context.Context, url string) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "scout_master_servers_listed "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			return int64(f), err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("%s: no scout_master_servers_listed", url)
+}
+
+// runSwarm registers a swarm with one master and reports how fast the
+// master took it: servers answered per second of wall time, the master's
+// CPU per registration, its VmRSS per server, and the lists it then gives
+// of each game (read whole, and the swarm's servers counted in them).
+func runSwarm(ctx context.Context, stdout, stderr io.Writer, t *loadTarget, ss swarmSettings) int {
+	s, err := loadgen.NewSwarm(ss.cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "scout-lab load: %v\n", err)
+		return 1
+	}
+	serveCtx, stop := context.WithCancel(ctx)
+	s.Serve(serveCtx)
+	defer func() { stop(); s.Close() }()
+	master6 := netip.AddrPortFrom(netip.IPv6Loopback(), t.addr.Port())
+	fmt.Fprintf(stdout, "swarm: %d IPv4 servers from %v on %d ports, %d IPv6 on ::1 (ports %d-%d); offering %d heartbeats/s to %v and %v\n",
+		ss.cfg.Servers, s.Addr(0).Addr(), max(ss.cfg.Sockets, loadgen.DefaultSwarmSockets)*min(ss.cfg.Servers, 1), ss.cfg.IPv6,
+		portOr(s, ss.cfg.Servers), portOr(s, s.Len()-1), ss.rate, t.addr, master6)
+
+	cpu := func() time.Duration {
+		if t.pid == 0 {
+			return 0
+		}
+		c, _ := loadgen.ProcCPU(t.pid)
+		return c
+	}
+	rss0, _ := loadgen.ProcRSS(t.pid)
+	cpu0, self0 := cpu(), selfCPU()
+	// One line a second: servers answered, listed by the master (with
+	// --metrics), and the CPU of both. allListed is when the master's
+	// count reached every server, first seen at a sample.
+	var mu sync.Mutex
+	cpuAtLast := cpu0
+	var allListed time.Duration
+	var cpuAllListed time.Duration
+	sampled := make(chan struct{})
+	sampleCtx, stopSample := context.WithCancel(ctx)
+	start := time.Now()
+	go func() {
+		defer close(sampled)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		fmt.Fprintf(stdout, "%6s %9s %9s %7s %9s %9s %7s\n", "t s", "answered", "listed", "per s", "master %", "swarm %", "sends")
+		last, lastListed, lastCPU, lastSelf := int64(0), int64(0), cpu0, self0
+		for {
+			select {
+			case <-sampleCtx.Done():
+				return
+			case <-tick.C:
+			}
+			st, c, me := s.Stats(), cpu(), selfCPU()
+			listed, per := int64(-1), st.Answered-last
+			if ss.metrics != "" {
+				if n, err := masterListed(sampleCtx, ss.metrics); err == nil {
+					listed, per = n, n-lastListed
+					lastListed = n
+				}
+			}
+			fmt.Fprintf(stdout, "%6.0f %9d %9d %7d %9.0f %9.0f %7d\n", time.Since(start).Seconds(), st.Answered, listed, per,
+				100*(c-lastCPU).Seconds(), 100*(me-lastSelf).Seconds(), st.Heartbeats)
+			mu.Lock()
+			if st.Answered != last {
+				cpuAtLast = c
+			}
+			if listed >= int64(s.Len()) && allListed == 0 {
+				allListed, cpuAllListed = time.Since(start), c
+			}
+			mu.Unlock()
+			last, lastCPU, lastSelf = st.Answered, c, me
+		}
+	}()
+	r, err := s.Register(ctx, t.addr, master6, loadgen.RegisterConfig{Rate: ss.rate, Deadline: ss.deadline})
+	rounds := r.Rounds
+	// With --metrics, the master's own count: wait until it stops growing
+	// (the last checks may be its retries); servers that answered a
+	// getinfo and are not listed then (every answer lost) are found in
+	// the lists and heartbeated again.
+	for attempt := 1; ss.metrics != "" && err == nil && ctx.Err() == nil; attempt++ {
+		n := settle(ctx, ss.metrics, int64(s.Len()))
+		if n >= int64(s.Len()) {
+			mu.Lock()
+			allListed, cpuAllListed = time.Since(start), cpu()
+			mu.Unlock()
+			break
+		}
+		if attempt == 4 {
+			break
+		}
+		listed := listUntil(ctx, stdout, s, t.addr, int(n), attempt)
+		missing := 0
+		for i, ok := range listed {
+			if !ok {
+				s.Reset(i)
+				missing++
+			}
+		}
+		var r2 loadgen.RegisterResult
+		r2, err = s.Register(ctx, t.addr, master6, loadgen.RegisterConfig{Rate: ss.rate, Deadline: ss.deadline})
+		rounds = append(rounds, r2.Rounds...)
+		fmt.Fprintf(stdout, "master lists %d: %d servers not in its lists heartbeated again, %d answered a getinfo\n", n, missing, r2.Answered-(s.Len()-missing))
+	}
+	self1 := selfCPU()
+	st := s.Stats()
+	for k, rd := range rounds {
+		fmt.Fprintf(stdout, "round %d: %d heartbeats, %d servers answered a getinfo in %v: %.0f per second\n",
+			k+1, rd.Sent, rd.Answered, rd.Elapsed.Round(time.Millisecond), float64(rd.Answered)/rd.Elapsed.Seconds())
+	}
+	fmt.Fprintf(stdout, "first registration: %d of %d servers answered the master's getinfo in %v: %.0f per second (%d rounds); %d heartbeats in all, %d send errors\n",
+		r.Answered, s.Len(), r.Elapsed.Round(time.Millisecond), float64(r.Answered)/r.Elapsed.Seconds(), len(r.Rounds), st.Heartbeats, st.SendErrors)
+	if err != nil {
+		fmt.Fprintf(stderr, "scout-lab load: registration: %v\n", err)
+	}
+	stopSample()
+	<-sampled
+	if allListed != 0 {
+		fmt.Fprintf(stdout, "master's count: all %d listed %v after the first heartbeat: %.0f registrations per second\n",
+			s.Len(), allListed.Round(time.Millisecond), float64(s.Len())/allListed.Seconds())
+		if t.pid != 0 {
+			mc := cpuAllListed - cpu0
+			fmt.Fprintf(stdout, "master CPU to then: %.1f s: %.1f µs per registration, %.0f registrations per CPU-second\n",
+				mc.Seconds(), float64(mc.Microseconds())/float64(s.Len()), float64(s.Len())/mc.Seconds())
+		}
+	}
+	if t.pid != 0 {
+		mu.Lock()
+		mc := cpuAtLast - cpu0
+		mu.Unlock()
+		fmt.Fprintf(stdout, "master CPU: %.1f s over the registration (to the last sample with a new server): %.1f µs per registration, %.0f registrations per CPU-second\n",
+			mc.Seconds(), float64(mc.Microseconds())/float64(max(r.Answered, 1)), float64(r.Answered)/mc.Seconds())
+	}
+	fmt.Fprintf(stdout, "swarm CPU: %.1f s (this process, sampling included)\n", (self1 - self0).Seconds())
+
+	// The lists: every game's, whole, from a fresh source each. Above
+	// 65,536 servers a master answers from a snapshot its refresher
+	// brings up to date off the socket loop (within tens of milliseconds
+	// since the incremental snapshot, seconds before), so the lists are
+	// read again while they grow. A server that
+	// answered a getinfo and is still not listed then (its infoResponse
+	// lost, and the master's retries too) is heartbeated again.
+	total, src := 0, netip.AddrFrom4([4]byte{127, 13, 0, 1})
+	for pass, grew := 1, 0; pass <= 20 && ctx.Err() == nil; pass++ {
+		listed := listSwarm(ctx, stdout, s, t.addr, src)
+		src = netip.AddrFrom4([4]byte{127, 13, byte(pass), 1})
+		n := 0
+		for _, ok := range listed {
+			if ok {
+				n++
+			}
+		}
+		fmt.Fprintf(stdout, "listed: %d of %d swarm servers\n", n, s.Len())
+		if n > total {
+			grew = 0
+		} else {
+			grew++
+		}
+		total = n
+		if total == s.Len() {
+			break
+		}
+		if grew < 3 || allListed != 0 {
+			// The master lists them all (its count says so) or its lists
+			// still grow: wait a second for its snapshot and ask again.
+			time.Sleep(time.Second)
+			continue
+		}
+		for i, ok := range listed {
+			if !ok {
+				s.Reset(i)
+			}
+		}
+		r2, err2 := s.Register(ctx, t.addr, master6, loadgen.RegisterConfig{Rate: ss.rate, Deadline: ss.deadline})
+		fmt.Fprintf(stdout, "heartbeated again: %d servers not listed, %d answered a getinfo (%d rounds)\n", s.Len()-total, r2.Answered, len(r2.Rounds))
+		if err2 != nil {
+			err = err2
+		}
+		grew = 0
+	}
+	if t.pid != 0 {
+		rss1, _ := loadgen.ProcRSS(t.pid)
+		fmt.Fprintf(stdout, "master VmRSS: %d MB before, %d MB after: %.0f B per listed server\n",
+			rss0>>20, rss1>>20, float64(rss1-rss0)/float64(max(total, 1)))
+	}
+	if total < s.Len() || err != nil {
+		return 1
+	}
+	return 0
+}
+
+// settle polls the master's listed count every 200 ms until it reaches
+// want or has not grown for 6 s (a check's challenge lives 5 s), and
+// returns it.
+func settle(ctx context.Context, url string, want int64) int64 {
+	var last int64 = -1
+	grew := time.Now()
+	for ctx.Err() == nil && time.Since(grew) < 6*time.Second {
+		n, err := masterListed(ctx, url)
+		if err == nil && n >= want {
+			return n
+		}
+		if err == nil && n > last {
+			last, grew = n, time.Now()
+		}
+		time.Sleep(200 * time.Millisecond) // a poll of the master's count
+	}
+	return last
+}
+
+// listUntil reads the master's lists until they hold want of the swarm's
+// servers (at this size its answers come from a snapshot brought up to
+// date off its socket loop) or stop growing, and returns which servers
+// they hold.
+func listUntil(ctx context.Context, stdout io.Writer, s *loadgen.Swarm, master netip.AddrPort, want, attempt int) []bool {
+	var listed []bool
+	best, still := -1, 0
+	for pass := 0; pass < 30 && still < 3 && ctx.Err() == nil; pass++ {
+		listed = listSwarm(ctx, stdout, s, master, netip.AddrFrom4([4]byte{127, 12, byte(attempt), byte(1 + pass)}))
+		n := 0
+		for _, ok := range listed {
+			if ok {
+				n++
+			}
+		}
+		if n >= want {
+			break
+		}
+		if n > best {
+			best, still = n, 0
+		} else {
+			still++
+		}
+		time.Sleep(time.Second) // the snapshot's next build
+	}
+	return listed
+}
+
+// listSwarm asks master for each game's full list (getserversExt GAME
+// PROTO empty full ipv4 ipv6) from sources from src on and reports which
+// of the swarm's servers were in them.
+func listSwarm(ctx context.Context, stdout io.Writer, s *loadgen.Swarm, master netip.AddrPort, src netip.Addr) []bool {
+	listed := make([]bool, s.Len())
+	for _, g := range []struct {
+		name  string
+		proto int
+	}{{"Quake3Arena", 68}, {"OpenArena", 71}, {"Xonotic", 3}} {
+		q, _ := q3.GetServers{Ext: true, GameName: g.name, Protocol: g.proto, Empty: true, Full: true, IPv4: true, IPv6: true}.AppendBinary(nil)
+		began := time.Now()
+		list, err := loadgen.ListServers(ctx, master, netip.AddrPortFrom(src, 0), q, time.Minute)
+		took := time.Since(began) - q3.EndGrace
+		src = src.Next()
+		n := 0
+		for _, a := range list {
+			if i, ok := s.Index(a); ok && !listed[i] {
+				listed[i] = true
+				n++
+			}
+		}
+		fmt.Fprintf(stdout, "list %s %d: %d entries, %d of the swarm's, last datagram %v after the request", g.name, g.proto, len(list), n, took.Round(time.Millisecond))
+		if err != nil {
+			fmt.Fprintf(stdout, " (%v)", err)
+		}
+		fmt.Fprintln(stdout)
+	}
+	return listed
+}
+
+func portOr(s *loadgen.Swarm, i int) uint16 {
+	if i < 0 || i >= s.Len() {
+		return 0
+	}
+	return s.Addr(i).Port()
+}
+
+func selfCPU() time.Duration {
+	c, _ := loadgen.SelfCPU()
+	return c
+}
