@@ -10,7 +10,7 @@ import (
 	"github.com/scout-discovery/scout/protocol/q3"
 )
 
-// Landmarks (issue 13). With Config.Landmarks, every getserversExt asks
+// Landmarks. With Config.Landmarks, every getserversExt asks
 // for the master's RTTs to the servers it lists (the word
 // q3.LandmarksKeyword; a master that does not know it ignores it) and the
 // getserversLandmarksResponse packets a landmark master sends after its

@@ -6,7 +6,7 @@ import (
 	"github.com/scout-discovery/scout/protocol/q3"
 )
 
-// Pings to landmark masters (issue 13). The client's RTT to a master is
+// Pings to landmark masters. The client's RTT to a master is
 // one sample with the list alone (MasterReport.RTT: the query to the
 // first packet of the reply), and a master that is building a list, a
 // queue on the path or a busy client can each add to one sample. With

@@ -12,7 +12,7 @@ import (
 	"github.com/scout-discovery/scout/master"
 )
 
-// Landmarks (issue 13). Each instance with Config.Landmark is one landmark,
+// Landmarks. Each instance with Config.Landmark is one landmark,
 // placed where it runs; re-probes rotate among the instances
 // (master.Rendezvous), so each measures its RTT to every server within a
 // few periods, and the fleet shares what each measured:

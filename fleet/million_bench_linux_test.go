@@ -24,7 +24,8 @@ import (
 	"github.com/scout-discovery/scout/protocol/q3"
 )
 
-// millionServers is issue 11 item 4's listing size.
+// millionServers is the listing size the fleet is sized for: a million
+// servers.
 const millionServers = 1_000_000
 
 // fillRedisMillion writes n verified servers straight into the shared

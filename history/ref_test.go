@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// refHistory is History as it was before its compact encoding (commit
-// d8adba0): every day a raw array of SlotsPerDay counts. The property test
+// refHistory is History as it was before its compact encoding: every day
+// a raw array of SlotsPerDay counts. The property test
 // (history_test.go) holds History to its answers.
 
 // refChunk is one day of a refSeries in memory (Day without the address).

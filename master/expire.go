@@ -95,8 +95,8 @@ func (r *Registry) recheckDelay(e *entry) time.Duration {
 // tries with p = q³ = 9.3e-4. Before this rule one unanswered heartbeat
 // check dropped a listed server: with a heartbeat every 5-minute period,
 // 9.3e-4 per server per period, 4.6 live servers of 5,000 delisted per
-// period, each gone until its next heartbeat (issue 9 measured 23 in 9
-// minutes in an emulated world; TestReprobe_FivePercentLossKeepsLiveServers
+// period, each gone until its next heartbeat (23 in 9 minutes were
+// measured in an emulated world; TestReprobe_FivePercentLossKeepsLiveServers
 // simulates 1,000 servers heartbeating every 5 minutes for an hour: 19
 // delisted by the old rule with its seed, 9.7 a seed over seeds 1-10,
 // where the arithmetic predicts 11; none by this one).

@@ -7,7 +7,7 @@ import (
 	"github.com/scout-discovery/scout/protocol/q3"
 )
 
-// The landmark extension (issue 13; the wire format is q3's, see
+// The landmark extension (the wire format is q3's, see
 // q3.LandmarksKeyword). A master with HandlerConfig.Landmark set answers a
 // getserversExt that carries the word "landmarks" with its list, then
 // with getserversLandmarksResponse packets: its RTT (Server.RTT, the

@@ -11,7 +11,7 @@ import (
 	"github.com/scout-discovery/scout/protocol/q3"
 )
 
-// The landmarks' RTTs to each other (issue 13). A client repairs the
+// The landmarks' RTTs to each other. A client repairs the
 // landmark vectors through the landmarks' RTTs to each other
 // (landmark.Repair); a landmark master measures its own to the other
 // landmark masters it knows, its peers: a fleet's other live landmarks

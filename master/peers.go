@@ -8,7 +8,7 @@ import (
 	"github.com/scout-discovery/scout/protocol/q3"
 )
 
-// Other landmarks' RTTs (issue 13: a fleet's instances are landmarks). In
+// Other landmarks' RTTs (a fleet's instances are landmarks). In
 // a fleet each instance measures its own RTT to the servers it verifies
 // (rtt.go) and the fleet shares them (package fleet): a peer's sample is
 // applied here with ApplyLandmarkRTT, kept per server and per landmark

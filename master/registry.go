@@ -226,7 +226,7 @@ func (r *Registry) Restore(now time.Time, servers []Server) (restored int, skipp
 	defer r.mu.Unlock()
 	if len(r.servers) == 0 {
 		// A start from the state: the map sized once, not grown in
-		// steps (a million servers at a restart, issue 11).
+		// steps (a million servers at a restart).
 		r.servers = make(map[serverKey]*entry, min(len(servers), r.cfg.MaxServers))
 	}
 	for _, s := range servers {

@@ -6,7 +6,7 @@ import (
 	"github.com/scout-discovery/scout/game"
 )
 
-// Round-trip times (issue 13: the master as a landmark).
+// Round-trip times (the master as a landmark).
 //
 // The registry measures its round trip to every server it checks: from
 // the instant a check's try was handed out (Registry.Heartbeat,

@@ -19,7 +19,7 @@ type tallyKey struct {
 // gametype, if e is listed. The registry calls it before and after every
 // change of an entry's listing or of those fields, so the counts are kept
 // as the listing changes and read in O(kinds), not O(servers) (a /metrics
-// scrape at 1,000,000 servers, issue 11). r.mu must be held.
+// scrape at 1,000,000 servers). r.mu must be held.
 func (r *Registry) tallyLocked(e *entry, d int) {
 	if !e.Listed {
 		return

@@ -22,7 +22,8 @@ import (
 	"github.com/scout-discovery/scout/protocol/q3"
 )
 
-// millionServers is issue 11 item 4's listing size.
+// millionServers is the listing size the master is sized for: a million
+// servers.
 const millionServers = 1_000_000
 
 // millionGame is the game, protocol and heartbeat tag of the i-th

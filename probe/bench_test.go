@@ -48,8 +48,8 @@ func BenchmarkEngine_Loopback(b *testing.B) {
 	benchEngine(b, &Prober{Window: 256, Timeout: time.Second, Attempts: 2})
 }
 
-// BenchmarkEngine_Paced1000 probes at 1,000 a second, the rate of the
-// issue's accuracy target: the stamp lag is then what the kernel's
+// BenchmarkEngine_Paced1000 probes at 1,000 a second, the rate the timing
+// accuracy is judged at: the stamp lag is then what the kernel's
 // timestamp takes off each RTT at that rate.
 func BenchmarkEngine_Paced1000(b *testing.B) {
 	benchEngine(b, &Prober{Window: 1000, Interval: IntervalForRate(1000), Timeout: time.Second, Attempts: 2})

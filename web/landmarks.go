@@ -8,7 +8,7 @@ import (
 	"github.com/scout-discovery/scout/master"
 )
 
-// Landmarks (issue 13). A master measures its round trip to every server
+// Landmarks. A master measures its round trip to every server
 // it verifies (master.Server.RTT, the median of the last few); with
 // Config.Landmark set it publishes them: each server of the list and the
 // detail carries "landmarks", this master's RTT to it with when it was

@@ -278,7 +278,7 @@ func realStateFile(t *testing.T, n int) []byte {
 }
 
 // TestMaster_DamagedStateFile gives a real scout master the damaged state
-// files of issue 9 (a real one truncated to 100,000 bytes, cut in half, 20
+// files a crash or a bad disk leaves (a real one truncated to 100,000 bytes, cut in half, 20
 // KB of garbage in its middle; a 0-byte file; a text file): it never
 // panics. By default it logs the damage, moves the file aside and serves;
 // with --refuse-damaged-state it exits with status 1, says what is wrong

@@ -213,7 +213,7 @@ var masterOptionSpecs = []optSpec{
 		}
 		o.LandmarkPlace = v[0]
 		return nil
-	}, "CITY|[NAME:]LAT,LON: act as a landmark placed there: the JSON API gives this master's RTT to each server, /api/v1/landmarks describes it, and a getserversExt with the word landmarks gets the RTTs after the list (issue 13)"},
+	}, "CITY|[NAME:]LAT,LON: act as a landmark placed there: the JSON API gives this master's RTT to each server, /api/v1/landmarks describes it, and a getserversExt with the word landmarks gets the RTTs after the list"},
 	{"landmark-id", 0, argOne, strOpt(func(o *masterOptions) *string { return &o.LandmarkID }), "ID: the landmark's name in the JSON API (the --fleet-id, else the first -l address)"},
 	{"landmark-address", 0, argOne, func(o *masterOptions, v []string) error {
 		if _, ok := parseLandmarkAddress(v[0]); !ok {

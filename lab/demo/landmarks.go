@@ -17,7 +17,7 @@ import (
 	"github.com/scout-discovery/scout/master"
 )
 
-// Landmarks (issue 13). The demo's masters are landmarks placed in cities
+// Landmarks. The demo's masters are landmarks placed in cities
 // (Config.Landmarks; Frankfurt, New York and Tokyo by default), each on a
 // loopback IP of its own (127.0.1.k), to which the world gives the RTTs
 // its place implies (world.Config.Requesters: the same latency model as

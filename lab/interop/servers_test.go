@@ -15,7 +15,7 @@ import (
 	"github.com/scout-discovery/scout/lab/discobench"
 )
 
-// worldServers is issue 4's "Done when" world: 2,000 emulated Quake III
+// worldServers is the interop world: 2,000 emulated Quake III
 // protocol 71 servers (OpenArena, heartbeat QuakeArena-1) with a real
 // OpenArena server beside them.
 const worldServers = 2000
@@ -30,8 +30,7 @@ func buildScout(t *testing.T) string {
 	return bin
 }
 
-// TestServers_MasterWithOpenArenaAndWorldAgreesWithQstat is the issue's
-// "Done when": a scout master (flood protection on) lists a real
+// TestServers_MasterWithOpenArenaAndWorldAgreesWithQstat: a scout master (flood protection on) lists a real
 // OpenArena server and 2,000 emulated ones, all on loopback and listed by
 // their loopback addresses (an identity world: nothing to translate, so
 // quakestat can take part); `scout servers --status` and `quakestat

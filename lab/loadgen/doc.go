@@ -24,7 +24,7 @@
 // # Swarm
 //
 // A [Swarm] registers many more servers than a socket each allows
-// (issue 11's million): its IPv4 servers each have their own 127.x.y.z
+// (a million): its IPv4 servers each have their own 127.x.y.z
 // address but share a few sockets bound to 0.0.0.0, one port each;
 // heartbeats leave from each server's address by IP_PKTINFO in sendmmsg
 // batches, and getinfos are read in recvmmsg batches with their

@@ -22,7 +22,8 @@ import (
 
 // Fleet defaults.
 const (
-	// DefaultServers is the fleet size of issue 3's speed target.
+	// DefaultServers is the fleet size of the master's throughput benchmark,
+	// the list size dpmaster is compared at.
 	DefaultServers = 5000
 	// DefaultPerAddr is how many servers share one loopback address, well
 	// under both masters' per-address limit (32).

@@ -16,7 +16,7 @@ import (
 // Flood defaults.
 const (
 	// DefaultFloodRate is the spoofed requests per second of a flood: 300,
-	// issue 9's figure.
+	// a small botnet's worth.
 	DefaultFloodRate = 300
 	// DefaultRefresh is the real client's refresh interval.
 	DefaultRefresh = 2 * time.Second

@@ -25,7 +25,8 @@ const (
 	// servers: each has a sender and a reader goroutine.
 	DefaultSwarmSockets = 4
 	// DefaultSwarmRate is heartbeats per second offered while
-	// registering: twice issue 11's 10,000 registrations per second.
+	// registering: twice the 10,000 registrations per second a master is
+	// sized for.
 	DefaultSwarmRate = 20000
 	// DefaultSwarmPort6 is the first port tried for the IPv6 servers on
 	// ::1; ports in use are skipped.

@@ -50,8 +50,7 @@ func TestCountEntries_AgreesWithParse(t *testing.T) {
 	}
 }
 
-// TestCountEntries_FullListIs26Packets pins the figure issue 3 quotes for
-// dpmaster: 5,000 servers in 26 packets, 35.6 KB.
+// TestCountEntries_FullListIs26Packets pins the size of dpmaster's answer: 5,000 servers in 26 packets, 35.6 KB.
 func TestCountEntries_FullListIs26Packets(t *testing.T) {
 	pkts, err := q3.EncodeServersResponses(servers(5000), q3.SplitOptions{End: q3.EndEOT, MaxBytes: 1400})
 	if err != nil {

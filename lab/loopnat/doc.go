@@ -5,7 +5,7 @@
 // # Why
 //
 // A master lists, and a client shows, a server's public address: it is the
-// server's identity everywhere, and the adaptive discovery of issue 5 reads
+// server's identity everywhere, and adaptive discovery reads
 // its country and network from it. The emulated servers of package world
 // cannot own those addresses; each lives on its own loopback address
 // (127.a.b.c, see below). loopnat sits between a program's UDP socket and

@@ -86,8 +86,8 @@ func Fitted(g Game, servers int, seed uint64) Config {
 // FittedVantage returns Fitted with the per-vantage latency residual
 // (VantageLatency; see calibrated.go): the worlds of scout-lab sim and of
 // EVALUATION.md's tables since that fit. Fitted keeps the residual of all
-// city pairs (the worlds of EVALUATION.md up to commit a6af4d1, and of
-// scout demo before it moved to FittedVantage).
+// city pairs (the worlds of EVALUATION.md and of scout demo before the
+// per-vantage fit).
 func FittedVantage(g Game, servers int, seed uint64) Config {
 	c := Fitted(g, servers, seed)
 	l := VantageLatency()

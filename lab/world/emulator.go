@@ -57,7 +57,7 @@ type Config struct {
 	// unmapped, any port) a network of their own: Requesters[ip][i]
 	// replaces server i's (world order) Link for the replies to ip. So
 	// a client and each master instance, on loopback IPs of their own,
-	// see the RTTs their places imply (issue 13: masters as landmarks).
+	// see the RTTs their places imply (masters as landmarks).
 	// Each slice has one Link per server; heartbeats keep Server.Link.
 	Requesters map[netip.Addr][]Link
 }

@@ -40,7 +40,7 @@ const (
 	// MaxHostsPerNetwork bounds the hosts drawn from one /24 hosting
 	// network: servers cluster in few networks, as on the Internet (a
 	// world spread evenly over the address space does not behave like the
-	// real one; see issue 5).
+	// real one: adaptive discovery clusters by network).
 	MaxHostsPerNetwork = 16
 )
 

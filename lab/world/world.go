@@ -124,7 +124,7 @@ type Server struct {
 	Link Link `json:"link"`
 	// Country is the ISO 3166-1 alpha-2 code of the server's place ("DE");
 	// empty when unknown. The generator leaves it empty: worlds built from
-	// real data (issue 5) fill it.
+	// real data (lab/demo's) fill it.
 	Country string `json:"country,omitempty"`
 	// ASN is the autonomous system announcing Public; 0 when unknown.
 	ASN uint32 `json:"asn,omitempty"`

@@ -204,8 +204,8 @@ func TestOpen_GoodFileLoadsEveryServer(t *testing.T) {
 	}
 }
 
-// TestOpen_DamagedFileMovedAside damages real state files in each way the
-// issue names and checks that Open says what is wrong, keeps the damaged
+// TestOpen_DamagedFileMovedAside damages real state files in each way a
+// crash or a bad disk does and checks that Open says what is wrong, keeps the damaged
 // bytes in PATH.damaged-TIMESTAMP and starts with an empty database.
 func TestOpen_DamagedFileMovedAside(t *testing.T) {
 	good := goodFile(t)

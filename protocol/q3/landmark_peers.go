@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// The landmarks' RTTs to each other (scout's, issue 13). A landmark master
+// The landmarks' RTTs to each other (scout's extension). A landmark master
 // measures its RTT to the other landmark masters it knows (its fleet's
 // instances, or the peers its operator names) with LandmarkPing. A client
 // that wants them adds the word LandmarkPeersKeyword after

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Landmark extension (scout's, issue 13). A client that wants the
+// Landmark extension (scout's). A client that wants the
 // master's round trips to the servers it lists adds the word
 // LandmarksKeyword to getserversExt ("getserversExt Quake3Arena 68 empty
 // full landmarks"). A master that does not know the word ignores it, as

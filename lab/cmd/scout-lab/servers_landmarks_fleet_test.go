@@ -22,7 +22,7 @@ import (
 	"github.com/scout-discovery/scout/web"
 )
 
-// TestServers_OrderLandmarksFleet is issue 13's live run against a fleet:
+// TestServers_OrderLandmarksFleet is --order landmarks live against a fleet:
 // three instances sharing a real redis-server, placed in Frankfurt, New
 // York and Tokyo (each on a loopback IP of its own, which the world
 // answers with its city's RTTs), and 45 emulated servers in 45 of the

@@ -251,7 +251,7 @@ func waitMesh(t *testing.T, ms []*masterd.Master, places []string, within time.D
 	}
 }
 
-// TestServers_OrderLandmarksLive runs the live half of issue 13 on
+// TestServers_OrderLandmarksLive runs --order landmarks live on
 // loopback: 60 emulated servers in 60 of the latency model's cities, three
 // masters placed in Frankfurt, New York and Tokyo (each on a loopback IP
 // of its own, so the world answers each with the RTT its place implies:

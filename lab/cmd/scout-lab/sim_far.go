@@ -9,7 +9,7 @@ import (
 )
 
 // printFarRatios prints, for the far clients (AU, JP), what the data
-// supports in place of issue 13's "at most 5% of the full probe": each
+// supports in place of a bound of 5% of the full probe: each
 // strategy's probes as a multiple of the oracle's (which probes exactly
 // the playable servers), the median and the largest over the seeds where
 // it found at least 99.5% of the playable servers, how many seeds it

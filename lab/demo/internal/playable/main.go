@@ -2,8 +2,7 @@
 // RTT below 200 ms from the player's place, before jitter) and how many of
 // them sit just under the line, in the world the demo builds now
 // (population.FittedVantage, the per-vantage residual) and in the one it
-// built before d99a182 (population.Fitted, the residual of all city
-// pairs). A server just under 200 ms measures over it when the emulator's
+// built before it (population.Fitted, the residual of all city pairs). A server just under 200 ms measures over it when the emulator's
 // jitter and the loopback's own delay lengthen its reply, which is why the
 // demo counts a server found by the world's ground truth, not by the RTT
 // its reply measured (demo.Found). EVALUATION.md ("The demo") quotes it:
@@ -43,7 +42,7 @@ func main() {
 		cfg  population.Config
 	}{
 		{"now (FittedVantage)", population.FittedVantage(population.ET, *servers, *seed)},
-		{"before d99a182 (Fitted)", population.Fitted(population.ET, *servers, *seed)},
+		{"before (Fitted)", population.Fitted(population.ET, *servers, *seed)},
 	} {
 		pop, err := population.Build(w.cfg)
 		if err != nil {

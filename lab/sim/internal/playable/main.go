@@ -1,7 +1,7 @@
 // Command playable says how many game servers are playable (RTT under
 // 200 ms) from each of the paper's clients, in the real server lists and
-// in the simulator's mesh worlds, so that issue 13's far-client target
-// (at most 5% of the full probe's probes) can be read against its floor:
+// in the simulator's mesh worlds, so that a far client's probes as a share
+// of the full probe's (5% is the usual aim) can be read against its floor:
 // a client must probe every playable server, so where more than 5% are
 // playable, 5% cannot be met.
 //
