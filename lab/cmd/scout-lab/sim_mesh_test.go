@@ -8,7 +8,6 @@ import (
 
 	"github.com/scout-discovery/scout/internal/peer"
 	"github.com/scout-discovery/scout/lab/mesh"
-	"github.com/scout-discovery/scout/lab/sim"
 )
 
 func TestSimMesh_BadUsage(t *testing.T) {
@@ -57,46 +56,6 @@ func TestSimMesh_JSONIsRowsOnly(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) != 1 || !strings.HasPrefix(lines[0], "{") || !strings.Contains(lines[0], `"landmarks-3+scout"`) {
 		t.Errorf("--json output:\n%s", out.String())
-	}
-}
-
-func TestPrintTargets(t *testing.T) {
-	row := func(place string, lm, oracle, found float64) *sim.Row {
-		return &sim.Row{Client: place + "-ET", Place: place,
-			Conventional: sim.Outcome{Probes: 1000},
-			Oracle:       sim.Outcome{Probes: int(oracle * 10)},
-			Variants:     []sim.Outcome{{Name: "landmarks-8", Probes: int(lm * 10), FoundPct: found}}}
-	}
-	results := [][]*sim.Row{
-		{row("AU", 4.9, 3, 100), row("CH", 92, 90, 100)},   // both met
-		{row("AU", 5.1, 4, 100), row("CH", 92.1, 90, 100)}, // far over 5%, near 2.1 points over
-		{row("AU", 4, 3, 99.4), row("CH", 95, 94, 99.4)},   // too few found
-	}
-	var out bytes.Buffer
-	printTargets(&out, results, 1)
-	s := out.String()
-	for _, want := range []string{"AU-ET  3/3  1/3 | 1.9 |", "CH-ET  0/3  1/3 | 2.1 |"} {
-		if !strings.Contains(strings.Join(strings.Fields(s), "  "), strings.Join(strings.Fields(want), "  ")) {
-			t.Errorf("output lacks %q:\n%s", want, s)
-		}
-	}
-}
-
-// printFarRatios gives each strategy's probes as a multiple of the
-// oracle's over the seeds it found enough on, the seeds it did not, and
-// its share on the seeds where the oracle probes at most 5%.
-func TestPrintFarRatios(t *testing.T) {
-	row := func(lm, oracle, found float64) []*sim.Row {
-		return []*sim.Row{{Client: "AU-ET", Place: "AU", Conventional: sim.Outcome{Probes: 1000},
-			Oracle:   sim.Outcome{Probes: int(oracle * 10)},
-			Variants: []sim.Outcome{{Name: "landmarks-8", Probes: int(lm * 10), FoundPct: found}}}}
-	}
-	results := [][]*sim.Row{row(8, 4, 100), row(9, 6, 100), row(12, 3, 100), row(5, 5, 99)} // ratios 2, 1.5, 4; one short
-	var out bytes.Buffer
-	printFarRatios(&out, results, 1)
-	want := "AU-ET  3/4  2.00 4.00 | 1 | 5.0-12.0"
-	if !strings.Contains(strings.Join(strings.Fields(out.String()), "  "), strings.Join(strings.Fields(want), "  ")) {
-		t.Errorf("output lacks %q:\n%s", want, out.String())
 	}
 }
 

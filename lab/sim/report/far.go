@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"fmt"
@@ -8,15 +8,15 @@ import (
 	"github.com/scout-discovery/scout/lab/sim"
 )
 
-// printFarRatios prints, for the far clients (AU, JP), what the data
+// PrintFarRatios prints, for the far clients (AU, JP), what the data
 // supports in place of a bound of 5% of the full probe: each
 // strategy's probes as a multiple of the oracle's (which probes exactly
 // the playable servers), the median and the largest over the seeds where
 // it found at least 99.5% of the playable servers, how many seeds it
 // found fewer on, and on the seeds where the oracle itself probes at most
-// 5% (where the target can be met at all) the strategy's probes as a
+// 5% (where a strategy can do so at all) the strategy's probes as a
 // share of the full probe's, the smallest and the largest.
-func printFarRatios(w io.Writer, results [][]*sim.Row, first uint64) {
+func PrintFarRatios(w io.Writer, results [][]*sim.Row, first uint64) {
 	type acc struct {
 		ratios   []float64 // seeds found >= minFoundPct
 		short    int       // seeds found less
