@@ -58,3 +58,6 @@ func buildBinaries(t testing.TB) (lab, scout string) {
 	}
 	return labBin, scoutBin
 }
+
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package bench
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 // runFlood runs the --flood measurement: runs reflection attacks on each
 // target in turn, one line per run and target.
-func runFlood(ctx context.Context, stdout, stderr io.Writer, targets []*loadTarget, cfg loadgen.FloodConfig, runs int, asJSON bool) int {
+func runFlood(ctx context.Context, stdout, stderr io.Writer, targets []*Target, cfg loadgen.FloodConfig, runs int, asJSON bool) error {
 	const format = "%3v %-10.10s %8v %9v %10v %9v %8v %7v %6v %10v\n"
 	if !asJSON {
 		fmt.Fprintf(stdout, "flood: %.0f spoofed requests/s aimed at %v (then the next address each run) for %v, ports %s; its client refreshes every %v from %v before\n",
@@ -33,12 +33,11 @@ func runFlood(ctx context.Context, stdout, stderr io.Writer, targets []*loadTarg
 		}
 		for _, t := range order {
 			c := cfg
-			c.Master, c.Victim = t.addr, victim
+			c.Master, c.Victim = t.Addr, victim
 			victim = victim.Next()
 			r, err := loadgen.Flood(ctx, c)
 			if err != nil {
-				fmt.Fprintf(stderr, "scout-lab load: %s flood run %d: %v\n", t.name, run, err)
-				return 1
+				return fmt.Errorf("%s flood run %d: %w", t.Name, run, err)
 			}
 			failed = failed || r.Complete != r.Refreshes
 			if asJSON {
@@ -49,15 +48,15 @@ func runFlood(ctx context.Context, stdout, stderr io.Writer, targets []*loadTarg
 					VictimBytes   int64   `json:"victim_bytes"`
 					Amplification float64 `json:"amplification"`
 					Wire          float64 `json:"wire_amplification"`
-				}{run, t.name, r, r.VictimBytes(), r.Amplification(), r.WireAmplification()})
+				}{run, t.Name, r, r.VictimBytes(), r.Amplification(), r.WireAmplification()})
 				continue
 			}
-			fmt.Fprintf(stdout, format, run, t.name, r.Spoofed, r.SpoofedBytes, r.VictimBytes(),
+			fmt.Fprintf(stdout, format, run, t.Name, r.Spoofed, r.SpoofedBytes, r.VictimBytes(),
 				fmt.Sprintf("%.0f", r.VictimBytesPerSecond()), r.FloodAnswered,
 				fmt.Sprintf("%.2f", r.Amplification()), fmt.Sprintf("%.2f", r.WireAmplification()),
 				fmt.Sprintf("%d/%d", r.Complete, r.Refreshes))
 			if len(r.Missed) > 0 {
-				fmt.Fprintf(stdout, "    %s: refreshes not answered complete: %v\n", t.name, r.Missed)
+				fmt.Fprintf(stdout, "    %s: refreshes not answered complete: %v\n", t.Name, r.Missed)
 			}
 		}
 		if ctx.Err() != nil {
@@ -67,7 +66,7 @@ func runFlood(ctx context.Context, stdout, stderr io.Writer, targets []*loadTarg
 	if failed {
 		fmt.Fprintln(stderr, "scout-lab load: the victim's client was not answered every time")
 	}
-	return 0
+	return nil
 }
 
 func floodPortsText(n int) string {
