@@ -3,6 +3,7 @@ package world
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
 	"time"
 )
 
@@ -200,4 +201,35 @@ func (a *accessLinks) admit(client netip.AddrPort, at time.Time, size int) (time
 		return time.Time{}, wait, linkDropped
 	}
 	return leave, wait, linkShaped
+}
+
+// String describes the link for a summary line: "no access link", or
+// its rates and queue.
+func (l AccessLink) String() string {
+	if !l.Enabled() {
+		return "no access link"
+	}
+	q := fmt.Sprint(l.QueueDelay)
+	if l.QueueBytes > 0 {
+		q = fmt.Sprintf("%d bytes", l.QueueBytes)
+	}
+	s := fmt.Sprintf("access link %s down", rateString(l.Rate))
+	if l.UpRate > 0 {
+		s += fmt.Sprintf(", %s up", rateString(l.UpRate))
+	}
+	return s + ", queue " + q
+}
+
+func rateString(r float64) string {
+	switch {
+	case r == 0:
+		return "unshaped"
+	case r >= 1e9:
+		return strconv.FormatFloat(r/1e9, 'g', -1, 64) + " Gbit/s"
+	case r >= 1e6:
+		return strconv.FormatFloat(r/1e6, 'g', -1, 64) + " Mbit/s"
+	case r >= 1e3:
+		return strconv.FormatFloat(r/1e3, 'g', -1, 64) + " kbit/s"
+	}
+	return strconv.FormatFloat(r, 'g', -1, 64) + " bit/s"
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/scout-discovery/scout/internal/cli"
@@ -80,19 +79,12 @@ func runLandmarks(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	opt := evaluate.Options{Threshold: *threshold, MarginQuantile: *quant, Region: latency.Region, Drop: *drop, Repair: *repair, KeepClient: *keepClient}
 	fmt.Fprintf(stdout, "WonderProxy mesh, %d cities; rule %s, repair %v, client kept %v, drop %d, threshold %.0f ms, margin at the %.4g quantile\n\n", m.Len(), r, *repair, *keepClient, *drop, *threshold, *quant)
-	var results []*evaluate.Result
-	for k := *kmin; k <= *kmax; k++ {
-		if ctx.Err() != nil {
-			return 1
-		}
-		res, err := evaluate.Run(m, k, r, opt)
-		if err != nil {
-			fmt.Fprintf(stderr, "scout-lab landmarks: K=%d: %v\n", k, err)
-			return 1
-		}
-		results = append(results, res)
+	results, err := evaluate.Sweep(ctx, m, *kmin, *kmax, r, opt)
+	if err != nil {
+		fmt.Fprintf(stderr, "scout-lab landmarks: %v\n", err)
+		return 1
 	}
-	printLandmarkResults(stdout, results)
+	evaluate.Print(stdout, results)
 	if *ripe {
 		c, err := mesh.LoadRIPE(*data)
 		if err != nil {
@@ -100,35 +92,13 @@ func runLandmarks(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return 1
 		}
 		cm := evaluate.CountryMesh(c)
-		copt := opt
-		copt.Clients = []string{"AU", "JP", "CH", "DE"}
 		fmt.Fprintf(stdout, "\nRIPE Atlas country matrix, %d countries; landmarks at the countries of the same cities\n\n", cm.Len())
-		var cres []*evaluate.Result
-		var prev []int
-		for k := *kmin; k <= *kmax; k++ {
-			lms, err := evaluate.Place(m, k, r)
-			if err != nil {
-				fmt.Fprintf(stderr, "scout-lab landmarks: %v\n", err)
-				return 1
-			}
-			var idx []int
-			for _, l := range lms {
-				if i := cm.Index(m.Cities[l].Country); i >= 0 && !slices.Contains(idx, i) {
-					idx = append(idx, i)
-				}
-			}
-			if slices.Equal(idx, prev) {
-				continue // the new city's country is a landmark already
-			}
-			prev = idx
-			res, err := evaluate.RunAt(cm, idx, copt)
-			if err != nil {
-				fmt.Fprintf(stderr, "scout-lab landmarks: RIPE K=%d: %v\n", k, err)
-				return 1
-			}
-			cres = append(cres, res)
+		cres, err := evaluate.SweepCountries(ctx, m, cm, *kmin, *kmax, r, opt)
+		if err != nil {
+			fmt.Fprintf(stderr, "scout-lab landmarks: %v\n", err)
+			return 1
 		}
-		printLandmarkResults(stdout, cres)
+		evaluate.Print(stdout, cres)
 	}
 	return 0
 }
@@ -151,61 +121,4 @@ func printMeshRTTs(m *mesh.Mesh, spec string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s -> %s: %.0f ms\n", m.Cities[i].Name, m.Cities[j].Name, m.RTT(i, j))
 	}
 	return 0
-}
-
-func printLandmarkResults(w io.Writer, results []*evaluate.Result) {
-	fmt.Fprintln(w, "| K | landmarks | lower bound violated | excess p50 / p99 / max ms | upper violated | margin ms | held-out playable pairs missed |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
-	for _, r := range results {
-		fmt.Fprintf(w, "| %d | %s | %.1f%% | %.0f / %.0f / %.0f | %.1f%% | %.0f | %d of %d |\n", r.K, strings.Join(r.Landmarks, " "),
-			100*r.Low.Share, r.Low.P50, r.Low.P99, r.Low.Max, 100*r.High.Share, r.Margin, r.MissedHeldOut, r.PlayableHeld)
-	}
-	fmt.Fprintln(w, "\nEstimate error, |estimate - measured| median / p90 ms (median relative error), and the mean per-client rank correlation:")
-	fmt.Fprintf(w, "\n| K |")
-	for _, e := range evaluate.Estimators {
-		fmt.Fprintf(w, " %s |", e)
-	}
-	fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---|", len(evaluate.Estimators)))
-	for _, r := range results {
-		fmt.Fprintf(w, "| %d |", r.K)
-		for _, name := range evaluate.Estimators {
-			e := r.Est[name]
-			if e.N == 0 {
-				fmt.Fprint(w, " - |")
-				continue
-			}
-			fmt.Fprintf(w, " %.0f / %.0f (%.2f) rho %.2f |", e.MedAbs, e.P90Abs, e.MedRel, e.RankCorr)
-		}
-		fmt.Fprintln(w)
-	}
-	fmt.Fprintln(w, "\nServer sites a client probes before the stop rule lets go (share of all sites), against the sites it finds playable (the oracle's share), and playable sites never probed:")
-	fmt.Fprintln(w)
-	if len(results) == 0 {
-		return
-	}
-	fmt.Fprint(w, "| K |")
-	for _, c := range results[0].Costs {
-		fmt.Fprintf(w, " %s |", c.Client)
-	}
-	fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---|", len(results[0].Costs)))
-	for _, r := range results {
-		fmt.Fprintf(w, "| %d |", r.K)
-		for _, c := range r.Costs {
-			fmt.Fprintf(w, " %.1f%% (oracle %.1f%%, missed %d of %d) |", 100*c.Probed, 100*c.Oracle, c.Missed, c.Playable)
-		}
-		fmt.Fprintln(w)
-	}
-	last := results[len(results)-1]
-	fmt.Fprintf(w, "\nBy server region, K=%d, the %s estimate, |error| median / p90 ms:\n\n", last.K, evaluate.GNP)
-	var regions []string
-	for reg := range last.ByRegion {
-		regions = append(regions, reg)
-	}
-	slices.Sort(regions)
-	fmt.Fprintln(w, "| region | pairs | median | p90 | bias |")
-	fmt.Fprintln(w, "|---|---|---|---|---|")
-	for _, reg := range regions {
-		e := last.ByRegion[reg]
-		fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %+.0f |\n", reg, e.N, e.MedAbs, e.P90Abs, e.Bias)
-	}
 }

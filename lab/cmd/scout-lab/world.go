@@ -110,93 +110,114 @@ func (g worldGenFlags) generate() (world.World, error) {
 	})
 }
 
+// worldRun is a scout-lab world run: the world, the emulator's settings and
+// what to write.
+type worldRun struct {
+	w        world.World
+	cfg      world.Config
+	mapOut   string
+	duration time.Duration
+	asJSON   bool
+}
+
 func runWorld(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "generate" {
 		return runWorldGenerate(args[1:], stdout, stderr)
 	}
-	fs := newFlags("world", "[flags] | generate [generator flags]", worldAbout, stderr)
-	gen := addWorldGenFlags(fs)
-	var masters worldMasterList
-	fs.Var(&masters, "master", "a master to heartbeat to, loopback HOST:PORT (repeatable)")
-	file := fs.String("world", "", "read the world from this file instead of generating it")
-	mapOut := fs.String("map-out", "", "write the public <-> loopback table here once the sockets are bound")
-	duration := fs.Duration("duration", 0, "stop after this long (0: run until interrupted)")
-	interval := fs.Duration("heartbeat-interval", world.HeartbeatInterval, "period of heartbeats")
-	dynamics := fs.Duration("dynamics", 0, "mean time between changes (map, players) of one server; 0: static")
-	wait := fs.String("wait", "sleep", "how replies wait for their due time: sleep (nanosleep), spin, timer")
-	realTime := fs.Bool("realtime", true, "release replies from a SCHED_FIFO thread when permitted (root), for accurate delays on a loaded machine")
-	sockets := fs.String("sockets", "auto", "one socket per server (server), per port (port, for worlds beyond the descriptor limit), or auto")
-	asJSON := fs.Bool("json", false, "print the summary and the final counters as JSON")
-	lf := addLinkFlags(fs)
-	if code, done := parseFlags(fs, args); done {
+	r, code, ok := parseWorldFlags(args, stderr)
+	if !ok {
 		return code
 	}
-	access, err := lf.link()
-	if err != nil {
-		fmt.Fprintf(stderr, "scout-lab world: %v\n", err)
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "scout-lab world: unexpected argument %q\n", fs.Arg(0))
-		return 2
-	}
-	modes := map[string]world.WaitMode{"sleep": world.WaitSleep, "spin": world.WaitSpin, "timer": world.WaitTimer}
-	mode, ok := modes[*wait]
-	if !ok {
-		fmt.Fprintf(stderr, "scout-lab world: --wait %q: want sleep, spin or timer\n", *wait)
-		return 2
-	}
-	sockModes := map[string]world.SocketMode{"auto": world.SocketsAuto, "server": world.SocketsPerServer, "port": world.SocketsPerPort}
-	sockMode, ok := sockModes[*sockets]
-	if !ok {
-		fmt.Fprintf(stderr, "scout-lab world: --sockets %q: want auto, server or port\n", *sockets)
-		return 2
-	}
-	var w world.World
-	if *file != "" {
-		w, err = readWorldFile(*file)
-	} else {
-		w, err = gen.generate()
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "scout-lab world: %v\n", err)
-		return 2
-	}
 	defer world.TuneRuntime()() // more Ps, rarer GC: see world.TunedProcs
-	em, err := world.Listen(w, world.Config{Masters: masters, HeartbeatInterval: *interval, Wait: mode, Dynamics: *dynamics, RealTime: *realTime, Sockets: sockMode, Access: access})
+	em, err := world.Listen(r.w, r.cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "scout-lab world: %v\n", err)
 		return 1
 	}
-	if *mapOut != "" {
-		if err := writeWorldMap(em.Table(), *mapOut); err != nil {
+	if r.mapOut != "" {
+		if err := writeWorldMap(em.Table(), r.mapOut); err != nil {
 			em.Close()
 			fmt.Fprintf(stderr, "scout-lab world: %v\n", err)
 			return 1
 		}
 	}
-	printWorldSummary(stdout, w, em.Stats(), masters, access, *asJSON)
-	if *duration > 0 {
+	printWorldSummary(stdout, r.w, em.Stats(), r.cfg.Masters, r.cfg.Access, r.asJSON)
+	if r.duration > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *duration)
+		ctx, cancel = context.WithTimeout(ctx, r.duration)
 		defer cancel()
 	}
 	if err := em.Run(ctx); err != nil {
 		fmt.Fprintf(stderr, "scout-lab world: %v\n", err)
 		return 1
 	}
-	st := em.Stats()
-	if *asJSON {
-		json.NewEncoder(stdout).Encode(map[string]any{"final": st})
-	} else {
-		fmt.Fprintf(stdout, "stopped: %d datagrams received (%s), %d sent, %d lost, %d heartbeats; send lateness %s\n",
-			st.Received, worldOutcomes(st.Outcomes), st.Sent, st.Lost, st.Heartbeats, worldLateness(st))
-		if access.Enabled() {
-			fmt.Fprintf(stdout, "access link: %d replies shaped, queueing delay mean %v max %v, %d dropped by the full queue (%d requests upstream), %d unshaped\n",
-				st.LinkShaped, st.LinkWaitMean, st.LinkWaitMax, st.LinkDropped, st.LinkUpDropped, st.LinkUnshaped)
-		}
-	}
+	printWorldFinal(stdout, em.Stats(), r.cfg.Access, r.asJSON)
 	return 0
+}
+
+// parseWorldFlags reads scout-lab world's flags and the world (read or
+// generated); when it returns !ok, the caller returns code at once.
+func parseWorldFlags(args []string, stderr io.Writer) (r worldRun, code int, ok bool) {
+	fs := newFlags("world", "[flags] | generate [generator flags]", worldAbout, stderr)
+	gen := addWorldGenFlags(fs)
+	var masters worldMasterList
+	fs.Var(&masters, "master", "a master to heartbeat to, loopback HOST:PORT (repeatable)")
+	file := fs.String("world", "", "read the world from this file instead of generating it")
+	fs.StringVar(&r.mapOut, "map-out", "", "write the public <-> loopback table here once the sockets are bound")
+	fs.DurationVar(&r.duration, "duration", 0, "stop after this long (0: run until interrupted)")
+	fs.DurationVar(&r.cfg.HeartbeatInterval, "heartbeat-interval", world.HeartbeatInterval, "period of heartbeats")
+	fs.DurationVar(&r.cfg.Dynamics, "dynamics", 0, "mean time between changes (map, players) of one server; 0: static")
+	wait := fs.String("wait", "sleep", "how replies wait for their due time: sleep (nanosleep), spin, timer")
+	fs.BoolVar(&r.cfg.RealTime, "realtime", true, "release replies from a SCHED_FIFO thread when permitted (root), for accurate delays on a loaded machine")
+	sockets := fs.String("sockets", "auto", "one socket per server (server), per port (port, for worlds beyond the descriptor limit), or auto")
+	fs.BoolVar(&r.asJSON, "json", false, "print the summary and the final counters as JSON")
+	lf := addLinkFlags(fs)
+	if code, done := parseFlags(fs, args); done {
+		return r, code, false
+	}
+	bad := func(format string, a ...any) (worldRun, int, bool) {
+		fmt.Fprintf(stderr, "scout-lab world: "+format+"\n", a...)
+		return r, 2, false
+	}
+	var err error
+	if r.cfg.Access, err = lf.link(); err != nil {
+		return bad("%v", err)
+	}
+	if fs.NArg() > 0 {
+		return bad("unexpected argument %q", fs.Arg(0))
+	}
+	r.cfg.Masters = masters
+	modes := map[string]world.WaitMode{"sleep": world.WaitSleep, "spin": world.WaitSpin, "timer": world.WaitTimer}
+	if r.cfg.Wait, ok = modes[*wait]; !ok {
+		return bad("--wait %q: want sleep, spin or timer", *wait)
+	}
+	sockModes := map[string]world.SocketMode{"auto": world.SocketsAuto, "server": world.SocketsPerServer, "port": world.SocketsPerPort}
+	if r.cfg.Sockets, ok = sockModes[*sockets]; !ok {
+		return bad("--sockets %q: want auto, server or port", *sockets)
+	}
+	if *file != "" {
+		r.w, err = readWorldFile(*file)
+	} else {
+		r.w, err = gen.generate()
+	}
+	if err != nil {
+		return bad("%v", err)
+	}
+	return r, 0, true
+}
+
+// printWorldFinal prints the emulator's final counters.
+func printWorldFinal(w io.Writer, st world.Stats, access world.AccessLink, asJSON bool) {
+	if asJSON {
+		json.NewEncoder(w).Encode(map[string]any{"final": st})
+		return
+	}
+	fmt.Fprintf(w, "stopped: %d datagrams received (%s), %d sent, %d lost, %d heartbeats; send lateness %s\n",
+		st.Received, worldOutcomes(st.Outcomes), st.Sent, st.Lost, st.Heartbeats, worldLateness(st))
+	if access.Enabled() {
+		fmt.Fprintf(w, "access link: %d replies shaped, queueing delay mean %v max %v, %d dropped by the full queue (%d requests upstream), %d unshaped\n",
+			st.LinkShaped, st.LinkWaitMean, st.LinkWaitMax, st.LinkDropped, st.LinkUpDropped, st.LinkUnshaped)
+	}
 }
 
 func runWorldGenerate(args []string, stdout, stderr io.Writer) int {
@@ -249,7 +270,7 @@ func writeWorldMap(tab *loopnat.Table, path string) error {
 	return err
 }
 
-func printWorldSummary(w io.Writer, wd world.World, st world.Stats, masters worldMasterList, access world.AccessLink, asJSON bool) {
+func printWorldSummary(w io.Writer, wd world.World, st world.Stats, masters []netip.AddrPort, access world.AccessLink, asJSON bool) {
 	byGame := map[world.Game]int{}
 	players := 0
 	for _, s := range wd.Servers {
@@ -266,7 +287,7 @@ func printWorldSummary(w io.Writer, wd world.World, st world.Stats, masters worl
 	}
 	sort.Strings(games)
 	fmt.Fprintf(w, "world: %d servers (%s), %d players, %d sockets on %d loopback addresses, heartbeats to %d master(s), %s\n",
-		st.Servers, strings.Join(games, ", "), players, st.Sockets, st.Addresses, len(masters), linkString(access))
+		st.Servers, strings.Join(games, ", "), players, st.Sockets, st.Addresses, len(masters), access)
 }
 
 func worldOutcomes(m map[string]uint64) string {
