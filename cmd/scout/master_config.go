@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/game"
-	"github.com/scout-discovery/scout/lab/loopnat"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/masterd"
 	"github.com/scout-discovery/scout/protocol/q3"
@@ -146,13 +145,11 @@ func (o masterOptions) settings(ctx context.Context) (masterSettings, error) {
 		maps = append(maps, x)
 	}
 	if o.WorldMap != "" {
-		tab, err := loopnat.Load(o.WorldMap)
+		wm, err := master.LoadMappingFile(o.WorldMap)
 		if err != nil {
 			return s, fmt.Errorf("%w: --world-map: %v", errMasterUsage, err)
 		}
-		for _, p := range tab.Pairs() {
-			maps = append(maps, master.Mapping{From: p.Loopback, To: p.Public})
-		}
+		maps = append(maps, wm...)
 	}
 	am, err := master.NewAddrMap(maps...)
 	if err != nil {

@@ -16,9 +16,17 @@ const module = "github.com/scout-discovery/scout"
 
 // deps returns every package of the module with its dependencies (go list
 // -deps: imports, transitively, tests excluded).
-func deps(t *testing.T) map[string][]string {
+func deps(t *testing.T) map[string][]string { return list(t, "Deps") }
+
+// imports returns every package of the module with its direct imports
+// (tests excluded).
+func imports(t *testing.T) map[string][]string { return list(t, "Imports") }
+
+// list returns every package of the module with the list go list gives
+// as field.
+func list(t *testing.T, field string) map[string][]string {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Deps " "}}`, "./...")
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .`+field+` " "}}`, "./...")
 	cmd.Dir = peer.ModuleRoot(t)
 	out, err := cmd.Output()
 	if err != nil {
@@ -66,14 +74,18 @@ func TestLayout_ProductImportsNoLab(t *testing.T) {
 	}
 }
 
-// TestLayout_ScoutReachesLabOnlyThroughDemo: the lab packages cmd/scout
-// depends on are exactly lab/demo and what lab/demo depends on.
+// TestLayout_ScoutReachesLabOnlyThroughDemo: cmd/scout imports lab/demo
+// and no other lab package, and the lab packages it depends on are
+// exactly lab/demo and what lab/demo depends on.
 func TestLayout_ScoutReachesLabOnlyThroughDemo(t *testing.T) {
 	all := deps(t)
-	demo := module + "/lab/demo"
+	scout, demo := module+"/cmd/scout", module+"/lab/demo"
 	want := append(labDeps(all[demo]), demo)
 	slices.Sort(want)
-	if got := labDeps(all[module+"/cmd/scout"]); !slices.Equal(got, want) {
+	if got := labDeps(all[scout]); !slices.Equal(got, want) {
 		t.Errorf("cmd/scout's lab dependencies:\n  %v\nwant lab/demo's closure:\n  %v", got, want)
+	}
+	if got := labDeps(imports(t)[scout]); !slices.Equal(got, []string{demo}) {
+		t.Errorf("cmd/scout imports from the lab %v, want lab/demo alone", got)
 	}
 }

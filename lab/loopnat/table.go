@@ -1,24 +1,29 @@
 package loopnat
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/netip"
 	"os"
 	"slices"
+
+	"github.com/scout-discovery/scout/master"
 )
 
-// FormatVersion is the version of the table file written by [Table.WriteTo].
-const FormatVersion = 1
-
-// MaxPairs bounds a table, and so a table file: ten times the largest
-// world package world is designed to run (50,000 servers).
-const MaxPairs = 500_000
-
-// MaxFileBytes bounds what [Read] accepts: about 80 bytes per pair.
-const MaxFileBytes = MaxPairs * 100
+// The table file is the master's mapping file (master.WriteMappingFile):
+// scout master --world-map reads the table of a running world as -m
+// mappings.
+const (
+	// FormatVersion is the version of the table file written by
+	// [Table.WriteTo].
+	FormatVersion = master.MappingFileVersion
+	// MaxPairs bounds a table, and so a table file: ten times the largest
+	// world package world is designed to run (50,000 servers).
+	MaxPairs = master.MaxMappingPairs
+	// MaxFileBytes bounds what [Read] accepts: about 80 bytes per pair.
+	MaxFileBytes = master.MaxMappingFileBytes
+)
 
 // ErrInvalid reports a pair or a table that breaks the rules of [New].
 var ErrInvalid = errors.New("loopnat: invalid table")
@@ -31,10 +36,10 @@ var loopbackNet = netip.PrefixFrom(netip.AddrFrom4([4]byte{127, 0, 0, 0}), 8)
 type Pair struct {
 	// Public is the server's identity: an IPv4 address outside
 	// 127.0.0.0/8 and a non-zero port.
-	Public netip.AddrPort `json:"public"`
+	Public netip.AddrPort
 	// Loopback is where the server's socket lives: an IPv4 address in
 	// 127.0.0.0/8 and a non-zero port.
-	Loopback netip.AddrPort `json:"loopback"`
+	Loopback netip.AddrPort
 }
 
 // Table is a bijection between public and loopback addresses. It is
@@ -106,39 +111,27 @@ func (t *Table) Pairs() []Pair {
 	return ps
 }
 
-type file struct {
-	Version int    `json:"version"`
-	Pairs   []Pair `json:"pairs"`
-}
-
-// WriteTo writes the table as JSON (see the package doc), pairs sorted by
-// public address.
+// WriteTo writes the table as a mapping file (see the package doc), pairs
+// sorted by public address.
 func (t *Table) WriteTo(w io.Writer) (int64, error) {
-	b, err := json.Marshal(file{Version: FormatVersion, Pairs: t.Pairs()})
-	if err != nil {
-		return 0, err
+	ps := make([]master.MappingPair, 0, t.Len())
+	for _, p := range t.Pairs() {
+		ps = append(ps, master.MappingPair{Public: p.Public, Loopback: p.Loopback})
 	}
-	n, err := w.Write(append(b, '\n'))
-	return int64(n), err
+	return master.WriteMappingFile(w, ps)
 }
 
 // Read reads a table written by WriteTo and checks it with New.
 func Read(r io.Reader) (*Table, error) {
-	b, err := io.ReadAll(io.LimitReader(r, MaxFileBytes+1))
+	ps, err := master.ReadMappingFile(r)
 	if err != nil {
-		return nil, err
-	}
-	if len(b) > MaxFileBytes {
-		return nil, fmt.Errorf("%w: file larger than %d bytes", ErrInvalid, MaxFileBytes)
-	}
-	var f file
-	if err := json.Unmarshal(b, &f); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	if f.Version != FormatVersion {
-		return nil, fmt.Errorf("%w: version %d, want %d", ErrInvalid, f.Version, FormatVersion)
+	pairs := make([]Pair, len(ps))
+	for i, p := range ps {
+		pairs[i] = Pair{Public: p.Public, Loopback: p.Loopback}
 	}
-	return New(f.Pairs)
+	return New(pairs)
 }
 
 // Load reads the table file at path (written by `scout-lab world --map-out`).
