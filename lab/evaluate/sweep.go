@@ -20,7 +20,7 @@ func Sweep(ctx context.Context, m *mesh.Mesh, kmin, kmax int, rule Rule, opt Opt
 		}
 		res, err := Run(m, k, rule, opt)
 		if err != nil {
-			return nil, fmt.Errorf("K=%d: %w", k, err)
+			return nil, fmt.Errorf("with K=%d: %w", k, err)
 		}
 		results = append(results, res)
 	}
@@ -55,7 +55,7 @@ func SweepCountries(ctx context.Context, m, cm *mesh.Mesh, kmin, kmax int, rule 
 		prev = idx
 		res, err := RunAt(cm, idx, opt)
 		if err != nil {
-			return nil, fmt.Errorf("RIPE K=%d: %w", k, err)
+			return nil, fmt.Errorf("RIPE with K=%d: %w", k, err)
 		}
 		results = append(results, res)
 	}
