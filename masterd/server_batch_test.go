@@ -11,8 +11,24 @@ import (
 
 // TestPacketServer_BatchKeepsDatagrams: a reply sent in one batch, runs of
 // equal-sized datagrams (and a shorter one after a run) segmented by the
-// kernel, arrives as the same datagrams, in order, one read each.
+// kernel, arrives as the same datagrams, in order, one read each. The
+// fallbacks run here too: a batch without segmentation (every platform
+// but Linux, and a kernel that refuses UDP_SEGMENT), and one write per
+// datagram (a socket that cannot batch).
 func TestPacketServer_BatchKeepsDatagrams(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(*sender)
+	}{
+		{"segmented", func(*sender) {}},
+		{"batched", func(snd *sender) { snd.gso = false }},
+		{"unbatched", func(snd *sender) { snd.batch = nil }},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testBatchKeepsDatagrams(t, tc.setup) })
+	}
+}
+
+func testBatchKeepsDatagrams(t *testing.T, setup func(*sender)) {
 	src, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(ap("127.0.0.1:0")))
 	if err != nil {
 		t.Fatal(err)
@@ -40,6 +56,7 @@ func TestPacketServer_BatchKeepsDatagrams(t *testing.T) {
 	}
 	s := NewPacketServer(nil, nil)
 	snd := newSender(src)
+	setup(snd)
 	// Each message's datagrams are known: after a refused segmented
 	// message, sendBatch sends again from it, not from the start.
 	// A segmented message is a run of one size and at most one shorter
@@ -81,7 +98,7 @@ func TestPacketServer_BatchKeepsDatagrams(t *testing.T) {
 			}
 		}
 	}
-	if gsoSupported && !snd.gso {
+	if gsoSupported && !snd.gso && t.Name() == "TestPacketServer_BatchKeepsDatagrams/segmented" {
 		t.Log("the kernel refused UDP segmentation; sent one by one")
 	}
 	if refused, _ := s.SendErrors(); refused != 0 {
