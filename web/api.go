@@ -78,7 +78,7 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// API serves the versioned JSON API under /api/v1/ (web/API.md is the
+// API serves the versioned JSON API under /api/v1/ (docs/api.md is the
 // contract).
 type API struct {
 	cfg     Config

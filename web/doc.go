@@ -1,7 +1,7 @@
 // Package web is scout master's web side, a shell over net/http: the
-// versioned JSON API of the server list (its contract, agreed between the
-// API and the page, is API.md in this directory) and the server browser
-// page.
+// versioned JSON API of the server list (its contract, which the page
+// relies on, is docs/api.md at the repository's root) and the server
+// browser page.
 //
 // The API ([API], mounted by package masterd under /api/): the list of
 // servers with filters, sorting and paging, one server in detail with its

@@ -72,7 +72,7 @@ var hostile = []string{
 	"\"'><svg onload=window.pwned=3>^",
 }
 
-// fixtureAPI serves the API's shapes from API.md for three servers with
+// fixtureAPI serves the API's shapes from docs/api.md for three servers with
 // hostile names: the page's rendering is tested without a master.
 func fixtureAPI(t *testing.T) *httptest.Server {
 	now := time.Now().UTC()
