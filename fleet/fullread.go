@@ -81,6 +81,7 @@ func (n *Node) resync(ctx context.Context, drop bool) error {
 		n.mu.Unlock()
 	}
 	n.lastID, n.epoch = fr.lastID, fr.epoch
+	n.read.Store(true)
 	n.stats.resyncs.Add(1)
 	n.succeeded()
 	n.log.Info("read the shared registry", "servers", fr.read, "landmark_rtts", rtts, "removed", removed, "attempts", fr.tries,

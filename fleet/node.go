@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -117,6 +118,9 @@ type Node struct {
 	// partial is a full read of the hash cut short, to go on with
 	// (fullread.go); owned by follow (and Join before it).
 	partial *fullRead
+	// read is set once the first full read of the shared registry is
+	// done (Ready); read by the HTTP server, so atomic.
+	read atomic.Bool
 
 	mu      sync.Mutex
 	queue   map[netip.AddrPort]op
@@ -386,6 +390,11 @@ func (n *Node) Join(ctx context.Context, reg *master.Registry, obs master.Observ
 	}
 	return nil
 }
+
+// Ready reports whether this instance has read the whole shared registry
+// once: before, it lists only what it verified itself (Join could not reach
+// Redis, or a read was cut short); after, it lists the fleet's servers.
+func (n *Node) Ready() bool { return n.read.Load() }
 
 // Run follows the fleet until ctx ends: it tails the others' changes,
 // writes this instance's, and beats. Then it writes what is queued

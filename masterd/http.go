@@ -33,8 +33,8 @@ type ServerJSON struct {
 }
 
 // HTTPHandler serves the JSON API under /api/ (package web), the server
-// browser page at / (web.Page), /metrics (Prometheus), /healthz and the
-// legacy /servers (JSON, ?game=NAME filters by game name; no paging or
+// browser page at / (web.Page), /metrics (Prometheus), /healthz, /readyz,
+// /backup (to loopback clients only) and the legacy /servers (JSON, ?game=NAME filters by game name; no paging or
 // caching).
 func (m *Master) HTTPHandler() http.Handler {
 	reg := prometheus.NewRegistry()
@@ -50,6 +50,8 @@ func (m *Master) HTTPHandler() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write([]byte("ok\n"))
 	})
+	mux.HandleFunc("GET /readyz", m.serveReady)
+	mux.HandleFunc("GET /backup", m.serveBackup)
 	mux.Handle("/", web.Page())
 	mux.HandleFunc("GET /servers", func(w http.ResponseWriter, r *http.Request) {
 		want := r.URL.Query()["game"]

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scout-discovery/scout/internal/masterproc"
 	"github.com/scout-discovery/scout/internal/peer"
 	"github.com/scout-discovery/scout/protocol/infostring"
 	"github.com/scout-discovery/scout/protocol/q3"
@@ -45,6 +46,7 @@ func TestMain(m *testing.M) {
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}
+	masterproc.Cleanup()
 	os.Exit(code)
 }
 

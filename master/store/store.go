@@ -81,6 +81,7 @@ package store
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net/netip"
 	"runtime/debug"
 	"slices"
@@ -245,4 +246,15 @@ func guard(err *error, doing string) {
 func faultsPanic() func() {
 	old := debug.SetPanicOnFault(true)
 	return func() { debug.SetPanicOnFault(old) }
+}
+
+// Backup runs fn with a consistent copy of the whole database while the
+// store stays in use: its size, and a function writing it, from one read
+// transaction (bbolt's copy-on-write keeps the pages as they were while
+// writers go on), so a caller may announce the size before the bytes. The
+// copy is itself a state file that Open accepts.
+func (s *Store) Backup(fn func(size int64, write func(io.Writer) (int64, error)) error) error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		return fn(tx.Size(), tx.WriteTo)
+	})
 }

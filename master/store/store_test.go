@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -256,3 +257,87 @@ func TestStore_SurvivesKill9(t *testing.T) {
 type zeroReader struct{}
 
 func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// TestStore_BackupWhileWriting copies the database while another goroutine
+// commits, and opens the copy: it holds every server committed before the
+// copy began and is a sound state file.
+func TestStore_BackupWhileWriting(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(filepath.Join(dir, "state.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	before := backupServers(0, 500)
+	if err := s.Apply(before, nil); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		for i := range 20 {
+			if err := s.Apply(backupServers(500+i*50, 50), nil); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	copyPath := filepath.Join(dir, "copy.db")
+	f, err := os.Create(copyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var announced int64
+	err = s.Backup(func(size int64, write func(io.Writer) (int64, error)) error {
+		announced = size
+		n, err := write(f)
+		if err == nil && n != size {
+			err = fmt.Errorf("wrote %d bytes, announced %d", n, size)
+		}
+		return err
+	})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open(copyPath, Options{RefuseDamaged: true})
+	if err != nil {
+		t.Fatalf("the copy (%d bytes) does not open: %v", announced, err)
+	}
+	defer c.Close()
+	got, corrupt, err := c.Load()
+	if err != nil || corrupt != 0 {
+		t.Fatalf("Load of the copy: %d corrupt, %v", corrupt, err)
+	}
+	have := map[netip.AddrPort]bool{}
+	for _, srv := range got {
+		have[srv.Addr] = true
+	}
+	for _, srv := range before {
+		if !have[srv.Addr] {
+			t.Fatalf("the copy lacks %v, committed before it began", srv.Addr)
+		}
+	}
+	if len(got) < len(before) || len(got) > len(before)+1000 {
+		t.Fatalf("the copy holds %d servers", len(got))
+	}
+}
+
+// backupServers returns n servers numbered from first.
+func backupServers(first, n int) []master.Server {
+	out := make([]master.Server, n)
+	for i := range out {
+		k := first + i
+		out[i] = master.Server{
+			Addr: netip.AddrPortFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(k % 250)}), uint16(27960+k)),
+			Game: "Quake3Arena", Protocol: 68, MaxClients: 16,
+			FirstSeen: time.Unix(1_800_000_000, 0), LastVerified: time.Unix(1_800_000_000, 0),
+		}
+	}
+	return out
+}
