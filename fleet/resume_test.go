@@ -18,9 +18,9 @@ import (
 // gives up at the first pause, and the read the node goes on with after
 // it is cut again and again. Before, each attempt began again at the
 // first page, so a registry that took longer to read than Redis stayed
-// responsive was never read whole (BENCHMARKS.md, "Three instances
-// sharing Redis", run g: 260,843 of 1,000,000 listed two minutes after
-// the join gave up); now each attempt goes on from the last page it
+// responsive was never read whole (a million-server join on a busy
+// machine still listed a quarter two minutes after it gave up); now each
+// attempt goes on from the last page it
 // applied, with the stream position of the first, and the read ends.
 func TestFleet_InterruptedReadResumes(t *testing.T) {
 	const (

@@ -183,8 +183,7 @@ func (c Pace) withDefaults() Pace {
 //     runs of up to about 20-40 ms (64 ms at 85% in 5 s of a Poisson
 //     stream): before, a run of 2 ms counted, which such a stream makes
 //     every few hundred replies at 60-90% of the link, and the rate was
-//     cut 3-4 times a run to 55-65% of it (BENCHMARKS.md, "The queue
-//     budget, one address first and random admission").
+//     cut 3-4 times a run to 55-65% of it (BENCHMARKS.md, "Discovery").
 //   - Trains: the first paceTrains requests of a run (Quake III getinfo)
 //     sent while paceTrainQueue or more wait are sent paceTrainProbes
 //     times back to back to their one server

@@ -177,8 +177,7 @@ func quantileOf(sorted []time.Duration, q float64) time.Duration {
 // nothing is dropped, and the run ends within 1.3 times the link's
 // transfer bound (reply bytes / rate + the largest RTT: 1.28 s; 1.20-1.21x
 // here; 1.29-1.32x when runs of 2 ms cut the rate 3-4 times a run, 2.1-2.2x
-// before the trains: BENCHMARKS.md, "Packet trains and overdue retries"
-// and "The default paced by the link"). No loss and the pacer alone: the session's order
+// before the trains: BENCHMARKS.md, "Discovery"). No loss and the pacer alone: the session's order
 // and retries are TestSession_AccessLink's.
 func TestPacer_AccessLink(t *testing.T) {
 	for seed := range uint64(3) {

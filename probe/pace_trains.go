@@ -94,8 +94,8 @@ func (p *Pacer) TrainReply(id int, at time.Time) {
 // replies of the run's other probes, once the rate has jumped) spread
 // them: on the emulated 10 Mbit/s link the median of all trains was
 // 4,870-5,570 replies a second against the link's 5,680, where 4 or 5 of
-// the 6 trains are clean (BENCHMARKS.md, "The queue budget, one address
-// first and random admission", with its command). A clean train is exact, upstream or down, but a batch of
+// the 6 trains are clean (scout-lab discobench --link 10mbit; BENCHMARKS.md,
+// "Discovery"). A clean train is exact, upstream or down, but a batch of
 // datagrams released or stamped at once (as the emulator does when the
 // machine stalls it) is clean too, and stamped too close: the median of
 // three or more keeps one from counting alone, and a clean median far
