@@ -1,0 +1,135 @@
+// Package tmux runs a program in a real terminal for a test: a detached
+// tmux session of a given size, on a tmux server of the test's own, that
+// the test types into (SendKeys) and reads (Screen) as a person would see
+// it. Tests wait for what they expect with WaitFor, polling the screen
+// until a condition holds or a deadline passes; they never sleep.
+package tmux
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scout-discovery/scout/internal/peer"
+)
+
+// Poll is how often WaitFor reads the screen.
+const Poll = 20 * time.Millisecond
+
+// Session is a program running in a tmux pane.
+type Session struct {
+	t      testing.TB
+	tmux   string
+	socket string
+	Width  int
+	Height int
+}
+
+// Start runs argv in a new tmux session of width x height cells, with env
+// added to the environment (TERM is tmux's own). The session and its
+// tmux server end with the test.
+func Start(t testing.TB, width, height int, env []string, argv ...string) *Session {
+	t.Helper()
+	path := peer.Need(t, "tmux", "apt-get install tmux")
+	s := &Session{t: t, tmux: path, socket: filepath.Join(t.TempDir(), "tmux.sock"), Width: width, Height: height}
+	args := []string{"-f", os.DevNull, "new-session", "-d", "-x", strconv.Itoa(width), "-y", strconv.Itoa(height)}
+	for _, e := range env {
+		args = append(args, "-e", e)
+	}
+	// remain-on-exit keeps the pane, and what the program printed last,
+	// after it ends.
+	args = append(args, argv...)
+	s.run(args...)
+	s.run("set-option", "-g", "remain-on-exit", "on")
+	t.Cleanup(func() { exec.Command(s.tmux, "-S", s.socket, "kill-server").Run() })
+	return s
+}
+
+func (s *Session) run(args ...string) string {
+	s.t.Helper()
+	out, err := exec.Command(s.tmux, append([]string{"-S", s.socket}, args...)...).CombinedOutput()
+	if err != nil {
+		s.t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// Screen returns the pane's lines as shown, trailing spaces removed.
+func (s *Session) Screen() []string { return s.capture(false) }
+
+// Joined returns the pane's lines with the lines the terminal wrapped
+// joined again: it differs from Screen exactly when a line wrapped.
+func (s *Session) Joined() []string { return s.capture(true) }
+
+func (s *Session) capture(join bool) []string {
+	s.t.Helper()
+	args := []string{"capture-pane", "-p"}
+	if join {
+		args = append(args, "-J")
+	}
+	out := s.run(args...)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return lines
+}
+
+// SendKeys types keys, in tmux's key names ("Enter", "Escape", "Down",
+// "C-c") or as literal text.
+func (s *Session) SendKeys(keys ...string) {
+	s.t.Helper()
+	s.run(append([]string{"send-keys"}, keys...)...)
+}
+
+// Type sends text literally, a key at a time.
+func (s *Session) Type(text string) {
+	s.t.Helper()
+	s.run("send-keys", "-l", text)
+}
+
+// Dead reports whether the program has exited.
+func (s *Session) Dead() bool {
+	return strings.TrimSpace(s.run("display-message", "-p", "#{pane_dead}")) == "1"
+}
+
+// WaitFor polls the screen until ok holds, failing the test with the
+// last screen and what was awaited after within.
+func (s *Session) WaitFor(what string, within time.Duration, ok func(screen []string) bool) []string {
+	s.t.Helper()
+	deadline := time.Now().Add(within)
+	tick := time.NewTicker(Poll)
+	defer tick.Stop()
+	for {
+		sc := s.Screen()
+		if ok(sc) {
+			return sc
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("after %v, still waiting for %s; the screen:\n%s", within, what, strings.Join(sc, "\n"))
+		}
+		<-tick.C
+	}
+}
+
+// Contains is a WaitFor condition: some line holds text.
+func Contains(text string) func([]string) bool {
+	return func(sc []string) bool {
+		for _, l := range sc {
+			if strings.Contains(l, text) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// String is the screen as one text, for messages.
+func String(screen []string) string {
+	return fmt.Sprintf("%s\n", strings.Join(screen, "\n"))
+}
