@@ -13,7 +13,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/scout-discovery/scout/discover"
-	"github.com/scout-discovery/scout/infostring"
+	"github.com/scout-discovery/scout/protocol/infostring"
 	"github.com/scout-discovery/scout/probe"
 )
 
