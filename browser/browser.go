@@ -1,6 +1,6 @@
 // Package browser shows game servers to a person: the cleaning of
-// server-controlled text for a terminal, the filters and orders of a
-// server browser, and a live table that redraws as replies arrive.
+// server-controlled text for a terminal, and the filters and orders of a
+// server browser. The interactive terminal browser is package tui.
 package browser
 
 import (
@@ -68,13 +68,15 @@ func (f Filter) Show(r probe.Result) bool {
 		return false
 	case f.Map != "" && !strings.Contains(strings.ToLower(r.Map), strings.ToLower(f.Map)):
 		return false
-	case f.GameName != "" && !strings.EqualFold(gameName(r), f.GameName):
+	case f.GameName != "" && !strings.EqualFold(GameName(r), f.GameName):
 		return false
 	}
 	return true
 }
 
-func gameName(r probe.Result) string {
+// GameName is the game or mod a server names in its info (its gamename,
+// game, si_game or folder key), "" when it names none.
+func GameName(r probe.Result) string {
 	for _, k := range []string{"gamename", "game", "si_game", "folder"} {
 		if v, ok := r.Info.Get(k); ok && v != "" {
 			return v

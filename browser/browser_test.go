@@ -1,7 +1,6 @@
 package browser
 
 import (
-	"bytes"
 	"net/netip"
 	"strings"
 	"testing"
@@ -69,23 +68,5 @@ func TestSort(t *testing.T) {
 	}
 	if Sort(rs, "country") {
 		t.Error("unknown key accepted")
-	}
-}
-
-func TestLive_RedrawsInPlaceAndFits(t *testing.T) {
-	var b bytes.Buffer
-	l := NewLive(&b, 6, Filter{}, "ping")
-	for i := range 10 {
-		l.Add(res(uint16(i+1), "s", "m", 1, 8, time.Duration(10-i)*time.Millisecond))
-	}
-	l.Draw(Progress{Listed: 20, Probed: 10, Answered: 10, Masters: 1, Of: 1})
-	first := b.String()
-	if n := strings.Count(first, "\n"); n != 6 || !strings.Contains(first, "... 7 more") || !strings.Contains(first, "[###############...............]") {
-		t.Fatalf("frame of %d lines:\n%s", n, first)
-	}
-	b.Reset()
-	l.Draw(Progress{})
-	if !strings.HasPrefix(b.String(), "\x1b[6A\x1b[J") {
-		t.Fatalf("second frame does not replace the first: %q", b.String()[:10])
 	}
 }

@@ -10,13 +10,14 @@ import (
 
 	"github.com/scout-discovery/scout/adaptive"
 	"github.com/scout-discovery/scout/browser"
+	"github.com/scout-discovery/scout/browser/tui"
 	"github.com/scout-discovery/scout/discover"
 	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/probe"
 )
 
 // About is scout servers -h's opening paragraphs.
-const About = `Asks the masters of a game for their server lists and probes every server
+var About = `Asks the masters of a game for their server lists and probes every server
 listed for its info and round-trip time, starting while the lists are still
 arriving. Lists from several masters are merged; a master that does not
 answer is reported and the others still count. With --lan, getinfo is
@@ -37,12 +38,29 @@ and the player list, as qstat's -R -P) for the Quake III family, whose
 getinfo carries neither; Quake 4, UT3 and Source queries always include
 the players. It doubles the probes sent to Quake III servers.
 
-Output: on a terminal, a live table with a progress bar; otherwise one line
-per server as it answers (sorted at the end with --sort); with --json one
-JSON object per server as its probe ends ({"type":"server",...}, servers
-that never answered included, with "error"; "players" when the server sent
-its list), then {"type":"summary",...}. With --status, plain output lists
-each server's players under it.
+Output: on a terminal, an interactive browser that fills in as servers
+answer, nearest first: keys sort, filter (game, map, empty, full, text,
+max ping), show a server's players and settings, copy its address and
+start the game on it (the command per game comes from the launch
+configuration: see below); ? lists the keys. With --plain on a terminal, a
+progress line, then the best servers that fit the screen (nearest first,
+or by --sort) and the summary. Otherwise (a pipe) one line per server as
+it answers (sorted at the end with --sort); with --json one JSON object
+per server as its probe ends ({"type":"server",...}, servers that never
+answered included, with "error"; "players" when the server sent its
+list), then {"type":"summary",...}. With --status, plain output lists each
+server's players under it. The summary counts every server listed:
+answered, silent, unreachable, stopped (before an answer, by Ctrl-C or
+--max-time) and not probed add up to the servers listed.
+
+Launch configuration: ` + tui.ConfigPath() + `
+(scout's folder in the user's configuration directory, file ` + tui.ConfigName + `), one
+line per game or mod, "+connect ADDRESS" is added:
+
+    # game or mod (as the server names it, else --game) = command
+    Quake3Arena = /usr/games/quake3
+    baseoa      = /usr/games/openarena
+    wolfmp      = "C:\Games\RtCW\WolfMP.exe" +set com_hunkmegs 128
 
 Exit status: 0 when at least one server answered, 1 when none did, 2 for
 bad usage.`
@@ -92,6 +110,7 @@ type Flags struct {
 	timeout               *time.Duration
 	retries               *int
 	lanAddr, lanPorts, by *string
+	live                  *string
 }
 
 // AddFlags defines scout servers' flags on fs.
@@ -112,7 +131,8 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 	f.retries = fs.Int("retries", probe.DefaultAttempts-1, "how many times an unanswered probe is sent again")
 	fs.BoolVar(&opt.Status, "status", false, "also fetch each server's full status: rules and players (Quake III family: getstatus)")
 	fs.BoolVar(&opt.JSON, "json", false, "one JSON object per server as it arrives, then a summary")
-	fs.StringVar(&opt.Live, "live", "auto", "live table: auto (when stdout is a terminal), on, off")
+	fs.BoolVar(&opt.Plain, "plain", false, "print lines instead of opening the browser on a terminal (as in a pipe)")
+	f.live = fs.String("live", "auto", "the browser on a terminal: auto, or off (as --plain)")
 	fs.BoolVar(&opt.Filter.HideEmpty, "hide-empty", false, "hide servers without players")
 	fs.BoolVar(&opt.Filter.HideFull, "hide-full", false, "hide full servers")
 	fs.DurationVar(&opt.Filter.MaxPing, "max-ping", 0, "hide servers slower than this (e.g. 150ms)")
@@ -154,10 +174,12 @@ func (f *Flags) Config() (Config, error) {
 	if opt.Sort != "" && !browser.Sort(nil, opt.Sort) {
 		return opt, fmt.Errorf("unknown --sort %q (%s)", opt.Sort, strings.Join(browser.Orders, ", "))
 	}
-	switch opt.Live {
-	case "auto", "on", "off":
+	switch *f.live {
+	case "auto":
+	case "off":
+		opt.Plain = true
 	default:
-		return opt, fmt.Errorf("--live is auto, on or off")
+		return opt, fmt.Errorf("--live is auto or off")
 	}
 	if opt.Status && opt.LAN {
 		return opt, fmt.Errorf("--status does not apply to --lan (query a server found there with 'scout query')")

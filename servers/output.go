@@ -1,12 +1,17 @@
 package servers
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
 	"golang.org/x/term"
 
 	"github.com/scout-discovery/scout/browser"
@@ -14,26 +19,56 @@ import (
 	"github.com/scout-discovery/scout/probe"
 )
 
-// output shows events in the chosen mode. Its methods are called
-// from one goroutine at a time (discover serialises events).
+// output shows events in the chosen mode: JSON lines, plain lines as
+// servers answer (a pipe), or on a terminal a progress line and, at the
+// end, the best servers that fit the screen. Its methods are called from
+// one goroutine at a time (discover serialises events).
 type output struct {
-	opt          Config
-	w            io.Writer
-	enc          *json.Encoder
-	live         *browser.Live
-	plain        []probe.Result // plain output with --sort: held to the end
-	headed       bool           // plain output: the header is out
-	began        time.Time
-	lastDraw     time.Time
-	listed       int
-	probed       int
-	answered     int
-	mastersDone  int
-	mastersAsked int
-	ordering     *OrderReport // --order adaptive: the summary's "order"
+	opt    Config
+	w      io.Writer
+	enc    *json.Encoder
+	height int            // the terminal's lines; 0 when w is no terminal
+	width  int            // the terminal's columns
+	held   []probe.Result // plain output held to the end: --sort, or a terminal
+	headed bool           // plain output: the header is out
+	began  time.Time
+	drawn  time.Time // when the progress line was last drawn
+	tally  tally
+	// mastersDone and mastersAsked count the masters whose list ended
+	// and those asked.
+	mastersDone, mastersAsked int
+	ordering                  *OrderReport // --order adaptive: the summary's "order"
 }
 
-// drawEvery limits the live table's redraws.
+// tally counts the servers of a run by outcome. Listed is every distinct
+// server listed; each probed one is answered, silent, unreachable or
+// stopped (its probe cut short by the end of the run), and the others
+// were not probed: Listed = Answered + Silent + Unreachable + Stopped +
+// NotProbed, also when the run is interrupted.
+type tally struct {
+	Listed, Probed                         int
+	Answered, Silent, Unreachable, Stopped int
+}
+
+// NotProbed is the servers listed whose probe never began.
+func (t tally) NotProbed() int { return max(t.Listed-t.Probed, 0) }
+
+// add counts one probe's end.
+func (t *tally) add(r probe.Result) {
+	t.Probed++
+	switch {
+	case r.Answered():
+		t.Answered++
+	case errors.Is(r.Err, context.Canceled) || errors.Is(r.Err, context.DeadlineExceeded):
+		t.Stopped++
+	case errors.Is(r.Err, probe.ErrUnreachable):
+		t.Unreachable++
+	default:
+		t.Silent++
+	}
+}
+
+// drawEvery limits the progress line's redraws.
 const drawEvery = 100 * time.Millisecond
 
 func newOutput(opt Config, w io.Writer) *output {
@@ -43,50 +78,45 @@ func newOutput(opt Config, w io.Writer) *output {
 		o.enc.SetEscapeHTML(false)
 		return o
 	}
-	live := opt.Live == "on"
-	height := 24
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		live = live || opt.Live == "auto" || opt.Live == ""
-		if _, h, err := term.GetSize(int(f.Fd())); err == nil {
-			height = h
+		o.width, o.height = 80, 24
+		if w, h, err := term.GetSize(int(f.Fd())); err == nil && w > 0 && h > 0 {
+			o.width, o.height = w, h
 		}
-	}
-	if live {
-		order := opt.Sort
-		if order == "" {
-			order = "ping"
-		}
-		o.live = browser.NewLive(w, height-1, opt.Filter, order)
 	}
 	return o
 }
 
 func (o *output) start() { o.began = time.Now() }
 
-func (o *output) progress() browser.Progress {
-	return browser.Progress{Listed: o.listed, Probed: o.probed, Answered: o.answered,
-		Masters: o.mastersDone, Of: o.mastersAsked, Elapsed: time.Since(o.began)}
-}
-
 func (o *output) event(e discover.Event) {
 	switch e := e.(type) {
 	case discover.Listed:
 		if !e.Again {
-			o.listed++
+			o.tally.Listed++
 		}
 	case discover.MasterDone:
 		o.mastersDone++
 	case discover.Probed:
-		o.probed++
-		if e.Answered() {
-			o.answered++
-		}
+		o.tally.add(e.Result)
 		o.server(e.Server)
 	}
-	if o.live != nil && time.Since(o.lastDraw) >= drawEvery {
-		o.live.Draw(o.progress())
-		o.lastDraw = time.Now()
+	if o.height > 0 && time.Since(o.drawn) >= drawEvery {
+		o.drawn = time.Now()
+		o.progress()
 	}
+}
+
+// progress redraws the terminal's progress line in place: one line,
+// clipped to the width, so it never wraps.
+func (o *output) progress() {
+	t := o.tally
+	line := fmt.Sprintf("masters %d/%d  listed %d  probed %d  answered %d  %.1fs",
+		o.mastersDone, o.mastersAsked, t.Listed, t.Probed, t.Answered, time.Since(o.began).Seconds())
+	if len(line) >= o.width {
+		line = line[:max(o.width-1, 0)]
+	}
+	fmt.Fprintf(o.w, "\r%s\x1b[K", line)
 }
 
 func (o *output) server(s discover.Server) {
@@ -96,65 +126,137 @@ func (o *output) server(s discover.Server) {
 			return
 		}
 		o.enc.Encode(s.JSON())
-	case o.live != nil:
-		o.live.Add(s.Result)
 	case !o.opt.Filter.Show(s.Result):
-	case o.opt.Sort != "":
-		o.plain = append(o.plain, s.Result)
+	case o.opt.Sort != "" || o.height > 0:
+		o.held = append(o.held, s.Result)
 	default:
 		if !o.headed {
 			o.headed = true
-			fmt.Fprintln(o.w, browser.Header())
+			o.header()
 		}
 		o.line(s.Result)
 	}
 }
 
+// header prints the column titles of plain output: on a terminal, the
+// columns that fit its width (browser.LayoutFor); in a pipe, all of them.
+func (o *output) header() {
+	if o.width > 0 {
+		fmt.Fprintln(o.w, browser.LayoutFor(o.width-1).Header(cmp.Or(o.opt.Sort, "ping")))
+		return
+	}
+	fmt.Fprintln(o.w, browser.Header())
+}
+
 // line prints a server in plain output, its players under it with
 // --status.
 func (o *output) line(r probe.Result) {
-	fmt.Fprintln(o.w, browser.Line(r))
+	if o.width > 0 {
+		fmt.Fprintln(o.w, browser.LayoutFor(o.width-1).Row(r))
+	} else {
+		fmt.Fprintln(o.w, browser.Line(r))
+	}
 	if !o.opt.Status {
 		return
 	}
 	for _, p := range r.Players {
-		fmt.Fprintf(o.w, "    %-32s  score %4d  ping %3d\n", browser.Name(p.Name), p.Score, p.Ping)
+		o.println(fmt.Sprintf("    %-32s  score %4d  ping %3d", browser.Name(p.Name), p.Score, p.Ping))
 	}
+}
+
+// println prints a line; on a terminal, a line wider than the terminal
+// is broken between words, so the terminal wraps none.
+func (o *output) println(s string) {
+	if o.width > 0 {
+		s = wrapWords(s, o.width-1)
+	}
+	fmt.Fprintln(o.w, s)
+}
+
+// wrapWords breaks s into lines of at most w cells between words, a word
+// wider than w clipped.
+func wrapWords(s string, w int) string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = word
+		case ansi.StringWidth(line)+1+ansi.StringWidth(word) <= w:
+			line += " " + word
+		default:
+			lines = append(lines, browser.Clip(line, w))
+			line = "  " + word
+		}
+	}
+	return strings.Join(append(lines, browser.Clip(line, w)), "\n")
 }
 
 func (o *output) finish(sum discover.Summary) {
-	switch {
-	case o.enc != nil:
+	if o.enc != nil {
 		o.enc.Encode(summaryJSON(sum, o))
-	case o.live != nil:
-		o.live.Final(o.progress())
-		o.masterLines(sum)
-	default:
-		if o.opt.Sort != "" {
-			browser.Sort(o.plain, o.opt.Sort)
-			if len(o.plain) > 0 {
-				fmt.Fprintln(o.w, browser.Header())
+		return
+	}
+	order := cmp.Or(o.opt.Sort, "ping")
+	browser.Sort(o.held, order)
+	trailer := o.trailer(sum)
+	show := o.held
+	if o.height > 0 {
+		// A terminal keeps the best servers on the screen: as many as
+		// fit with the header, the line that counts the others, the
+		// masters' lines, the summary and the shell's prompt.
+		fmt.Fprint(o.w, "\r\x1b[K")
+		room := o.height - 3 - len(trailer)
+		n := 0
+		for n < len(o.held) {
+			lines := 1
+			if o.opt.Status {
+				lines += len(o.held[n].Players)
 			}
-			for _, r := range o.plain {
-				o.line(r)
+			if room -= lines; room < 0 && n > 0 {
+				break
 			}
+			n++
 		}
-		o.masterLines(sum)
+		show = o.held[:n]
+	}
+	if len(show) > 0 {
+		o.header()
+	}
+	for _, r := range show {
+		o.line(r)
+	}
+	if more := len(o.held) - len(show); more > 0 {
+		o.println(fmt.Sprintf("... and %d more, by %s (all of them: --json, or pipe the output)", more, order))
+	}
+	for _, l := range trailer {
+		fmt.Fprintln(o.w, l)
 	}
 }
 
-// masterLines prints how each master did, and the totals.
-func (o *output) masterLines(sum discover.Summary) {
+// trailer is the end of plain output: how each master did, and the
+// totals, as lines that fit a terminal (println's).
+func (o *output) trailer(sum discover.Summary) []string {
+	var out []string
+	add := func(s string) {
+		if o.width > 0 {
+			s = wrapWords(s, o.width-1)
+		}
+		out = append(out, strings.Split(s, "\n")...)
+	}
 	for _, m := range sum.Masters {
 		line := fmt.Sprintf("master %s: %d listed (%d new), %s", browser.Display(m.Name), m.Listed, m.New, m.End)
 		if m.Error != "" {
 			line += ": " + browser.Display(m.Error)
 		}
-		fmt.Fprintln(o.w, line)
+		add(line)
 	}
-	c := sum.Probe
-	fmt.Fprintf(o.w, "%d servers listed, %d probed, %d answered, %d silent, %d unreachable; %d probes (%d retries), %d bytes out, %d flows; %.2fs\n",
-		sum.Listed, o.probed, o.answered, c.Silent, c.Unreachable, c.Sent, c.Retries, c.BytesOut, c.Destinations, sum.Took.Seconds())
+	t, c := o.tally, sum.Probe
+	add(fmt.Sprintf("%d servers listed: %d answered, %d silent, %d unreachable, %d stopped, %d not probed",
+		t.Listed, t.Answered, t.Silent, t.Unreachable, t.Stopped, t.NotProbed()))
+	add(fmt.Sprintf("%d probes (%d retries), %d bytes out, %d flows; %.2fs",
+		c.Sent, c.Retries, c.BytesOut, c.Destinations, sum.Took.Seconds()))
+	return out
 }
 
 // summaryOut is the final {"type":"summary"} line of --json.
@@ -165,6 +267,8 @@ type summaryOut struct {
 	Answered      int                     `json:"answered"`
 	Silent        int                     `json:"silent"`
 	Unreachable   int                     `json:"unreachable"` // ended by an ICMP destination unreachable (Linux)
+	Stopped       int                     `json:"stopped"`     // probes cut short by the end of the run (Ctrl-C, --max-time)
+	NotProbed     int                     `json:"not_probed"`  // listed, never probed: listed = answered + silent + unreachable + stopped + not_probed
 	Probes        int                     `json:"probes"`
 	Retries       int                     `json:"retries"`
 	BytesOut      int64                   `json:"bytes_out"`
@@ -200,7 +304,9 @@ type paceOut struct {
 func summaryJSON(s discover.Summary, o *output) summaryOut {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	c := s.Probe
-	j := summaryOut{Type: "summary", Listed: s.Listed, Probed: o.probed, Answered: o.answered, Silent: c.Silent, Unreachable: c.Unreachable,
+	t := o.tally
+	j := summaryOut{Type: "summary", Listed: t.Listed, Probed: t.Probed, Answered: t.Answered, Silent: t.Silent, Unreachable: t.Unreachable,
+		Stopped: t.Stopped, NotProbed: t.NotProbed(),
 		Probes: c.Sent, Retries: c.Retries, BytesOut: c.BytesOut, BytesIn: c.BytesIn, Flows: c.Destinations,
 		PeakInFlight: c.PeakInFlight, Late: c.Late, Unknown: c.Unknown, KernelStamped: c.KernelStamped,
 		MasterQueries: s.MasterQueries, MasterBytes: s.MasterBytesOut, Stray: s.Stray,

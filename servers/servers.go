@@ -51,11 +51,12 @@ type Config struct {
 	// Source).
 	Status bool
 	// JSON writes one JSON object per server as it arrives, then a
-	// summary; otherwise Live says whether to draw the live table:
-	// "auto" (when the output is a terminal), "on" or "off" ("" is
-	// "auto").
-	JSON bool
-	Live string
+	// summary. Otherwise, when the output and the input are a terminal,
+	// the run opens the interactive browser (package tui), unless Plain
+	// asks for lines; a run in another order than the masters' (Order)
+	// or on the LAN prints lines too.
+	JSON  bool
+	Plain bool
 	// Filter hides servers from the output; Sort orders the plain output
 	// at the end (browser.Orders; "" for the order of arrival).
 	Filter browser.Filter
@@ -142,6 +143,9 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) (Result, err
 	if cfg.Listen == nil {
 		cfg.Listen = listen
 	}
+	if browsing(cfg, stdout) {
+		return browse(ctx, cfg, stdout, stderr) // MaxTime bounds each of its runs
+	}
 	if cfg.MaxTime > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, cfg.MaxTime)
@@ -155,7 +159,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) (Result, err
 	} else {
 		res, err = runDiscover(ctx, cfg, out, stderr)
 	}
-	res.Answered = out.answered
+	res.Answered = out.tally.Answered
 	return res, err
 }
 
@@ -172,32 +176,11 @@ func listen() (probe.Conn, io.Closer, error) {
 
 // runDiscover asks the masters and probes what they list.
 func runDiscover(ctx context.Context, opt Config, out *output, stderr io.Writer) (Result, error) {
-	// --order landmarks asks with getserversExt: the landmark extension
-	// rides on it (q3.LandmarksKeyword).
-	req, err := discover.RequestFor(opt.Game, opt.Protocol, opt.IPv6 || opt.Order.Order == "landmarks")
+	cfg, unresolved, err := prepare(ctx, opt)
 	if err != nil {
 		return Result{}, err
 	}
-	req.Dialect = StatusDialect(req.Dialect, opt.Status)
-	names := opt.Masters
-	if len(names) == 0 {
-		names = opt.Game.Masters
-	}
-	if len(names) == 0 {
-		return Result{}, fmt.Errorf("%s has no well-known master: give --master", opt.Game.Name)
-	}
-	cfg := discover.Config{Quiet: opt.Quiet, Timeout: opt.MasterTimeout, Prober: opt.Prober}
-	var unresolved []discover.MasterReport
-	for _, n := range names {
-		ap, err := resolveMaster(ctx, n, opt.Game.MasterPort)
-		if err != nil {
-			unresolved = append(unresolved, discover.MasterReport{Name: n, Protocol: req.Protocol.String(),
-				End: discover.EndNoReply, Error: err.Error()})
-			continue
-		}
-		cfg.Masters = append(cfg.Masters, discover.Master{Name: n, Addr: ap, Request: req})
-	}
-	out.mastersAsked = len(names)
+	out.mastersAsked = len(cfg.Masters) + len(unresolved)
 	for _, r := range unresolved {
 		out.event(discover.MasterDone{MasterReport: r})
 	}
@@ -236,6 +219,38 @@ func runDiscover(ctx context.Context, opt Config, out *output, stderr io.Writer)
 		res.Probes = log.probes
 	}
 	return res, err
+}
+
+// prepare resolves the masters of a run and returns its discovery's
+// configuration, and a report for each master that could not be
+// resolved.
+func prepare(ctx context.Context, opt Config) (discover.Config, []discover.MasterReport, error) {
+	// --order landmarks asks with getserversExt: the landmark extension
+	// rides on it (q3.LandmarksKeyword).
+	req, err := discover.RequestFor(opt.Game, opt.Protocol, opt.IPv6 || opt.Order.Order == "landmarks")
+	if err != nil {
+		return discover.Config{}, nil, err
+	}
+	req.Dialect = StatusDialect(req.Dialect, opt.Status)
+	names := opt.Masters
+	if len(names) == 0 {
+		names = opt.Game.Masters
+	}
+	if len(names) == 0 {
+		return discover.Config{}, nil, fmt.Errorf("%s has no well-known master: give --master", opt.Game.Name)
+	}
+	cfg := discover.Config{Quiet: opt.Quiet, Timeout: opt.MasterTimeout, Prober: opt.Prober}
+	var unresolved []discover.MasterReport
+	for _, n := range names {
+		ap, err := resolveMaster(ctx, n, opt.Game.MasterPort)
+		if err != nil {
+			unresolved = append(unresolved, discover.MasterReport{Name: n, Protocol: req.Protocol.String(),
+				End: discover.EndNoReply, Error: err.Error()})
+			continue
+		}
+		cfg.Masters = append(cfg.Masters, discover.Master{Name: n, Addr: ap, Request: req})
+	}
+	return cfg, unresolved, nil
 }
 
 // StatusDialect returns the dialect that also fetches the full status
@@ -277,6 +292,6 @@ func runLAN(ctx context.Context, opt Config, out *output) error {
 		out.event(discover.Listed{Addr: s.Addr, Master: "lan"})
 		out.event(discover.Probed{Server: s})
 	})
-	out.finish(discover.Summary{Listed: out.listed, Probe: counts, Took: time.Since(out.began)})
+	out.finish(discover.Summary{Listed: out.tally.Listed, Probe: counts, Took: time.Since(out.began)})
 	return err
 }

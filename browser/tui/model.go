@@ -96,14 +96,14 @@ type Model struct {
 	results []probe.Result              // answered servers of this run, as they arrived
 	index   map[netip.AddrPort]int      // results' positions
 	masters map[netip.AddrPort][]string // the masters that listed each server
+	done    *DoneMsg
+	elapsed time.Duration
+
 	listed, probed, answered, mastersDone int
-	elapsed                               time.Duration
-	done                                  *DoneMsg
 
 	filter  filters
 	order   string
 	shown   []probe.Result // results filtered and ordered
-	stale   bool           // shown needs rebuilding
 	cursor  int            // index in shown
 	top     int            // first index of shown on screen
 	chosen  netip.AddrPort // the server under the cursor once the player moved it; invalid: the first
@@ -145,6 +145,10 @@ func (m Model) Init() tea.Cmd {
 // Copied returns the addresses the player copied, for the shell to print
 // when the browser ends (the fallback for terminals without OSC 52).
 func (m Model) Copied() []string { return m.copied }
+
+// Counts returns the servers the current run has listed and those that
+// answered so far.
+func (m Model) Counts() (listed, answered int) { return m.listed, m.answered }
 
 // Done returns how the current run ended, false while it goes on.
 func (m Model) Done() (DoneMsg, bool) {
@@ -292,6 +296,7 @@ func (m *Model) current() (probe.Result, bool) {
 }
 
 func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	m.status = "" // what the browser said is about the key before
 	if k.String() == "ctrl+c" {
 		m.quitted = true
 		return m, tea.Quit
@@ -390,10 +395,10 @@ func (m Model) serverKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.status = "copied " + addr + " (printed again on exit if the terminal keeps no clipboard)"
 		return m, tea.SetClipboard(addr)
 	case "c":
-		argv, ok := m.opt.Commands.For(gameOf(r), m.opt.Game, addr)
+		argv, ok := m.opt.Commands.For(browser.GameName(r), m.opt.Game, addr)
 		switch {
 		case !ok:
-			name := cmpOr(browser.Display(gameOf(r)), m.opt.Game)
+			name := cmpOr(browser.Display(browser.GameName(r)), m.opt.Game)
 			m.status = fmt.Sprintf("no command starts %s: add \"%s = COMMAND\" to %s", name, name, cmpOr(m.opt.ConfigPath, ConfigName))
 		case m.opt.Launch == nil:
 			m.status = "cannot start games here"
@@ -557,15 +562,15 @@ func clipStyled(s string, w int) string {
 	if lipgloss.Width(s) <= w {
 		return s
 	}
-	return clipLine(s, w)
+	return browser.Clip(s, w)
 }
 
 func (m Model) listLines() []string {
-	l := layoutFor(m.width)
-	lines := []string{titleStyle.Render(clipLine(m.title(), m.width)), headerStyle.Render(l.header(m.order))}
+	l := browser.LayoutFor(m.width)
+	lines := []string{titleStyle.Render(browser.Clip(m.title(), m.width)), headerStyle.Render(l.Header(m.order))}
 	end := min(m.top+m.rows(), len(m.shown))
 	for i := m.top; i < end; i++ {
-		row := l.row(m.shown[i])
+		row := l.Row(m.shown[i])
 		if i == m.cursor {
 			row = selectedStyle.Render(row)
 		}
@@ -647,7 +652,7 @@ func (m Model) footer() string {
 	} else {
 		parts = append(parts, "enter details  s sort  / find  e f g m p filter  y copy  c connect  r refresh  ? help  q quit")
 	}
-	return statusStyle.Render(clipLine(strings.Join(parts, " | "), m.width))
+	return statusStyle.Render(browser.Clip(strings.Join(parts, " | "), m.width))
 }
 
 // describe says which filters are on, "" when none is.
@@ -690,7 +695,7 @@ func (m Model) detailsLines() []string {
 		fmt.Sprintf("map      %s", browser.Display(r.Map)),
 		fmt.Sprintf("players  %d/%d", r.NumPlayers, r.MaxPlayers),
 		fmt.Sprintf("ping     %s", browser.Ping(r.RTT)),
-		fmt.Sprintf("game     %s  type %s  protocol %s", browser.Display(cmpOr(gameOf(r), r.Game)), browser.Display(r.GameType), browser.Display(r.Protocol)),
+		fmt.Sprintf("game     %s  type %s  protocol %s", browser.Display(cmpOr(browser.GameName(r), r.Game)), browser.Display(r.GameType), browser.Display(r.Protocol)),
 		fmt.Sprintf("masters  %s", browser.Display(strings.Join(m.masters[r.Addr], ", "))),
 		"",
 	}
@@ -703,13 +708,13 @@ func (m Model) detailsLines() []string {
 		ps := slices.Clone(r.Players)
 		slices.SortStableFunc(ps, func(a, b probe.Player) int { return b.Score - a.Score })
 		nw := min(max(m.width-24, 16), 40)
-		body = append(body, headerStyle.Render(fit("PLAYER", nw, false)+gap+fit("SCORE", 6, true)+gap+fit("PING", 6, true)))
+		body = append(body, headerStyle.Render(browser.Fit("PLAYER", nw, false)+browser.Gap+browser.Fit("SCORE", 6, true)+browser.Gap+browser.Fit("PING", 6, true)))
 		for _, p := range ps {
 			ping := fmt.Sprint(p.Ping)
 			if p.Ping == 0 {
 				ping = "bot?"
 			}
-			body = append(body, fit(browser.Name(p.Name), nw, false)+gap+fit(fmt.Sprint(p.Score), 6, true)+gap+fit(ping, 6, true))
+			body = append(body, browser.Fit(browser.Name(p.Name), nw, false)+browser.Gap+browser.Fit(fmt.Sprint(p.Score), 6, true)+browser.Gap+browser.Fit(ping, 6, true))
 		}
 	}
 	body = append(body, "", headerStyle.Render("SETTINGS"))
@@ -720,11 +725,11 @@ func (m Model) detailsLines() []string {
 	}
 	kw = min(kw, 24)
 	for _, p := range info {
-		body = append(body, fit(browser.Display(p.Key), kw, false)+gap+browser.Display(p.Value))
+		body = append(body, browser.Fit(browser.Display(p.Key), kw, false)+browser.Gap+browser.Display(p.Value))
 	}
 	room := max(m.height-2, 1)
 	scroll := max(min(m.scroll, len(body)-room), 0)
-	lines := []string{titleStyle.Render(clipLine(browser.Name(r.Name), m.width))}
+	lines := []string{titleStyle.Render(browser.Clip(browser.Name(r.Name), m.width))}
 	lines = append(lines, body[scroll:min(scroll+room, len(body))]...)
 	for len(lines) < m.height-1 {
 		lines = append(lines, "")
@@ -753,7 +758,7 @@ var keys = [][2]string{
 func (m Model) helpLines() []string {
 	lines := []string{titleStyle.Render("keys"), ""}
 	for _, k := range keys {
-		lines = append(lines, fit(k[0], 20, false)+gap+k[1])
+		lines = append(lines, browser.Fit(k[0], 20, false)+browser.Gap+k[1])
 	}
 	lines = append(lines, "", "launch commands: "+cmpOr(m.opt.ConfigPath, ConfigName))
 	for len(lines) < m.height-1 {

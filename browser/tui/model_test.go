@@ -12,9 +12,10 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/scout-discovery/scout/browser"
 	"github.com/scout-discovery/scout/discover"
-	"github.com/scout-discovery/scout/protocol/infostring"
 	"github.com/scout-discovery/scout/probe"
+	"github.com/scout-discovery/scout/protocol/infostring"
 )
 
 // server is an answered server for the tests.
@@ -154,34 +155,6 @@ func TestModel_NothingWraps(t *testing.T) {
 	}
 }
 
-func TestModel_ColumnsDropByPriority(t *testing.T) {
-	titles := func(w int) []string {
-		var ts []string
-		for _, c := range layoutFor(w).cols {
-			ts = append(ts, c.title)
-		}
-		return ts
-	}
-	for _, tc := range []struct {
-		width int
-		want  []string
-	}{
-		{200, []string{"NAME", "MAP", "PLAYERS", "PING", "ADDRESS", "GAME", "TYPE"}},
-		{90, []string{"NAME", "MAP", "PLAYERS", "PING", "ADDRESS", "GAME"}},
-		{80, []string{"NAME", "MAP", "PLAYERS", "PING", "ADDRESS"}},
-		{60, []string{"NAME", "MAP", "PLAYERS", "PING"}},
-		{45, []string{"NAME", "PLAYERS", "PING"}},
-	} {
-		if got := titles(tc.width); !slices.Equal(got, tc.want) {
-			t.Errorf("width %d: columns %q, want %q", tc.width, got, tc.want)
-		}
-		l := layoutFor(tc.width)
-		if w := ansi.StringWidth(l.header("ping")); w > tc.width {
-			t.Errorf("width %d: header is %d cells", tc.width, w)
-		}
-	}
-}
-
 func TestModel_SortCycles(t *testing.T) {
 	m, _ := update(t, New(Options{}), probed(world()...))
 	want := []struct {
@@ -210,12 +183,10 @@ func TestModel_SortCycles(t *testing.T) {
 func shownNames(m Model) []string {
 	var ns []string
 	for _, r := range m.shown {
-		ns = append(ns, strings.Fields(browserName(r))[0])
+		ns = append(ns, strings.Fields(browser.Name(r.Name))[0])
 	}
 	return ns
 }
-
-func browserName(r probe.Result) string { return columns[nameColumn].cell(r) }
 
 func TestModel_Filters(t *testing.T) {
 	base, _ := update(t, New(Options{}), probed(world()...))

@@ -20,7 +20,8 @@ func runServers(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return code
 	}
 	res, err := servers.Run(ctx, cfg, stdout, stderr)
-	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	// A run that --max-time or Ctrl-C ended says so in its summary.
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(stderr, "scout servers: %v\n", err)
 	}
 	if res.Answered == 0 {

@@ -36,16 +36,20 @@ type Session struct {
 func Start(t testing.TB, width, height int, env []string, argv ...string) *Session {
 	t.Helper()
 	path := peer.Need(t, "tmux", "apt-get install tmux")
-	s := &Session{t: t, tmux: path, socket: filepath.Join(t.TempDir(), "tmux.sock"), Width: width, Height: height}
-	args := []string{"-f", os.DevNull, "new-session", "-d", "-x", strconv.Itoa(width), "-y", strconv.Itoa(height)}
+	dir := t.TempDir()
+	s := &Session{t: t, tmux: path, socket: filepath.Join(dir, "tmux.sock"), Width: width, Height: height}
+	// remain-on-exit keeps the pane, and what the program printed last,
+	// after it ends.
+	conf := filepath.Join(dir, "tmux.conf")
+	if err := os.WriteFile(conf, []byte("set -g remain-on-exit on\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"-f", conf, "new-session", "-d", "-x", strconv.Itoa(width), "-y", strconv.Itoa(height)}
 	for _, e := range env {
 		args = append(args, "-e", e)
 	}
-	// remain-on-exit keeps the pane, and what the program printed last,
-	// after it ends.
 	args = append(args, argv...)
 	s.run(args...)
-	s.run("set-option", "-g", "remain-on-exit", "on")
 	t.Cleanup(func() { exec.Command(s.tmux, "-S", s.socket, "kill-server").Run() })
 	return s
 }
@@ -66,9 +70,9 @@ func (s *Session) Screen() []string { return s.capture(false) }
 // joined again: it differs from Screen exactly when a line wrapped.
 func (s *Session) Joined() []string { return s.capture(true) }
 
-func (s *Session) capture(join bool) []string {
+func (s *Session) capture(join bool, more ...string) []string {
 	s.t.Helper()
-	args := []string{"capture-pane", "-p"}
+	args := append([]string{"capture-pane", "-p"}, more...)
 	if join {
 		args = append(args, "-J")
 	}
@@ -93,10 +97,40 @@ func (s *Session) Type(text string) {
 	s.run("send-keys", "-l", text)
 }
 
-// Dead reports whether the program has exited.
-func (s *Session) Dead() bool {
-	return strings.TrimSpace(s.run("display-message", "-p", "#{pane_dead}")) == "1"
+// WaitExit waits until the program has exited and tmux has shown all it
+// wrote (tmux then prints "Pane is dead" under it), and returns the last
+// screenful the program left, without that line and the blank lines
+// before it: on exit, tmux scrolls the screen to put its line at the
+// bottom.
+func (s *Session) WaitExit(within time.Duration) []string {
+	s.t.Helper()
+	s.WaitFor("the program's exit", within, Contains("Pane is dead"))
+	h := program(s.History())
+	return h[max(len(h)-s.Height, 0):]
 }
+
+// Wrapped returns how many lines the terminal wrapped, on the screen and
+// in the scrolled-off history: a program that fits the width wraps none.
+func (s *Session) Wrapped() int {
+	return len(program(s.capture(false, "-S", "-"))) - len(program(s.capture(true, "-S", "-")))
+}
+
+// program is what the program wrote of lines: tmux's "Pane is dead" line
+// (which -J joins to the blank line above it) and the blank lines at the
+// end are cut.
+func program(lines []string) []string {
+	for len(lines) > 0 {
+		l := lines[len(lines)-1]
+		if strings.TrimSpace(l) != "" && !strings.Contains(l, "Pane is dead") {
+			break
+		}
+		lines = lines[:len(lines)-1]
+	}
+	return lines
+}
+
+// History returns the pane's scrolled-off lines and the screen.
+func (s *Session) History() []string { return s.capture(false, "-S", "-") }
 
 // WaitFor polls the screen until ok holds, failing the test with the
 // last screen and what was awaited after within.

@@ -1,4 +1,4 @@
-package tui
+package browser
 
 import (
 	"strconv"
@@ -6,13 +6,12 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/scout-discovery/scout/browser"
 	"github.com/scout-discovery/scout/probe"
 )
 
-// A column of the server list. Columns are laid out left to right in the
-// order of columns; when the terminal is too narrow for all of them, the
-// one with the largest drop goes first.
+// A column of a server list that fits a terminal's width. Columns are
+// laid out left to right in the order of columns; when the terminal is
+// too narrow for all of them, the one with the largest drop goes first.
 type column struct {
 	title string
 	width int // cells; the name column's least width, since it takes what is left
@@ -24,38 +23,38 @@ type column struct {
 // nameColumn is the index of the column that takes the spare width.
 const nameColumn = 0
 
-// gap is the space between two columns.
-const gap = "  "
+// Gap is the space between two columns.
+const Gap = "  "
 
 // maxNameWidth bounds the name column on a wide terminal: a longer name
 // is rare, and the space is better left to the address.
 const maxNameWidth = 48
 
 var columns = []column{
-	{title: "NAME", width: 16, cell: func(r probe.Result) string { return browser.Name(r.Name) }},
-	{title: "MAP", width: 14, drop: 3, cell: func(r probe.Result) string { return browser.Display(r.Map) }},
+	{title: "NAME", width: 16, cell: func(r probe.Result) string { return Name(r.Name) }},
+	{title: "MAP", width: 14, drop: 3, cell: func(r probe.Result) string { return Display(r.Map) }},
 	{title: "PLAYERS", width: 8, right: true, drop: 0, cell: func(r probe.Result) string {
 		return strconv.Itoa(r.NumPlayers) + "/" + strconv.Itoa(r.MaxPlayers)
 	}},
-	{title: "PING", width: 7, right: true, cell: func(r probe.Result) string { return browser.Ping(r.RTT) }},
+	{title: "PING", width: 7, right: true, cell: func(r probe.Result) string { return Ping(r.RTT) }},
 	{title: "ADDRESS", width: 21, drop: 4, cell: func(r probe.Result) string { return r.Addr.String() }},
-	{title: "GAME", width: 10, drop: 5, cell: func(r probe.Result) string { return browser.Display(gameOf(r)) }},
-	{title: "TYPE", width: 8, drop: 6, cell: func(r probe.Result) string { return browser.Display(r.GameType) }},
+	{title: "GAME", width: 10, drop: 5, cell: func(r probe.Result) string { return Display(GameName(r)) }},
+	{title: "TYPE", width: 8, drop: 6, cell: func(r probe.Result) string { return Display(r.GameType) }},
 }
 
 // sortColumn is the column each order sorts by.
 var sortColumn = map[string]string{"ping": "PING", "players": "PLAYERS", "name": "NAME", "map": "MAP"}
 
-// layout is the columns shown at a width and the width of each.
-type layout struct {
+// Layout is the columns shown at a width and the width of each.
+type Layout struct {
 	cols   []column
 	widths []int
 }
 
-// layoutFor fits columns into width cells: it drops columns by priority
+// LayoutFor fits columns into width cells: it drops columns by priority
 // until the least widths fit, then gives the name column what is left (up
 // to maxNameWidth). The widths and gaps add up to at most width.
-func layoutFor(width int) layout {
+func LayoutFor(width int) Layout {
 	keep := make([]bool, len(columns))
 	for i := range keep {
 		keep[i] = true
@@ -68,7 +67,7 @@ func layoutFor(width int) layout {
 				k++
 			}
 		}
-		return n + (k-1)*len(gap)
+		return n + (k-1)*len(Gap)
 	}
 	for need() > width {
 		worst := -1
@@ -82,7 +81,7 @@ func layoutFor(width int) layout {
 		}
 		keep[worst] = false
 	}
-	var l layout
+	var l Layout
 	spare := max(width-need(), 0)
 	for i, c := range columns {
 		if !keep[i] {
@@ -98,32 +97,32 @@ func layoutFor(width int) layout {
 	return l
 }
 
-// header renders the column titles, marking the one the list is sorted by.
-func (l layout) header(order string) string {
+// Header renders the column titles, marking the one the list is sorted by.
+func (l Layout) Header(order string) string {
 	cells := make([]string, len(l.cols))
 	for i, c := range l.cols {
 		t := c.title
 		if sortColumn[order] == c.title {
 			t += "*"
 		}
-		cells[i] = fit(t, l.widths[i], c.right)
+		cells[i] = Fit(t, l.widths[i], c.right)
 	}
-	return strings.Join(cells, gap)
+	return strings.Join(cells, Gap)
 }
 
-// row renders one server.
-func (l layout) row(r probe.Result) string {
+// Row renders one server.
+func (l Layout) Row(r probe.Result) string {
 	cells := make([]string, len(l.cols))
 	for i, c := range l.cols {
-		cells[i] = fit(c.cell(r), l.widths[i], c.right)
+		cells[i] = Fit(c.cell(r), l.widths[i], c.right)
 	}
-	return strings.Join(cells, gap)
+	return strings.Join(cells, Gap)
 }
 
-// fit clips s to w cells, marking a cut with '~', and pads it to exactly
+// Fit clips s to w cells, marking a cut with '~', and pads it to exactly
 // w cells, on the left when right is set. s must be free of control
 // characters (browser.Display).
-func fit(s string, w int, right bool) string {
+func Fit(s string, w int, right bool) string {
 	if w <= 0 {
 		return ""
 	}
@@ -137,21 +136,10 @@ func fit(s string, w int, right bool) string {
 	return s + pad
 }
 
-// clipLine cuts a line to w cells; a line already within w is kept as it is.
-func clipLine(s string, w int) string {
+// Clip cuts a line to w cells; a line already within w is kept as it is.
+func Clip(s string, w int) string {
 	if ansi.StringWidth(s) <= w {
 		return s
 	}
 	return ansi.Truncate(s, w, "~")
-}
-
-// gameOf is the game or mod a server names in its info (gamename, game,
-// si_game or folder), "" when it names none.
-func gameOf(r probe.Result) string {
-	for _, k := range []string{"gamename", "game", "si_game", "folder"} {
-		if v, ok := r.Info.Get(k); ok && v != "" {
-			return v
-		}
-	}
-	return ""
 }
