@@ -143,9 +143,9 @@ func TestServers_PlainLinesFilteredAndSorted(t *testing.T) {
 		t.Fatalf("escape bytes reached the output: %q", text)
 	}
 	lines := strings.Split(strings.TrimSpace(text), "\n")
-	if len(lines) != 5 || !strings.HasPrefix(lines[0], "ADDRESS") || !strings.Contains(lines[1], "Red ?[2Jbox") ||
+	if len(lines) != 6 || !strings.HasPrefix(lines[0], "ADDRESS") || !strings.Contains(lines[1], "Red ?[2Jbox") ||
 		!strings.Contains(lines[1], "2/12") || !strings.Contains(lines[3], "end marker") ||
-		!strings.Contains(lines[4], "2 servers listed, 2 probed, 2 answered") {
+		!strings.Contains(lines[4], "2 servers listed: 2 answered, 0 silent, 0 unreachable, 0 stopped, 0 not probed") {
 		t.Fatalf("output:\n%s", text)
 	}
 
