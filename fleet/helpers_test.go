@@ -186,20 +186,16 @@ func startInstanceTimeout(t testing.TB, fc Config, reprobe, timeout time.Duratio
 		t.Fatal(err)
 	}
 	mc := masterd.Config{
-		Listen:       []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
-		Registry:     master.Config{AllowLoopback: true, MaxServersPerAddress: -1, Catalogue: catalogue(t, reprobe), Timeout: timeout},
-		NoQueryLimit: true,
-		Heartbeats:   masterd.Limit{Throttle: 1 << 20, Decay: time.Millisecond},
-		Fleet:        node,
-		HTTP:         "127.0.0.1:0",
-		Logger:       log,
+		Listen:   []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
+		HTTP:     "127.0.0.1:0",
+		Landmark: fc.Landmark, // a landmark, as scout master --landmark-place makes it
+		Reloadable: masterd.Reloadable{
+			Registry:     master.Config{AllowLoopback: true, MaxServersPerAddress: -1, Catalogue: catalogue(t, reprobe), Timeout: timeout},
+			NoQueryLimit: true,
+			Heartbeats:   masterd.Limit{Throttle: 1 << 20, Decay: time.Millisecond},
+		},
 	}
-	if fc.Landmark != nil { // a landmark, as scout master --landmark-place makes it
-		lm := *fc.Landmark
-		lm.ID = node.ID()
-		mc.API.Landmark, mc.Handler.Landmark = &lm, lm.ID
-	}
-	m, err := masterd.NewMaster(time.Now(), mc)
+	m, err := masterd.NewMaster(time.Now(), mc, masterd.Deps{Fleet: node, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

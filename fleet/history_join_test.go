@@ -102,11 +102,9 @@ func TestFleet_JoinWritesNoHistoryBack(t *testing.T) {
 	}
 	defer node.rdb.Close()
 	m, err := masterd.NewMaster(now, masterd.Config{
-		Listen:   []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
-		Registry: master.Config{AllowLoopback: true, MaxServersPerAddress: -1, Catalogue: catalogue(t, 0)},
-		Fleet:    node,
-		Logger:   masterd.NewLogger(&syncBuffer{}, -4, false),
-	})
+		Listen:     []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
+		Reloadable: masterd.Reloadable{Registry: master.Config{AllowLoopback: true, MaxServersPerAddress: -1, Catalogue: catalogue(t, 0)}},
+	}, masterd.Deps{Fleet: node, Logger: masterd.NewLogger(&syncBuffer{}, -4, false)})
 	if err != nil {
 		t.Fatal(err)
 	}

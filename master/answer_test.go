@@ -61,7 +61,7 @@ func TestMaster_FullListAnswerAllocs(t *testing.T) {
 // server once, and (with --eot-last-only, dpmaster 2.x's layout) the end
 // marker is on the last packet sent and no other.
 func TestMaster_FairRotation(t *testing.T) {
-	f := newHandlerFix(t, Config{MaxServersPerAddress: -1}, func(c *HandlerConfig) { c.EndOnLastOnly = true })
+	f := newHandlerFix(t, Config{MaxServersPerAddress: -1}, func(c *handlerSetup) { c.EndOnLastOnly = true })
 	want := listMany(t, f, 1000)
 	first := map[netip.AddrPort]int{} // first server of the first packet
 	last := map[netip.AddrPort]int{}  // first server of the last packet
@@ -113,7 +113,7 @@ func TestMaster_FairRotation(t *testing.T) {
 // keeps its marker whatever the rotation (quakestat and the ioquake3 client
 // drop the last server of a packet without one).
 func TestMaster_EndOnEveryCached(t *testing.T) {
-	f := newHandlerFix(t, Config{MaxServersPerAddress: -1}, func(c *HandlerConfig) {})
+	f := newHandlerFix(t, Config{MaxServersPerAddress: -1}, func(c *handlerSetup) {})
 	listMany(t, f, 400)
 	for range 3 {
 		out := f.in(client, oob("getservers 71 empty full"))

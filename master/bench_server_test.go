@@ -42,7 +42,7 @@ func benchHandler(b *testing.B, req []byte) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h, err := NewHandler(HandlerConfig{Registry: reg, EndOnLastOnly: true}) // dpmaster 2.x's layout, as measured against it
+	h, err := NewHandler(HandlerConfig{EndOnLastOnly: true}, HandlerDeps{Registry: reg}) // dpmaster 2.x's layout, as measured against it
 	if err != nil {
 		b.Fatal(err)
 	}

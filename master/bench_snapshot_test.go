@@ -41,7 +41,7 @@ func BenchmarkRefresh_OneChange1M(b *testing.B) {
 	if got, skipped := r.Restore(t0, servers); got != n {
 		b.Fatalf("restored %d, skipped %d", got, len(skipped))
 	}
-	h, err := NewHandler(HandlerConfig{Registry: r})
+	h, err := NewHandler(HandlerConfig{}, HandlerDeps{Registry: r})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func BenchmarkChallengeIssueCheck(b *testing.B) {
 func BenchmarkRegistry_LiveHeapPerServer(b *testing.B) {
 	const n = 16384
 	for b.Loop() {
-		f := newHandlerFix(b, Config{MaxServersPerAddress: -1, MaxPending: n, AllowLoopback: true}, func(c *HandlerConfig) { c.Persist = nil })
+		f := newHandlerFix(b, Config{MaxServersPerAddress: -1, MaxPending: n, AllowLoopback: true}, func(c *handlerSetup) { c.Persist = nil })
 		var m0, m1 runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&m0)

@@ -60,7 +60,7 @@
 // (snapshot.go: a build costs the changes, not the listing). For the
 // HTTP API (package web), Version counts the changes a list could show,
 // Players gives each server's last player list (kept off the entry, see
-// players.go for its bounds and cost), and HandlerConfig.Observer is told
+// players.go for its bounds and cost), and HandlerDeps.Observer is told
 // of every verified reply (history.History keeps the player counts).
 //
 // dpmaster 2.x's documented behaviours hold (doc/manual.txt "GAME

@@ -152,7 +152,7 @@ lines:
 // with an empty list. scout counts the drop under its own reason.
 func TestGetServersExt_NoGameNameIsSilent(t *testing.T) {
 	var logs logBuffer
-	f := newHandlerFix(t, Config{}, func(c *HandlerConfig) { c.Logger = logs.logger() })
+	f := newHandlerFix(t, Config{}, func(c *handlerSetup) { c.Logger = logs.logger() })
 	f.list(t, ap("198.51.100.13:27960"))
 	for i, req := range []string{"getserversExt 71 empty ipv6", "getserversExt 71", "getserversExt -1 full\n", "getserversExt 71 "} {
 		if out := f.in(client, oob(req)); len(out) != 0 {
@@ -360,7 +360,7 @@ func TestQuake4_GametypeWithSpaceListed(t *testing.T) {
 // per Tick (MaxDropLogsPerTick), the rest summed up at the next Tick.
 func TestDropReason_LoggedOncePerServer(t *testing.T) {
 	var logs logBuffer
-	f := newHandlerFix(t, Config{MaxServersPerAddress: -1}, func(c *HandlerConfig) {
+	f := newHandlerFix(t, Config{MaxServersPerAddress: -1}, func(c *handlerSetup) {
 		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	})
 	a, b := ap("198.51.100.70:27960"), ap("198.51.100.71:27960")
@@ -386,7 +386,7 @@ func TestDropReason_LoggedOncePerServer(t *testing.T) {
 	}
 	// A query refused by --game-policy is a client's, not a server's: not
 	// logged at Warn.
-	g := newHandlerFix(t, Config{Policy: mustPolicy(t, "reject", "Xonotic")}, func(c *HandlerConfig) { c.Logger = logs.logger() })
+	g := newHandlerFix(t, Config{Policy: mustPolicy(t, "reject", "Xonotic")}, func(c *handlerSetup) { c.Logger = logs.logger() })
 	g.in(client, oob("getservers Xonotic 3"))
 	if logs.has("level=WARN", "server="+client.String()) {
 		t.Errorf("a client's query logged as a refused server")
@@ -437,7 +437,7 @@ func TestDropReason_LoggedOncePerServer(t *testing.T) {
 
 	// A peer master's register is logged under the server it names.
 	peer := ap("192.0.2.200:27950")
-	h := newHandlerFix(t, Config{}, func(c *HandlerConfig) { c.Peers, c.Logger = []netip.AddrPort{peer}, logs.logger() })
+	h := newHandlerFix(t, Config{}, func(c *handlerSetup) { c.Peers, c.Logger = []netip.AddrPort{peer}, logs.logger() })
 	named := ap("127.0.0.1:27960")
 	reg, err := q3.Register{Server: named}.AppendBinary(nil)
 	if err != nil {

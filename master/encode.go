@@ -6,7 +6,7 @@ import (
 )
 
 // Encoding is a server-list query whose reply HandlePacket left to be
-// encoded off the socket loop (HandlerConfig.DeferEncoding): the shell
+// encoded off the socket loop (HandlerDeps.DeferEncoding): the shell
 // passes it to Handler.Encode, from another goroutine, and sends what
 // that returns. It holds the resolved query, not its reply; nothing has
 // been reserved from the limits for it yet.
@@ -32,11 +32,11 @@ func (e *Encoding) SameReply(o *Encoding) bool {
 // (f in form, from to), or, when the reply is at hand, appends its
 // packets. The reply is deferred (one Outgoing with Encode set, no
 // payload) if the handler defers encodings and f's game and protocol
-// list at least HandlerConfig.DeferEncoding servers, unless it is cached
+// list at least HandlerDeps.DeferEncoding servers, unless it is cached
 // already and no landmark packets are asked (those are built per query).
 func (h *Handler) reply(now time.Time, to netip.AddrPort, k Kind, f filter, form replyForm, every bool, landmarks lmAsk, dst []Outgoing) []Outgoing {
 	a, n := h.reg.cachedAnswer(now, f, form)
-	if h.cfg.DeferEncoding > 0 && n >= h.cfg.DeferEncoding && (a == nil || landmarks != 0) {
+	if h.deps.DeferEncoding > 0 && n >= h.deps.DeferEncoding && (a == nil || landmarks != 0) {
 		h.stats.deferred.Add(1)
 		return append(dst, Outgoing{To: to, Kind: k, Encode: &Encoding{
 			to: to, kind: k, f: f, form: form, every: every, landmarks: landmarks,

@@ -24,7 +24,7 @@ func payloads(outs []Outgoing, to netip.AddrPort) [][]byte {
 // by HandlePacket itself.
 func TestHandler_DeferEncodingSharesOneEncoding(t *testing.T) {
 	setup := func(deferAt int) *hfix {
-		f := newHandlerFix(t, Config{AllowLoopback: true}, func(hc *HandlerConfig) { hc.DeferEncoding = deferAt })
+		f := newHandlerFix(t, Config{AllowLoopback: true}, func(hc *handlerSetup) { hc.DeferEncoding = deferAt })
 		for i := range 3 {
 			f.list(t, netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(i + 1)}), 27960))
 		}
@@ -87,7 +87,7 @@ func TestHandler_DeferredReplyIsRateLimited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newHandlerFix(t, Config{AllowLoopback: true}, func(hc *HandlerConfig) { hc.DeferEncoding = 1; hc.Responses = lim })
+	f := newHandlerFix(t, Config{AllowLoopback: true}, func(hc *handlerSetup) { hc.DeferEncoding = 1; hc.Responses = lim })
 	for i := range 20 {
 		f.list(t, netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(i + 1)}), 27960))
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"strings"
@@ -33,7 +34,7 @@ const (
 // that caused it arrived on.
 //
 // Encode, when not nil, stands for a server-list reply not encoded yet
-// (HandlerConfig.DeferEncoding): it has no payload, and the shell passes
+// (HandlerDeps.DeferEncoding): it has no payload, and the shell passes
 // it to Handler.Encode instead of sending it.
 type Outgoing struct {
 	To      netip.AddrPort
@@ -68,9 +69,44 @@ type FleetPersister interface {
 	Remove(Removal)
 }
 
-// HandlerConfig configures a Handler. Only Registry is required; a nil
-// limiter or budget disables that defence.
+// HandlerConfig is the handler's settings: plain values that a user of
+// the master fills directly (masterd.Config.Handler); the zero value of
+// each is its default.
 type HandlerConfig struct {
+	// MaxPacketBytes caps each server-list datagram's UDP payload; 0
+	// means q3.DefaultMaxBytes (1400, dpmaster's MAX_PACKET_SIZE_OUT).
+	MaxPacketBytes int
+	// MaxEntries caps entries per getserversResponse; 0 means no cap
+	// other than MaxPacketBytes, q3.IDMasterEntriesPerPacket (112)
+	// reproduces id's master.
+	MaxEntries int
+	// EndOnLastOnly puts the end marker on the last getserversResponse
+	// packet only (dpmaster 2.x) instead of on every packet (id's master,
+	// dpmaster before 2.0; the zero value). Real clients need the marker
+	// on every packet: quakestat 2.17 and the ioquake3 client drop the
+	// last server of a packet that does not end with one.
+	EndOnLastOnly bool
+	// MOTD is the message of the day for ET's getmotd; empty answers
+	// none. At most MaxMOTDLen bytes, without '"', '\', NUL or newline.
+	MOTD string
+	// Peers are the masters whose register messages are accepted; a
+	// port of 0 accepts any port of that address. Empty: none.
+	Peers []netip.AddrPort
+	// Upstreams are the masters verified IPv4 servers are forwarded to
+	// with register. Empty: none.
+	Upstreams []netip.AddrPort
+	// MaxProbesPerTick bounds the new checks (re-probes, restored
+	// servers) per Tick; 0 means DefaultMaxProbesPerTick. Retries of
+	// checks in flight are not counted against it: at most one per check
+	// per Tick, VerifyRetries per check.
+	MaxProbesPerTick int
+}
+
+// HandlerDeps is what a Handler works with besides its settings: the
+// registry it decides on, the defences and budget the shell built, where
+// its results go, and who it is. Only Registry is required; a nil
+// limiter or budget disables that defence.
+type HandlerDeps struct {
 	Registry *Registry
 	// Queries limits getservers, getServers, gameAuth and getmotd per
 	// source (dpmaster's -f, --fp-throttle, --fp-decay-time).
@@ -86,55 +122,37 @@ type HandlerConfig struct {
 	Budget *ByteBudget
 	// Persist receives listing changes; nil keeps nothing.
 	Persist Persister
-	// Observer is told of every verified reply (package web keeps each
-	// server's player count over time from them); nil tells no one.
+	// Observer is told of every verified reply (package history keeps
+	// each server's player count over time from them); nil tells no one.
 	Observer Observer
-	// MaxPacketBytes caps each server-list datagram's UDP payload; 0
-	// means q3.DefaultMaxBytes (1400, dpmaster's MAX_PACKET_SIZE_OUT).
-	MaxPacketBytes int
-	// MaxEntries caps entries per getserversResponse; 0 means no cap
-	// other than MaxPacketBytes, q3.IDMasterEntriesPerPacket (112)
-	// reproduces id's master.
-	MaxEntries int
-	// EndOnLastOnly puts the end marker on the last getserversResponse
-	// packet only (dpmaster 2.x) instead of on every packet (id's master,
-	// dpmaster before 2.0; the zero value). Real clients need the marker
-	// on every packet: quakestat 2.17 and the ioquake3 client drop the
-	// last server of a packet that does not end with one (measured with
-	// quakestat against a two-packet reply: 4 of 5 servers listed without
-	// it, 5 of 5 with it).
-	EndOnLastOnly bool
+	// DeferEncoding, when positive, is the shell's offer to encode large
+	// replies off its socket loop: the reply to a list query for a game
+	// and protocol that list at least that many servers (before the
+	// query's filters), unless it is cached for the current listing and
+	// asks for no landmark packets, is left to Handler.Encode:
+	// HandlePacket returns one Outgoing with Encode set instead of the
+	// reply's packets. 0 encodes every reply in HandlePacket.
+	DeferEncoding int
 	// Landmark, if not empty, is this master's id as a landmark: a
 	// getserversExt with the word q3.LandmarksKeyword is answered with
 	// the list and then this master's RTTs to the servers listed
 	// (landmarks.go). Empty: the word is ignored like any unknown one.
 	Landmark string
-	// DeferEncoding, when positive, leaves to Handler.Encode the reply
-	// to a list query for a game and protocol that list at least that
-	// many servers (before the query's filters), unless it is cached for
-	// the current listing and asks for no landmark packets:
-	// HandlePacket returns one Outgoing with Encode set instead of the
-	// reply's packets, for the shell to encode off its socket loop. 0
-	// encodes every reply in HandlePacket.
-	DeferEncoding int
-	// MOTD is the message of the day for ET's getmotd.
-	MOTD string
-	// Peers are the masters whose register messages are accepted; a
-	// port of 0 accepts any port of that address.
-	Peers []netip.AddrPort
-	// Upstreams are the masters verified IPv4 servers are forwarded to
-	// with register.
-	Upstreams []netip.AddrPort
-	// MaxProbesPerTick bounds the new checks (re-probes, restored
-	// servers) per Tick; 0 means DefaultMaxProbesPerTick. Retries of
-	// checks in flight are not counted against it: at most one per check
-	// per Tick, VerifyRetries per check.
-	MaxProbesPerTick int
 	// Logger receives listing events at Info, the refusals of a whole
 	// class of servers (bad_gametype, bad_protocol, unknown_heartbeat,
 	// ...) at Warn once per server and reason (see MaxLoggedDrops), and
 	// every drop at Debug; nil discards.
 	Logger *slog.Logger
+}
+
+// CheckMOTD reports whether s can be a message of the day: at most
+// MaxMOTDLen bytes, without '"', '\', NUL or newline (the reply quotes it
+// in an info string).
+func CheckMOTD(s string) error {
+	if len(s) > MaxMOTDLen || strings.ContainsAny(s, "\"\\\x00\n") {
+		return fmt.Errorf(`the message of the day must be at most %d bytes without '"', '\', NUL or newline`, MaxMOTDLen)
+	}
+	return nil
 }
 
 // Handler turns datagrams into decisions and datagrams: a mostly pure
@@ -146,15 +164,16 @@ type HandlerConfig struct {
 // it. It holds no mutable state of its own beyond atomic counters.
 type Handler struct {
 	cfg   HandlerConfig
+	deps  HandlerDeps
 	reg   *Registry
 	stats Stats
 	log   *slog.Logger
 	drops *dropLog // refusals of whole classes of servers, logged once each
 }
 
-// NewHandler returns a handler for cfg.
-func NewHandler(cfg HandlerConfig) (*Handler, error) {
-	if cfg.Registry == nil {
+// NewHandler returns a handler with the settings cfg working with deps.
+func NewHandler(cfg HandlerConfig, deps HandlerDeps) (*Handler, error) {
+	if deps.Registry == nil {
 		return nil, errors.New("master: handler without a registry")
 	}
 	if cfg.MaxPacketBytes == 0 {
@@ -163,13 +182,13 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	if cfg.MaxProbesPerTick == 0 {
 		cfg.MaxProbesPerTick = DefaultMaxProbesPerTick
 	}
-	if cfg.Landmark != "" {
-		if _, err := q3.EncodeLandmarksResponses(cfg.Landmark, nil, 0); err != nil {
+	if deps.Landmark != "" {
+		if _, err := q3.EncodeLandmarksResponses(deps.Landmark, nil, 0); err != nil {
 			return nil, errors.New("master: landmark id: " + err.Error())
 		}
 	}
-	if len(cfg.MOTD) > MaxMOTDLen || strings.ContainsAny(cfg.MOTD, "\"\\\x00\n") {
-		return nil, errors.New(`master: the message of the day must be at most 1024 bytes without '"', '\', NUL or newline`)
+	if err := CheckMOTD(cfg.MOTD); err != nil {
+		return nil, fmt.Errorf("master: %w", err)
 	}
 	// Check the split options once, with a worst-case (IPv6) entry.
 	probe := []netip.AddrPort{netip.MustParseAddrPort("[2001:db8::1]:1")}
@@ -179,11 +198,11 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	if cfg.MaxPacketBytes > 65507 {
 		return nil, errors.New("master: server-list packets cannot exceed 65507 bytes")
 	}
-	log := cfg.Logger
+	log := deps.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{cfg: cfg, reg: cfg.Registry, log: log, drops: newDropLog()}, nil
+	return &Handler{cfg: cfg, deps: deps, reg: deps.Registry, log: log, drops: newDropLog()}, nil
 }
 
 // Stats returns the handler's counters.
@@ -192,8 +211,11 @@ func (h *Handler) Stats() *Stats { return &h.stats }
 // Registry returns the handler's registry.
 func (h *Handler) Registry() *Registry { return h.reg }
 
-// Config returns the handler's configuration, with its defaults filled in.
+// Config returns the handler's settings, with their defaults filled in.
 func (h *Handler) Config() HandlerConfig { return h.cfg }
+
+// Deps returns what the handler works with.
+func (h *Handler) Deps() HandlerDeps { return h.deps }
 
 // drop counts a dropped packet and returns dst unchanged.
 func (h *Handler) drop(dst []Outgoing, k Kind, from netip.AddrPort, why Reason) []Outgoing {
@@ -260,7 +282,7 @@ func (h *Handler) handleQ3(now time.Time, from netip.AddrPort, pkt []byte, dst [
 	}
 	switch m := m.(type) {
 	case q3.Heartbeat:
-		if why := h.allow(h.cfg.Heartbeats, now, from); why != OK {
+		if why := h.allow(h.deps.Heartbeats, now, from); why != OK {
 			return h.drop(dst, k, from, why)
 		}
 		p, why := h.reg.Heartbeat(now, from, Heartbeat{Family: game.FamilyQ3, Tag: m.Tag})
@@ -291,7 +313,7 @@ func (h *Handler) handleQ3(now time.Time, from netip.AddrPort, pkt []byte, dst [
 	case q3.ServersResponse:
 		// A landmark ping's reply from another landmark master (mesh.go);
 		// any other list sent to a master is unexpected.
-		if h.cfg.Landmark != "" && !m.Ext && len(m.Servers) == 0 && len(m.Dropped) == 0 && m.End != q3.EndNone && h.reg.mesh.pong(now, from) {
+		if h.deps.Landmark != "" && !m.Ext && len(m.Servers) == 0 && len(m.Dropped) == 0 && m.End != q3.EndNone && h.reg.mesh.pong(now, from) {
 			return dst
 		}
 	case q3.Register:
@@ -327,8 +349,8 @@ func (h *Handler) reserve(now time.Time, to netip.AddrPort, lim *ResponseLimiter
 			return why
 		}
 	}
-	if h.cfg.Budget != nil {
-		return h.cfg.Budget.Reserve(now, payload)
+	if h.deps.Budget != nil {
+		return h.deps.Budget.Reserve(now, payload)
 	}
 	return OK
 }
@@ -365,7 +387,7 @@ func (h *Handler) handleQ4(now time.Time, from netip.AddrPort, pkt []byte, dst [
 	}
 	switch m := m.(type) {
 	case *q4.Heartbeat:
-		if why := h.allow(h.cfg.Heartbeats, now, from); why != OK {
+		if why := h.allow(h.deps.Heartbeats, now, from); why != OK {
 			return h.drop(dst, k, from, why)
 		}
 		p, why := h.reg.Heartbeat(now, from, Heartbeat{Family: game.FamilyDoom3})
@@ -399,17 +421,17 @@ func (h *Handler) Tick(now time.Time, dst []Outgoing) []Outgoing {
 		h.stats.removed[r.Reason].Add(1)
 		if r.Listed {
 			h.log.Info("removed", "server", r.Addr, "reason", r.Reason)
-			if fp, ok := h.cfg.Persist.(FleetPersister); ok {
+			if fp, ok := h.deps.Persist.(FleetPersister); ok {
 				fp.Remove(r)
-			} else if h.cfg.Persist != nil {
-				h.cfg.Persist.Delete(r.Addr)
+			} else if h.deps.Persist != nil {
+				h.deps.Persist.Delete(r.Addr)
 			}
 		}
 	}
 	for _, p := range h.reg.DueProbes(now, nil, h.cfg.MaxProbesPerTick) {
 		dst = h.probe(now, p, dst)
 	}
-	if h.cfg.Landmark != "" {
+	if h.deps.Landmark != "" {
 		for _, to := range h.reg.mesh.due(now) {
 			dst = h.send(now, to, nil, dst, Outgoing{To: to, Kind: KindLandmarkPing, Payload: landmarkPing})
 		}

@@ -21,7 +21,7 @@ func (h *Handler) admitQuery(now time.Time, from netip.AddrPort) Reason {
 	if badSource(from) {
 		return ReasonBadAddress
 	}
-	return h.allow(h.cfg.Queries, now, from)
+	return h.allow(h.deps.Queries, now, from)
 }
 
 // getServers answers getservers and getserversExt (not through
@@ -41,7 +41,7 @@ func (h *Handler) getServers(now time.Time, from netip.AddrPort, m q3.GetServers
 		// nothing): early ioquake3's "getserversExt 68 empty ipv6".
 		return h.drop(dst, k, from, ReasonExtWithoutGame)
 	}
-	if why := h.allow(h.cfg.Queries, now, from); why != OK {
+	if why := h.allow(h.deps.Queries, now, from); why != OK {
 		return h.drop(dst, k, from, why)
 	}
 	q := Query{Family: game.FamilyQ3, Game: m.GameName, Protocol: m.Protocol, Empty: m.Empty, Full: m.Full}
@@ -78,7 +78,7 @@ func (h *Handler) getServers(now time.Time, from netip.AddrPort, m q3.GetServers
 		outK = KindServersExtResponse
 	}
 	var landmarks lmAsk
-	if m.Ext && h.cfg.Landmark != "" && slices.Contains(m.Other, q3.LandmarksKeyword) {
+	if m.Ext && h.deps.Landmark != "" && slices.Contains(m.Other, q3.LandmarksKeyword) {
 		landmarks = lmRuns
 		if slices.Contains(m.Other, q3.LandmarkPeersKeyword) {
 			landmarks |= lmPeers
@@ -91,7 +91,7 @@ func (h *Handler) getServers(now time.Time, from netip.AddrPort, m q3.GetServers
 // are reserved from the response limiter and the budget at once, and its packets rotated for
 // fairness (see answer).
 func (h *Handler) sendList(now time.Time, to netip.AddrPort, k Kind, a *answer, dst []Outgoing) []Outgoing {
-	if why := h.reserve(now, to, h.cfg.Responses, a.bytes, len(a.pkts)); why != OK {
+	if why := h.reserve(now, to, h.deps.Responses, a.bytes, len(a.pkts)); why != OK {
 		h.stats.dropped[why].Add(1)
 		h.stats.denied.Add(uint64(a.bytes))
 		return dst
@@ -109,7 +109,7 @@ func (h *Handler) answer(now time.Time, to netip.AddrPort, k Kind, pkts [][]byte
 		outs[i] = Outgoing{To: to, Kind: k, Payload: p}
 	}
 	n := len(dst)
-	dst = h.send(now, to, h.cfg.Responses, dst, outs...)
+	dst = h.send(now, to, h.deps.Responses, dst, outs...)
 	if len(dst) > n {
 		h.stats.answers.Add(1)
 	}

@@ -15,7 +15,7 @@ func TestMaster_FloodProtection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newHandlerFix(t, Config{}, func(c *HandlerConfig) { c.Queries = lim })
+	f := newHandlerFix(t, Config{}, func(c *handlerSetup) { c.Queries = lim })
 	f.list(t, ap("203.0.113.5:27960"))
 	// dpmaster: throttle 5 allows 4 requests in a row, then one per decay.
 	answered := 0
@@ -60,7 +60,7 @@ func TestMaster_AmplificationBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.h.cfg.Budget = budget
+	f.h.deps.Budget = budget
 	sent, queryBytes := 0, 0
 	for i := range 100 {
 		req := oob("getservers 71 empty full")
@@ -168,7 +168,7 @@ func sameSet(a, b []netip.AddrPort) bool {
 }
 
 func TestMaster_EndMarkersAndSplit(t *testing.T) {
-	f := newHandlerFix(t, Config{MaxServersPerAddress: -1}, func(c *HandlerConfig) { c.MaxEntries = q3.IDMasterEntriesPerPacket })
+	f := newHandlerFix(t, Config{MaxServersPerAddress: -1}, func(c *handlerSetup) { c.MaxEntries = q3.IDMasterEntriesPerPacket })
 	f.h.reg.cfg.Catalogue, _ = f.h.reg.cfg.Catalogue.Apply(game.Property{Game: "Quake3Arena", Key: "protocols", Op: game.OpAdd, Values: []string{"43"}})
 	for i := range 250 {
 		f.list(t, netip.AddrPortFrom(netip.AddrFrom4([4]byte{203, 0, 113, 1}), uint16(20000+i)))

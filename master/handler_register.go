@@ -61,18 +61,18 @@ func (h *Handler) verify(now time.Time, from netip.AddrPort, k Kind, rep Reply, 
 		h.log.Info("listed", "server", s.Addr, "game", s.Game, "protocol", s.Protocol, "clients", s.Clients, "max_clients", s.MaxClients)
 		fallthrough
 	case ChangeUpdated:
-		if h.cfg.Persist != nil {
-			h.cfg.Persist.Put(s)
+		if h.deps.Persist != nil {
+			h.deps.Persist.Put(s)
 		}
 	case ChangeRefreshed:
-		if fp, ok := h.cfg.Persist.(FleetPersister); ok {
+		if fp, ok := h.deps.Persist.(FleetPersister); ok {
 			fp.Refresh(s)
 		}
 	}
 	// After the Persister: a commit that the observer's change starts
 	// (masterd's history) has the server's change in it too.
-	if h.cfg.Observer != nil {
-		h.cfg.Observer.Verified(now, s)
+	if h.deps.Observer != nil {
+		h.deps.Observer.Verified(now, s)
 	}
 	return h.forward(now, s, dst)
 }
@@ -106,7 +106,7 @@ func (h *Handler) register(now time.Time, from netip.AddrPort, m q3.Register, ds
 	if !h.isPeer(from) {
 		return h.drop(dst, KindRegister, from, ReasonNotPeer)
 	}
-	if why := h.allow(h.cfg.Heartbeats, now, m.Server); why != OK {
+	if why := h.allow(h.deps.Heartbeats, now, m.Server); why != OK {
 		return h.drop(dst, KindRegister, from, why)
 	}
 	p, why := h.reg.Heartbeat(now, m.Server, Heartbeat{Family: game.FamilyQ3, Tag: game.HeartbeatDarkPlaces})

@@ -159,7 +159,7 @@ func TestMaster_Flatline(t *testing.T) {
 
 func TestMaster_Register(t *testing.T) {
 	peer, upstream := ap("192.0.2.10:27950"), ap("192.0.2.20:27950")
-	f := newHandlerFix(t, Config{}, func(c *HandlerConfig) {
+	f := newHandlerFix(t, Config{}, func(c *handlerSetup) {
 		c.Peers = []netip.AddrPort{peer}
 		c.Upstreams = []netip.AddrPort{upstream}
 	})

@@ -214,5 +214,5 @@ func (s *Stats) UnknownGame() uint64 { return s.unknownGame.Load() }
 func (s *Stats) BudgetDeniedBytes() uint64 { return s.denied.Load() }
 
 // Deferred returns the list replies HandlePacket left to Handler.Encode
-// (HandlerConfig.DeferEncoding).
+// (HandlerDeps.DeferEncoding).
 func (s *Stats) Deferred() uint64 { return s.deferred.Load() }

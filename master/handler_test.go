@@ -54,14 +54,21 @@ type hfix struct {
 	now time.Time
 }
 
-func newHandlerFix(t testing.TB, rc Config, mod func(*HandlerConfig)) *hfix {
+// handlerSetup is a handler's settings and dependencies in one, for the
+// tests' changes to the fixture's.
+type handlerSetup struct {
+	HandlerConfig
+	HandlerDeps
+}
+
+func newHandlerFix(t testing.TB, rc Config, mod func(*handlerSetup)) *hfix {
 	t.Helper()
 	st := &fakePersist{put: map[netip.AddrPort]Server{}}
-	hc := HandlerConfig{Registry: newTestRegistry(t, rc), Persist: st, MOTD: "Welcome to scout"}
+	hc := handlerSetup{HandlerConfig{MOTD: "Welcome to scout"}, HandlerDeps{Registry: newTestRegistry(t, rc), Persist: st}}
 	if mod != nil {
 		mod(&hc)
 	}
-	h, err := NewHandler(hc)
+	h, err := NewHandler(hc.HandlerConfig, hc.HandlerDeps)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 // The landmark extension (the wire format is q3's, see
-// q3.LandmarksKeyword). A master with HandlerConfig.Landmark set answers a
+// q3.LandmarksKeyword). A master with HandlerDeps.Landmark set answers a
 // getserversExt that carries the word "landmarks" with its list, then
 // with getserversLandmarksResponse packets: its RTT (Server.RTT, the
 // median of the last RTTSamples) to each server of that list it has
@@ -101,7 +101,7 @@ var landmarkPing = q3.LandmarkPing()
 // the budget, all or nothing.
 func (h *Handler) sendLandmarks(now time.Time, to netip.AddrPort, f filter, peers bool, dst []Outgoing) []Outgoing {
 	var outs []Outgoing
-	for _, run := range h.reg.landmarkEntries(now, f, h.cfg.Landmark) {
+	for _, run := range h.reg.landmarkEntries(now, f, h.deps.Landmark) {
 		pkts, err := q3.EncodeLandmarksResponses(run.id, run.entries, h.cfg.MaxPacketBytes)
 		if err != nil {
 			h.log.Error("encoding landmark RTTs", "landmark", run.id, "err", err)
@@ -117,16 +117,16 @@ func (h *Handler) sendLandmarks(now time.Time, to netip.AddrPort, f filter, peer
 	if len(outs) == 0 {
 		return dst
 	}
-	return h.send(now, to, h.cfg.Responses, dst, outs...)
+	return h.send(now, to, h.deps.Responses, dst, outs...)
 }
 
 // appendPeerRows appends the getserversLandmarkPeersResponse packets to
 // to: this master's RTTs to the other landmarks, then each other
 // landmark's own (a fleet's), as measured at now.
 func (h *Handler) appendPeerRows(now time.Time, to netip.AddrPort, outs []Outgoing) []Outgoing {
-	rows := append([]MeshRow{{Landmark: h.cfg.Landmark, RTTs: h.reg.mesh.Own()}}, h.reg.mesh.Rows()...)
+	rows := append([]MeshRow{{Landmark: h.deps.Landmark, RTTs: h.reg.mesh.Own()}}, h.reg.mesh.Rows()...)
 	for i, row := range rows {
-		if i > 0 && row.Landmark == h.cfg.Landmark {
+		if i > 0 && row.Landmark == h.deps.Landmark {
 			continue
 		}
 		es := make([]q3.LandmarkPeerEntry, 0, len(row.RTTs))

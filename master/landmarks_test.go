@@ -45,7 +45,7 @@ func landmarkPackets(t *testing.T, outs []Outgoing) (list int, lm []q3.Landmarks
 // and its RTTs to the servers listed; never the short form, never a query
 // without the word, never as a master that is not a landmark.
 func TestHandler_LandmarksOnlyWhenAsked(t *testing.T) {
-	f := newHandlerFix(t, Config{}, func(c *HandlerConfig) { c.Landmark = "fra-1" })
+	f := newHandlerFix(t, Config{}, func(c *handlerSetup) { c.Landmark = "fra-1" })
 	rtts := map[netip.AddrPort]time.Duration{
 		ap("198.51.100.1:27960"): 12 * time.Millisecond,
 		ap("198.51.100.2:27960"): 80 * time.Millisecond,
@@ -79,7 +79,7 @@ func TestHandler_LandmarksOnlyWhenAsked(t *testing.T) {
 	if list, lm := landmarkPackets(t, g.in(client, oob("getserversExt Quake3Arena 71 empty full landmarks"))); list != 1 || len(lm) != 0 {
 		t.Errorf("not a landmark: list %d, landmarks %d", list, len(lm))
 	}
-	if _, err := NewHandler(HandlerConfig{Registry: newTestRegistry(t, Config{}), Landmark: "bad id"}); err == nil {
+	if _, err := NewHandler(HandlerConfig{}, HandlerDeps{Registry: newTestRegistry(t, Config{}), Landmark: "bad id"}); err == nil {
 		t.Error("a landmark id with a space accepted")
 	}
 }
@@ -91,7 +91,7 @@ func TestHandler_LandmarksRespectResponseLimiter(t *testing.T) {
 	client := ap("203.0.113.9:5000")
 	req := oob("getserversExt Quake3Arena 71 empty full landmarks")
 	setup := func(lim *ResponseLimiter) *hfix {
-		f := newHandlerFix(t, Config{}, func(c *HandlerConfig) { c.Landmark = "fra-1"; c.Responses = lim })
+		f := newHandlerFix(t, Config{}, func(c *handlerSetup) { c.Landmark = "fra-1"; c.Responses = lim })
 		for i := range 20 {
 			f.listAfter(t, netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(i + 1)}), 27960), time.Duration(i+1)*time.Millisecond)
 		}
@@ -125,7 +125,7 @@ func TestHandler_LandmarksRespectResponseLimiter(t *testing.T) {
 // servers listed, by the empty list: one getserversResponse with its end
 // marker alone, smaller than the query, and never landmark packets.
 func TestHandler_LandmarkPingAnsweredEmpty(t *testing.T) {
-	f := newHandlerFix(t, Config{}, func(c *HandlerConfig) { c.Landmark = "fra-1" })
+	f := newHandlerFix(t, Config{}, func(c *handlerSetup) { c.Landmark = "fra-1" })
 	f.listAfter(t, ap("198.51.100.1:27960"), 12*time.Millisecond)
 	ping := q3.LandmarkPing()
 	if string(ping) != string(oob("getservers 0 empty full landmarkping")) {

@@ -15,8 +15,8 @@ import (
 // client that asks with both words gets it after the landmark runs.
 func TestHandler_MeshPingsAndPublishes(t *testing.T) {
 	aAddr, bAddr := ap("192.0.2.10:27950"), ap("192.0.2.20:27950")
-	a := newHandlerFix(t, Config{LandmarkPingInterval: 10 * time.Second}, func(c *HandlerConfig) { c.Landmark = "fra" })
-	b := newHandlerFix(t, Config{}, func(c *HandlerConfig) { c.Landmark = "nyc" })
+	a := newHandlerFix(t, Config{LandmarkPingInterval: 10 * time.Second}, func(c *handlerSetup) { c.Landmark = "fra" })
+	b := newHandlerFix(t, Config{}, func(c *handlerSetup) { c.Landmark = "nyc" })
 	if n := a.h.Registry().Mesh().SetPeers(a.now, []LandmarkPeer{{ID: "nyc", Addr: bAddr}}); n != 1 {
 		t.Fatalf("%d peers kept", n)
 	}
@@ -79,7 +79,7 @@ func TestHandler_MeshPingsAndPublishes(t *testing.T) {
 func TestHandler_MeshPongRules(t *testing.T) {
 	bAddr := ap("192.0.2.20:27950")
 	pong, _ := q3.ServersResponse{End: q3.EndEOT}.AppendBinary(nil)
-	a := newHandlerFix(t, Config{}, func(c *HandlerConfig) { c.Landmark = "fra" })
+	a := newHandlerFix(t, Config{}, func(c *handlerSetup) { c.Landmark = "fra" })
 	m := a.h.Registry().Mesh()
 	m.SetPeers(a.now, []LandmarkPeer{{ID: "nyc", Addr: bAddr}})
 	a.in(bAddr, pong) // none in flight

@@ -12,7 +12,7 @@ import (
 // and then every other landmark's it holds, one run of packets per
 // landmark, for the servers of the list asked for only.
 func TestHandler_LandmarksCarryPeersRTTs(t *testing.T) {
-	f := newHandlerFix(t, Config{}, func(c *HandlerConfig) { c.Landmark = "fra-1" })
+	f := newHandlerFix(t, Config{}, func(c *handlerSetup) { c.Landmark = "fra-1" })
 	a, b := ap("198.51.100.1:27960"), ap("198.51.100.2:27960")
 	f.listAfter(t, a, 12*time.Millisecond)
 	f.listAfter(t, b, 80*time.Millisecond)
@@ -151,7 +151,7 @@ func BenchmarkRegistry_PeerRTTBytesPerServer(b *testing.B) {
 // the first id as the master's own, and a peer's first (as before) made it
 // file its RTT to this master under that peer.
 func TestHandler_LandmarksOwnRunFirstWhenEmpty(t *testing.T) {
-	f := newHandlerFix(t, Config{}, func(c *HandlerConfig) { c.Landmark = "fra-1" })
+	f := newHandlerFix(t, Config{}, func(c *handlerSetup) { c.Landmark = "fra-1" })
 	a := ap("198.51.100.1:27960")
 	f.list(t, a)
 	reg := f.h.Registry()

@@ -272,7 +272,7 @@ func TestMaster_VerifyRetries(t *testing.T) {
 // limiter: the victim gets at most 1+VerifyRetries getinfo per admitted
 // heartbeat, and none for the refused ones.
 func TestMaster_RetriesBoundedUnderHeartbeatFlood(t *testing.T) {
-	f := newHandlerFix(t, Config{MaxServersPerAddress: -1}, func(hc *HandlerConfig) {
+	f := newHandlerFix(t, Config{MaxServersPerAddress: -1}, func(hc *handlerSetup) {
 		hc.Heartbeats, _ = NewSourceLimiter(4, time.Second, 100)
 	})
 	victim := netip.MustParseAddr("203.0.113.9")

@@ -229,7 +229,7 @@ func TestMaster_ResponseLimitBurstOf20(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newHandlerFix(t, Config{MaxServersPerAddress: -1}, func(c *HandlerConfig) { c.Responses, c.Budget = rl, budget })
+	f := newHandlerFix(t, Config{MaxServersPerAddress: -1}, func(c *handlerSetup) { c.Responses, c.Budget = rl, budget })
 	listMany(t, f, 5000)
 	for i := range 20 {
 		got, _, _ := f.query(t, netip.AddrPortFrom(client.Addr(), uint16(40000+i)), "getservers 71 empty full")

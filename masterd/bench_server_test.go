@@ -41,12 +41,14 @@ func benchSocket(b *testing.B, req []byte) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	m, stop := startMaster(b, Config{
-		Listen:       []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
-		Registry:     master.Config{AllowLoopback: true},
-		NoQueryLimit: true, OutRate: 4_000_000_000, OutBurst: 100_000_000,
-		// dpmaster 2.x's layout: loadgen's ListServers stops at the first
-		// end marker.
-		Handler: master.HandlerConfig{EndOnLastOnly: true},
+		Listen: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
+		Reloadable: Reloadable{
+			Registry:     master.Config{AllowLoopback: true},
+			NoQueryLimit: true, OutRate: 4_000_000_000, OutBurst: 100_000_000,
+			// dpmaster 2.x's layout: loadgen's ListServers stops at the first
+			// end marker.
+			Handler: master.HandlerConfig{EndOnLastOnly: true},
+		},
 	})
 	defer stop()
 	var addr netip.AddrPort

@@ -55,10 +55,20 @@ type Limit struct {
 	Decay time.Duration
 }
 
-// Config is everything a Master is built from. Library users fill it
-// directly; the zero value of every field is a sensible default, so
-// Config{} is a master on 0.0.0.0:27950 and [::]:27950 with scout
-// master's defaults, no MOTD, no state file and no HTTP.
+// Config is everything a Master is built from, as plain values: library
+// users fill it directly, and scout master fills it from its command line
+// and --config file (docs/config.md maps each option to its field). The
+// zero value of every field is its default, applied once, by NewMaster
+// (or, for the sub-structs of other packages, by that package's
+// constructor), so Config{} is a master on 0.0.0.0:27950 and [::]:27950
+// with scout master's defaults, no MOTD and no HTTP. What the master
+// works with (its state file or fleet, its logger) is not configuration:
+// NewMaster takes it as Deps.
+//
+// The fields of Config itself are fixed while a master runs: sockets,
+// files, the process's settings and the master's identity; a change
+// needs a restart. Those of the embedded Reloadable may change while it
+// runs, without losing the list.
 type Config struct {
 	// Listen are the master sockets' addresses; port 0 picks a free
 	// port. Empty: 0.0.0.0 and :: on DefaultPort, as dpmaster.
@@ -70,18 +80,66 @@ type Config struct {
 	// MOTDListen are the message-of-the-day sockets' addresses (Enemy
 	// Territory's getmotd, answered with Handler.MOTD). Empty: none.
 	MOTDListen []netip.AddrPort
+	// ReadBuffer is each master socket's receive buffer in bytes; 0
+	// means DefaultReadBuffer, negative the system's default.
+	ReadBuffer int
+	// HTTP is the TCP address Run serves HTTPHandler on (the page, the
+	// JSON API, /metrics, /healthz, /servers); empty serves none (the
+	// handler can still be mounted elsewhere with Master.HTTPHandler).
+	HTTP string
 
-	// Registry configures the registry (limits, games, policy, address
-	// map); its zero value is dpmaster's defaults.
-	Registry master.Config
-	// Handler configures the packet handler. Its Registry, Queries,
-	// Responses, Heartbeats, Budget, Persist and Logger are set by
-	// NewMaster from the fields of Config and are ignored here. Its
-	// DeferEncoding 0 means DefaultDeferEncoding, negative never.
-	Handler master.HandlerConfig
+	// CommitInterval is the state writer's group commit: everything
+	// verified or dropped since the last commit is written in one
+	// transaction, at most this often, so a change is on disk at most
+	// CommitInterval plus one commit's duration after it was made (and
+	// a kill -9 loses no more). 0 means DefaultCommitInterval.
+	CommitInterval time.Duration
 	// ChallengeRotation is how often the challenge secret rotates;
 	// 0 means master.DefaultRotationPeriod.
 	ChallengeRotation time.Duration
+	// DeferEncoding is the smallest listing (servers of one game and
+	// protocol) whose uncached replies are encoded off the socket loop
+	// (master.HandlerDeps.DeferEncoding); 0 means DefaultDeferEncoding,
+	// negative never.
+	DeferEncoding int
+	// GCPercent is the Go garbage collector's target percentage that Run
+	// sets for the whole process while it runs (runtime/debug's
+	// SetGCPercent; the old value is back when Run returns, or when the
+	// last of several Masters running at once returns: the first one's
+	// setting holds), unless the GOGC environment variable is set, which
+	// wins. 0 means DefaultGCPercent; negative leaves the runtime's
+	// setting alone (for a process that tunes it itself, as the demo's
+	// emulated world does). GOMEMLIMIT, the runtime's soft memory limit,
+	// applies as the runtime documents; none is set by default (a
+	// master's memory grows with its list, which no fixed limit fits).
+	GCPercent int
+
+	// Landmark, if set, makes this master a landmark: a getserversExt
+	// with the word landmarks gets its RTTs to the servers after the
+	// list, and the JSON API publishes them and describes it. Its empty
+	// ID means the fleet instance's id (Deps.Fleet), else its Address,
+	// else "master"; in a fleet the ID is always the instance's. nil:
+	// not a landmark.
+	Landmark *master.Landmark
+
+	Reloadable
+}
+
+// Reloadable is the part of Config that may change while a master runs:
+// the limits, the defences, the games and policies, the addresses
+// accepted or mapped, the answers' layout and the API's limits. A change
+// to any other field of Config needs a restart.
+type Reloadable struct {
+	// Registry configures the registry (limits, games, policy, address
+	// map, expiry); package master documents each field's default.
+	Registry master.Config
+	// Handler configures the packet handler (packet layout, MOTD, peer
+	// and upstream masters); package master documents each field's
+	// default.
+	Handler master.HandlerConfig
+	// API configures the JSON API under /api/ (package web documents each
+	// field's default).
+	API web.Config
 
 	// NoQueryLimit turns the defences on queries off, both the default
 	// response rate limiting and dpmaster's flood protection; the global
@@ -106,9 +164,6 @@ type Config struct {
 	// MaxSources bounds the sources each flood protection tracks; 0
 	// means master.DefaultMaxSources.
 	MaxSources int
-	// ReadBuffer is each master socket's receive buffer in bytes; 0
-	// means DefaultReadBuffer, negative the system's default.
-	ReadBuffer int
 	// OutRate and OutBurst are the global outbound byte budget (bytes
 	// per second, burst bytes); 0 means
 	// master.DefaultOutboundBytesPerSecond and
@@ -116,51 +171,31 @@ type Config struct {
 	OutRate, OutBurst int
 
 	// LandmarkPeers are the other landmark masters a landmark master
-	// (Handler.Landmark set) pings for its RTTs to them (master.Mesh),
-	// when it is not in a fleet; a fleet's landmarks ping the fleet's
-	// other live landmarks instead.
+	// (Landmark set) pings for its RTTs to them (master.Mesh), when it is
+	// not in a fleet; a fleet's landmarks ping the fleet's other live
+	// landmarks instead. Empty: none.
 	LandmarkPeers []master.LandmarkPeer
+}
 
-	// Fleet shares the registry with other instances (package fleet,
-	// on Redis) instead of keeping it in Store; nil: this instance is
-	// alone. Store and Fleet cannot both be set.
-	Fleet Fleet
-	// Store keeps the registry on disk and restores it at NewMaster;
-	// nil keeps nothing.
+// Deps is what a Master works with besides its Config. Every field may be
+// nil.
+type Deps struct {
+	// Store keeps the registry on disk (master/store) and restores it at
+	// NewMaster; nil keeps nothing.
 	Store Store
-	// CommitInterval is the state writer's group commit: everything
-	// verified or dropped since the last commit is written in one
-	// transaction, at most this often, so a change is on disk at most
-	// CommitInterval plus one commit's duration after it was made (and
-	// a kill -9 loses no more). 0 means DefaultCommitInterval.
-	CommitInterval time.Duration
-	// HTTP is the TCP address Run serves HTTPHandler on (/metrics,
-	// /healthz, /servers); empty serves none (the handler can still be
-	// mounted elsewhere with Master.HTTPHandler).
-	HTTP string
-	// GCPercent is the Go garbage collector's target percentage that Run
-	// sets for the whole process while it runs (runtime/debug's
-	// SetGCPercent; the old value is back when Run returns, or when the
-	// last of several Masters running at once returns: the first one's
-	// setting holds), unless the GOGC environment variable is set, which
-	// wins. 0 means
-	// DefaultGCPercent; negative leaves the runtime's setting alone (for
-	// a process that tunes it itself, as the demo's emulated world does).
-	// GOMEMLIMIT, the runtime's soft memory limit, applies as the runtime
-	// documents; none is set by default (a master's memory grows with its
-	// list, which no fixed limit fits).
-	GCPercent int
+	// Fleet shares the registry with other instances (package fleet, on
+	// Redis) instead of keeping it in Store; nil: this instance is alone.
+	// Store and Fleet cannot both be set.
+	Fleet Fleet
 	// Observer, if set, is told of every verified reply after the
-	// history (master.HandlerConfig.Observer).
+	// player-count history.
 	Observer master.Observer
-	// API configures the JSON API under /api/ (package web). Its
-	// Registry, History and Logger are set by NewMaster.
-	API web.Config
 	// Logger receives the master's log; nil discards it.
 	Logger *slog.Logger
 }
 
-// withDefaults returns c with its zero fields set to their defaults.
+// withDefaults returns c with its zero fields set to their defaults (the
+// sub-structs of other packages are left to them).
 func (c Config) withDefaults() Config {
 	if len(c.Listen) == 0 {
 		c.Listen = []netip.AddrPort{
@@ -169,19 +204,31 @@ func (c Config) withDefaults() Config {
 		}
 		c.OptionalIPv6 = true
 	}
-	c.ChallengeRotation = cmp.Or(c.ChallengeRotation, master.DefaultRotationPeriod)
+	c.ReadBuffer = cmp.Or(c.ReadBuffer, DefaultReadBuffer)
 	c.CommitInterval = cmp.Or(c.CommitInterval, DefaultCommitInterval)
+	c.ChallengeRotation = cmp.Or(c.ChallengeRotation, master.DefaultRotationPeriod)
+	c.DeferEncoding = cmp.Or(c.DeferEncoding, DefaultDeferEncoding)
+	c.GCPercent = cmp.Or(c.GCPercent, DefaultGCPercent)
 	c.Queries.Throttle = cmp.Or(c.Queries.Throttle, master.DefaultThrottle)
 	c.Queries.Decay = cmp.Or(c.Queries.Decay, master.DefaultDecayTime)
 	c.Heartbeats.Throttle = cmp.Or(c.Heartbeats.Throttle, DefaultHBThrottle)
 	c.Heartbeats.Decay = cmp.Or(c.Heartbeats.Decay, DefaultHBDecayTime)
 	c.MaxSources = cmp.Or(c.MaxSources, master.DefaultMaxSources)
-	c.ReadBuffer = cmp.Or(c.ReadBuffer, DefaultReadBuffer)
 	c.OutRate = cmp.Or(c.OutRate, master.DefaultOutboundBytesPerSecond)
 	c.OutBurst = cmp.Or(c.OutBurst, master.DefaultOutboundBurst)
-	c.GCPercent = cmp.Or(c.GCPercent, DefaultGCPercent)
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
 	return c
+}
+
+// landmark returns the master's landmark description with its ID
+// resolved (see Config.Landmark), or nil.
+func (c Config) landmark(fleet Fleet) *master.Landmark {
+	if c.Landmark == nil {
+		return nil
+	}
+	lm := *c.Landmark
+	if f, ok := fleet.(interface{ ID() string }); ok {
+		lm.ID = f.ID()
+	}
+	lm.ID = cmp.Or(lm.ID, lm.Address, "master")
+	return &lm
 }

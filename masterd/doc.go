@@ -17,7 +17,7 @@
 // (the JSON API under /api/ and the page at /, package web; the legacy
 // /servers; /healthz) and the Prometheus metrics (/metrics).
 //
-// With Config.Fleet (package fleet) the registry is shared with other
+// With Deps.Fleet (package fleet) the registry is shared with other
 // instances instead of kept in a Store: NewMaster joins the fleet (reads
 // the shared registry), the handler hands its changes to the fleet, Run
 // runs it, /metrics gains its scout_fleet_* figures and the legacy
@@ -26,14 +26,16 @@
 // read back at NewMaster, its changed days written every
 // FleetHistoryInterval.
 //
-// It is configured by one typed Config that library users fill directly
-// (the demo, discobench, tests); every zero field has a sensible default.
-// dpmaster's command-line syntax is not here: scout master (cmd/scout)
-// parses it into a Config.
+// It is configured by one typed Config of plain values that library users
+// fill directly (the demo, discobench, tests); every zero field is its
+// default, and the embedded Reloadable is what may change while it runs.
+// What it works with (state store, fleet, logger) is a Deps. dpmaster's
+// command-line syntax is not here: scout master (cmd/scout) parses it and
+// its --config file into a Config (docs/config.md).
 //
 //	m, err := masterd.NewMaster(time.Now(), masterd.Config{
 //		Listen: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:27950")},
-//	})
+//	}, masterd.Deps{})
 //	if err != nil { ... }
 //	if err := m.Listen(); err != nil { ... }
 //	err = m.Run(ctx) // until ctx ends; pending state is written before it returns

@@ -15,10 +15,13 @@ import (
 // from the cache by the loop.
 func TestMaster_DeferredListReplyArrivesWhole(t *testing.T) {
 	m, stop := startMaster(t, Config{
-		Listen:       []netip.AddrPort{ap("127.0.0.1:0")},
-		Registry:     master.Config{AllowLoopback: true},
-		Handler:      master.HandlerConfig{DeferEncoding: 1, MaxEntries: 4},
-		NoQueryLimit: true,
+		Listen:        []netip.AddrPort{ap("127.0.0.1:0")},
+		DeferEncoding: 1,
+		Reloadable: Reloadable{
+			Registry:     master.Config{AllowLoopback: true},
+			Handler:      master.HandlerConfig{MaxEntries: 4},
+			NoQueryLimit: true,
+		},
 	})
 	defer stop()
 	const servers = 50

@@ -15,7 +15,7 @@ import (
 // A Quake 4 server on a team mode (si_gameType "Team DM") is listed and
 // its gametype reaches the JSON list as sent, space included.
 func TestHTTP_Quake4GametypeWithSpace(t *testing.T) {
-	m, err := NewMaster(t0, Config{Listen: []netip.AddrPort{ap("127.0.0.1:0")}})
+	m, err := NewMaster(t0, Config{Listen: []netip.AddrPort{ap("127.0.0.1:0")}}, Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func listQ3(t testing.TB, h *master.Handler, now time.Time, a netip.AddrPort) {
 // stop, which also closes it.
 func startMaster(tb testing.TB, cfg Config) (m *Master, stop func()) {
 	tb.Helper()
-	m, err := NewMaster(time.Now(), cfg)
+	m, err := NewMaster(time.Now(), cfg, Deps{})
 	if err != nil {
 		tb.Fatal(err)
 	}

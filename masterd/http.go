@@ -42,8 +42,8 @@ func (m *Master) HTTPHandler() http.Handler {
 	reg.MustRegister(apiMetrics(m)...)
 	mux := http.NewServeMux()
 	mux.Handle("/api/", m.API)
-	if m.Config.Fleet != nil {
-		reg.MustRegister(m.Config.Fleet)
+	if m.deps.Fleet != nil {
+		reg.MustRegister(m.deps.Fleet)
 	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -95,8 +95,8 @@ func (m *Master) HTTPHandler() http.Handler {
 // serves the same list, or this instance's memory ("memory": no fleet, or
 // Redis unreachable).
 func (m *Master) listServers(ctx context.Context) ([]master.Server, string) {
-	if m.Config.Fleet != nil {
-		s, err := m.Config.Fleet.Servers(ctx)
+	if m.deps.Fleet != nil {
+		s, err := m.deps.Fleet.Servers(ctx)
 		if err == nil {
 			return s, "fleet"
 		}

@@ -14,7 +14,7 @@ import (
 )
 
 func TestMaster_HTTP(t *testing.T) {
-	m, err := NewMaster(t0, Config{Listen: []netip.AddrPort{ap("127.0.0.1:0")}})
+	m, err := NewMaster(t0, Config{Listen: []netip.AddrPort{ap("127.0.0.1:0")}}, Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,6 +33,7 @@ type Master struct {
 	History *history.History
 	API     *web.API
 
+	deps   Deps
 	writer *storeWriter
 	// fleetHistory: the fleet's history was read at NewMaster
 	// (HistoryFleet); if not, Run reads it once the fleet answers.
@@ -44,11 +45,18 @@ type Master struct {
 	closeOnce sync.Once
 }
 
-// NewMaster builds a master from cfg: registry, defences, handler, and
-// the servers restored from cfg.Store. It opens no socket yet.
-func NewMaster(now time.Time, cfg Config) (*Master, error) {
+// NewMaster builds a master from cfg working with deps: registry,
+// defences, handler, and the servers restored from deps.Store or read
+// from deps.Fleet. It opens no socket yet.
+func NewMaster(now time.Time, cfg Config, deps Deps) (*Master, error) {
 	cfg = cfg.withDefaults()
-	log := cfg.Logger
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	log := deps.Logger
+	if deps.Fleet != nil && deps.Store != nil {
+		return nil, errors.New("masterd: a state file and a fleet cannot both keep the registry")
+	}
 	chal, err := master.NewChallenger(cfg.ChallengeRotation, rand.Reader)
 	if err != nil {
 		return nil, err
@@ -58,121 +66,156 @@ func NewMaster(now time.Time, cfg Config) (*Master, error) {
 		return nil, err
 	}
 	hist := history.New()
-	hc := cfg.Handler
-	hc.Registry, hc.Logger, hc.Queries, hc.Persist, hc.Observer = reg, log, nil, nil, hist
-	if cfg.Observer != nil {
-		hc.Observer = observers{hist, cfg.Observer}
-	}
-	hc.Responses = nil
-	switch {
-	case hc.DeferEncoding == 0:
-		hc.DeferEncoding = DefaultDeferEncoding
-	case hc.DeferEncoding < 0:
-		hc.DeferEncoding = 0 // every reply encoded by the socket loop
-	}
-	switch {
-	case cfg.NoQueryLimit:
-	case cfg.SourceThrottle:
-		if hc.Queries, err = master.NewSourceLimiter(cfg.Queries.Throttle, cfg.Queries.Decay, cfg.MaxSources); err != nil {
-			return nil, err
-		}
-	default:
-		if hc.Responses, err = master.NewResponseLimiter(cfg.Responses); err != nil {
-			return nil, err
-		}
-	}
-	if hc.Heartbeats, err = master.NewSourceLimiter(cfg.Heartbeats.Throttle, cfg.Heartbeats.Decay, cfg.MaxSources); err != nil {
-		return nil, err
-	}
-	if hc.Budget, err = master.NewByteBudget(cfg.OutRate, cfg.OutBurst); err != nil {
-		return nil, err
-	}
-	ac := cfg.API
-	ac.Registry, ac.History, ac.Logger = reg, hist, log
-	if lf, ok := cfg.Fleet.(interface{ Landmarks() []master.Landmark }); ok && ac.Peers == nil {
-		ac.Peers = lf.Landmarks // the fleet's other landmarks, at /api/v1/landmarks
-	}
-	api, err := web.New(ac)
+	lm := cfg.landmark(deps.Fleet)
+	hd, err := handlerDeps(cfg, deps, reg, hist, lm)
 	if err != nil {
 		return nil, err
 	}
-	m := &Master{Config: cfg, Registry: reg, Log: log, History: hist, API: api}
+	wd := web.Deps{Registry: reg, History: hist, Landmark: lm, Logger: log}
+	if lf, ok := deps.Fleet.(interface{ Landmarks() []master.Landmark }); ok {
+		wd.Peers = lf.Landmarks // the fleet's other landmarks, at /api/v1/landmarks
+	}
+	api, err := web.New(cfg.API, wd)
+	if err != nil {
+		return nil, err
+	}
+	m := &Master{Config: cfg, Registry: reg, Log: log, History: hist, API: api, deps: deps}
 	if len(cfg.LandmarkPeers) > 0 {
-		if cfg.Fleet != nil {
-			return nil, errors.New("masterd: a fleet's landmarks ping the fleet's other landmarks: LandmarkPeers is for a master alone")
-		}
-		if n := reg.Mesh().SetPeers(now, cfg.LandmarkPeers); n != len(cfg.LandmarkPeers) {
-			return nil, fmt.Errorf("masterd: %d of %d landmark peers kept: each needs a landmark id (1 to %d letters, digits or ._:-[]) of its own and an address with a port, at most %d",
-				n, len(cfg.LandmarkPeers), q3.MaxLandmarkIDLen, master.MaxLandmarks)
+		if err := m.setLandmarkPeers(now, lm); err != nil {
+			return nil, err
 		}
 	}
-	if cfg.Fleet != nil {
-		if cfg.Store != nil {
-			return nil, errors.New("masterd: a state file and a fleet cannot both keep the registry")
+	if deps.Fleet != nil {
+		if err := m.joinFleet(now, hd.Observer); err != nil {
+			return nil, err
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), FleetJoinTimeout)
-		err := cfg.Fleet.Join(ctx, reg, hc.Observer)
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("masterd: joining the fleet: %w", err)
-		}
-		if _, ok := cfg.Fleet.(HistoryFleet); ok {
-			// Remember the changed days for Run's writes (TakeDirty)
-			// from here on. The samples of the records Join applied are
-			// not changes to write: the instance that verified each
-			// wrote its day, and writing them all again (up to
-			// history.MaxServers at every join) held Redis for
-			// seconds, delaying the fleet's verifications behind it.
-			hist.OnChange(nil)
-		}
-		hc.Persist = cfg.Fleet
-		if hf, ok := cfg.Fleet.(HistoryFleet); ok {
-			ctx, cancel := context.WithTimeout(context.Background(), FleetJoinTimeout)
-			m.fleetHistory = m.loadFleetHistory(ctx, hf, now)
-			cancel()
-		}
+		hd.Persist = deps.Fleet
 	}
-	if cfg.Store != nil {
-		servers, corrupt, err := cfg.Store.Load()
-		if err != nil {
-			return nil, fmt.Errorf("masterd: loading the state: %w", err)
+	if deps.Store != nil {
+		if err := m.restore(now); err != nil {
+			return nil, err
 		}
-		n, skipped := reg.Restore(now, servers)
-		log.Info("restored", "servers", n, "skipped", len(skipped), "corrupt", corrupt)
-		m.writer = newStoreWriter(cfg.Store, log, cfg.CommitInterval)
-		hc.Persist = m.writer
-		if hs, ok := cfg.Store.(HistoryStore); ok {
-			days, corrupt, err := hs.LoadHistory()
-			if err != nil {
-				return nil, fmt.Errorf("masterd: loading the history: %w", err)
-			}
-			loaded := make([]history.Day, 0, len(days))
-			for _, d := range days {
-				if len(d.Counts) != history.SlotsPerDay {
-					corrupt++
-					continue
-				}
-				wd := history.Day{Addr: d.Addr, Day: d.Day}
-				copy(wd.Counts[:], d.Counts)
-				loaded = append(loaded, wd)
-			}
-			hist.Load(loaded)
-			servers, _, _ := hist.Len()
-			log.Info("history restored", "servers", servers, "days", len(loaded), "corrupt", corrupt)
-			m.writer.keepHistory(hist)
-		}
-		// Servers the current configuration refuses leave the state.
-		for _, r := range skipped {
-			m.writer.Delete(r.Addr)
-		}
+		hd.Persist = m.writer
 	}
-	h, err := master.NewHandler(hc)
+	h, err := master.NewHandler(cfg.Handler, hd)
 	if err != nil {
 		return nil, err
 	}
 	m.Handler = h
 	m.Server = NewPacketServer(h, log)
 	return m, nil
+}
+
+// handlerDeps derives what the handler works with from cfg and deps: the
+// defences cfg selects, the global budget, the history and deps.Observer
+// as its observers, the landmark id. Persist is set by the caller once the
+// store or fleet is read.
+func handlerDeps(cfg Config, deps Deps, reg *master.Registry, hist *history.History, lm *master.Landmark) (master.HandlerDeps, error) {
+	hd := master.HandlerDeps{Registry: reg, Logger: deps.Logger, Observer: hist, DeferEncoding: max(cfg.DeferEncoding, 0)}
+	if deps.Observer != nil {
+		hd.Observer = observers{hist, deps.Observer}
+	}
+	if lm != nil {
+		hd.Landmark = lm.ID
+	}
+	var err error
+	switch {
+	case cfg.NoQueryLimit:
+	case cfg.SourceThrottle:
+		if hd.Queries, err = master.NewSourceLimiter(cfg.Queries.Throttle, cfg.Queries.Decay, cfg.MaxSources); err != nil {
+			return hd, err
+		}
+	default:
+		if hd.Responses, err = master.NewResponseLimiter(cfg.Responses); err != nil {
+			return hd, err
+		}
+	}
+	if hd.Heartbeats, err = master.NewSourceLimiter(cfg.Heartbeats.Throttle, cfg.Heartbeats.Decay, cfg.MaxSources); err != nil {
+		return hd, err
+	}
+	if hd.Budget, err = master.NewByteBudget(cfg.OutRate, cfg.OutBurst); err != nil {
+		return hd, err
+	}
+	return hd, nil
+}
+
+// setLandmarkPeers gives the registry's mesh the landmark masters to ping.
+func (m *Master) setLandmarkPeers(now time.Time, lm *master.Landmark) error {
+	switch {
+	case lm == nil:
+		return errors.New("masterd: only a landmark (Config.Landmark) pings landmark peers")
+	case m.deps.Fleet != nil:
+		return errors.New("masterd: a fleet's landmarks ping the fleet's other landmarks: LandmarkPeers is for a master alone")
+	}
+	peers := m.Config.LandmarkPeers
+	if n := m.Registry.Mesh().SetPeers(now, peers); n != len(peers) {
+		return fmt.Errorf("masterd: %d of %d landmark peers kept: each needs a landmark id (1 to %d letters, digits or ._:-[]) of its own and an address with a port, at most %d",
+			n, len(peers), q3.MaxLandmarkIDLen, master.MaxLandmarks)
+	}
+	return nil
+}
+
+// joinFleet reads the shared registry (and, from a HistoryFleet, the
+// history) before the master answers anything.
+func (m *Master) joinFleet(now time.Time, obs master.Observer) error {
+	f := m.deps.Fleet
+	ctx, cancel := context.WithTimeout(context.Background(), FleetJoinTimeout)
+	err := f.Join(ctx, m.Registry, obs)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("masterd: joining the fleet: %w", err)
+	}
+	if hf, ok := f.(HistoryFleet); ok {
+		// Remember the changed days for Run's writes (TakeDirty)
+		// from here on. The samples of the records Join applied are
+		// not changes to write: the instance that verified each
+		// wrote its day, and writing them all again (up to
+		// history.MaxServers at every join) held Redis for
+		// seconds, delaying the fleet's verifications behind it.
+		m.History.OnChange(nil)
+		ctx, cancel := context.WithTimeout(context.Background(), FleetJoinTimeout)
+		m.fleetHistory = m.loadFleetHistory(ctx, hf, now)
+		cancel()
+	}
+	return nil
+}
+
+// restore reads the servers (and, from a HistoryStore, the history) back
+// from the store and starts the state writer.
+func (m *Master) restore(now time.Time) error {
+	st, log := m.deps.Store, m.Log
+	servers, corrupt, err := st.Load()
+	if err != nil {
+		return fmt.Errorf("masterd: loading the state: %w", err)
+	}
+	n, skipped := m.Registry.Restore(now, servers)
+	log.Info("restored", "servers", n, "skipped", len(skipped), "corrupt", corrupt)
+	m.writer = newStoreWriter(st, log, m.Config.CommitInterval)
+	if hs, ok := st.(HistoryStore); ok {
+		days, corrupt, err := hs.LoadHistory()
+		if err != nil {
+			return fmt.Errorf("masterd: loading the history: %w", err)
+		}
+		loaded := make([]history.Day, 0, len(days))
+		for _, d := range days {
+			if len(d.Counts) != history.SlotsPerDay {
+				corrupt++
+				continue
+			}
+			wd := history.Day{Addr: d.Addr, Day: d.Day}
+			copy(wd.Counts[:], d.Counts)
+			loaded = append(loaded, wd)
+		}
+		m.History.Load(loaded)
+		servers, _, _ := m.History.Len()
+		log.Info("history restored", "servers", servers, "days", len(loaded), "corrupt", corrupt)
+		m.writer.keepHistory(m.History)
+	}
+	// Servers the current configuration refuses leave the state.
+	for _, r := range skipped {
+		m.writer.Delete(r.Addr)
+	}
+	return nil
 }
 
 // Listen opens the master and MOTD sockets, then the HTTP listener if
@@ -226,7 +269,7 @@ func (m *Master) Listen() error {
 	}
 	// A fleet's landmark is pinged by its peers where it listens, unless
 	// its description names an address already.
-	if lf, ok := m.Config.Fleet.(interface{ SetLandmarkAddress(netip.AddrPort) }); ok {
+	if lf, ok := m.deps.Fleet.(interface{ SetLandmarkAddress(netip.AddrPort) }); ok {
 		lf.SetLandmarkAddress(m.Addrs()[0])
 	}
 	if m.Config.HTTP != "" {
@@ -294,12 +337,12 @@ func (m *Master) Run(ctx context.Context) error {
 		defer func() { wcancel(); <-wdone }()
 	}
 	var fdone chan struct{}
-	if m.Config.Fleet != nil {
+	if m.deps.Fleet != nil {
 		fdone = make(chan struct{})
 		fctx, fcancel := context.WithCancel(context.Background())
-		go func() { m.Config.Fleet.Run(fctx); close(fdone) }()
+		go func() { m.deps.Fleet.Run(fctx); close(fdone) }()
 		defer func() { fcancel(); <-fdone }()
-		if hf, ok := m.Config.Fleet.(HistoryFleet); ok {
+		if hf, ok := m.deps.Fleet.(HistoryFleet); ok {
 			hdone := make(chan struct{})
 			hctx, hcancel := context.WithCancel(context.Background())
 			go func() { m.keepFleetHistory(hctx, hf, m.fleetHistory); close(hdone) }()

@@ -56,13 +56,14 @@ func TestMaster_RunServesSocketsHTTPAndState(t *testing.T) {
 	}
 	defer st.Close()
 	m, err := NewMaster(time.Now(), Config{
-		Listen:   []netip.AddrPort{ap("127.0.0.1:0")},
-		Registry: master.Config{AllowLoopback: true},
-		// The query may be asked again (below), from one address.
-		NoQueryLimit: true,
-		Store:        st,
-		HTTP:         "127.0.0.1:0",
-	})
+		Listen: []netip.AddrPort{ap("127.0.0.1:0")},
+		HTTP:   "127.0.0.1:0",
+		Reloadable: Reloadable{
+			Registry: master.Config{AllowLoopback: true},
+			// The query may be asked again (below), from one address.
+			NoQueryLimit: true,
+		},
+	}, Deps{Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,30 +146,30 @@ func TestConfig_ZeroIsDefaults(t *testing.T) {
 	if c.NoQueryLimit || c.Queries != (Limit{master.DefaultThrottle, master.DefaultDecayTime}) ||
 		c.Heartbeats != (Limit{DefaultHBThrottle, DefaultHBDecayTime}) || c.MaxSources != master.DefaultMaxSources ||
 		c.OutRate != master.DefaultOutboundBytesPerSecond || c.OutBurst != master.DefaultOutboundBurst ||
-		c.ChallengeRotation != master.DefaultRotationPeriod || c.Logger == nil {
+		c.ChallengeRotation != master.DefaultRotationPeriod || c.DeferEncoding != DefaultDeferEncoding {
 		t.Errorf("defaults %+v", c)
 	}
-	if _, err := NewMaster(time.Now(), Config{}); err != nil {
+	if _, err := NewMaster(time.Now(), Config{}, Deps{}); err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewMaster(time.Now(), Config{})
+	m, err := NewMaster(time.Now(), Config{}, Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hc := m.Handler.Config(); hc.Responses == nil || hc.Queries != nil || hc.Budget == nil {
-		t.Errorf("default defences: responses %v, queries %v, budget %v", hc.Responses, hc.Queries, hc.Budget)
+	if hd := m.Handler.Deps(); hd.Responses == nil || hd.Queries != nil || hd.Budget == nil {
+		t.Errorf("default defences: responses %v, queries %v, budget %v", hd.Responses, hd.Queries, hd.Budget)
 	}
-	m, err = NewMaster(time.Now(), Config{SourceThrottle: true})
+	m, err = NewMaster(time.Now(), Config{Reloadable: Reloadable{SourceThrottle: true}}, Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hc := m.Handler.Config(); hc.Responses != nil || hc.Queries == nil {
-		t.Errorf("dpmaster's flood protection: responses %v, queries %v", hc.Responses, hc.Queries)
+	if hd := m.Handler.Deps(); hd.Responses != nil || hd.Queries == nil {
+		t.Errorf("dpmaster's flood protection: responses %v, queries %v", hd.Responses, hd.Queries)
 	}
-	if _, err := NewMaster(time.Now(), Config{SourceThrottle: true, Queries: Limit{Throttle: 1}}); err == nil {
+	if _, err := NewMaster(time.Now(), Config{Reloadable: Reloadable{SourceThrottle: true, Queries: Limit{Throttle: 1}}}, Deps{}); err == nil {
 		t.Error("a query throttle of 1 accepted")
 	}
-	if _, err := NewMaster(time.Now(), Config{Responses: master.ResponseLimits{VictimRate: -1}}); err == nil {
+	if _, err := NewMaster(time.Now(), Config{Reloadable: Reloadable{Responses: master.ResponseLimits{VictimRate: -1}}}, Deps{}); err == nil {
 		t.Error("a negative response rate accepted")
 	}
 }
@@ -187,7 +188,7 @@ func gcPercent() int {
 func TestRun_SetsGCPercent(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	cfg := func(p int) Config {
-		return Config{Listen: []netip.AddrPort{ap("127.0.0.1:0")}, Registry: master.Config{AllowLoopback: true}, NoQueryLimit: true, GCPercent: p}
+		return Config{Listen: []netip.AddrPort{ap("127.0.0.1:0")}, GCPercent: p, Reloadable: Reloadable{Registry: master.Config{AllowLoopback: true}, NoQueryLimit: true}}
 	}
 	// answered returns once m answers a query: Run has begun.
 	answered := func(m *Master) {

@@ -57,7 +57,7 @@ func NewCollector(m *Master) *Collector {
 		afterRetry:   d("verified_after_retry_total", "Checks verified after at least one retry had been sent."),
 		answers:      d("answers_total", "Queries answered (getservers, getServers, gameAuth, getmotd)."),
 		unknownGame:  d("answers_unknown_game_total", "Queries for no known game, answered with the empty list."),
-		deferred:     d("encodings_deferred_total", "List queries whose reply (not cached, selecting at least master.HandlerConfig.DeferEncoding servers) was left to the socket's encoder goroutine."),
+		deferred:     d("encodings_deferred_total", "List queries whose reply (not cached, selecting at least Config.DeferEncoding servers) was left to the socket's encoder goroutine."),
 		budgetDenied: d("budget_denied_bytes_total", "Outbound bytes the global byte budget refused."),
 		listed:       d("servers_listed", "Servers listed."),
 		pending:      d("servers_pending", "Servers challenged and not yet verified."),

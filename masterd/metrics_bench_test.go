@@ -21,9 +21,9 @@ import (
 func BenchmarkMetrics_Scrape1M(b *testing.B) {
 	m, stop := startMaster(b, Config{
 		Listen: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
-		Registry: master.Config{
+		Reloadable: Reloadable{Registry: master.Config{
 			MaxServers: millionServers, MaxServersPerAddress: -1, AllowLoopback: true,
-		},
+		}},
 	})
 	defer stop()
 	servers := make([]master.Server, millionServers)
@@ -55,7 +55,7 @@ func BenchmarkMetrics_Scrape1M(b *testing.B) {
 // Beyond MaxGametypeSeries kinds of server, the smallest are summed in
 // one series with empty labels; the counts by game still hold them all.
 func TestMetrics_GametypeSeriesBounded(t *testing.T) {
-	m, err := NewMaster(time.Now(), Config{Listen: []netip.AddrPort{ap("127.0.0.1:0")}})
+	m, err := NewMaster(time.Now(), Config{Listen: []netip.AddrPort{ap("127.0.0.1:0")}}, Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,13 +52,15 @@ func benchMillion(b *testing.B) {
 		MaxPending: 1 << 16, AllowLoopback: true,
 	}
 	m, stop := startMaster(b, Config{
-		Listen:       []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
-		Registry:     regCfg,
-		NoQueryLimit: true, OutRate: 4_000_000_000, OutBurst: 100_000_000,
-		// The heartbeat flood protection tracks the sources of the last
-		// few seconds: at tens of thousands of new servers a second that
-		// is far more than its default 16,384 (dpmaster's --max-clients).
-		MaxSources: 1 << 18,
+		Listen: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
+		Reloadable: Reloadable{
+			Registry:     regCfg,
+			NoQueryLimit: true, OutRate: 4_000_000_000, OutBurst: 100_000_000,
+			// The heartbeat flood protection tracks the sources of the last
+			// few seconds: at tens of thousands of new servers a second that
+			// is far more than its default 16,384 (dpmaster's --max-clients).
+			MaxSources: 1 << 18,
+		},
 	})
 	defer stop()
 	addr := m.Addrs()[0]

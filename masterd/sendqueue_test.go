@@ -83,7 +83,7 @@ func TestPacketServer_LongRepliesDoNotStallTheLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	// One server per datagram: 100 servers make a 100-datagram reply.
-	h, err := master.NewHandler(master.HandlerConfig{Registry: reg, MaxEntries: 1})
+	h, err := master.NewHandler(master.HandlerConfig{MaxEntries: 1}, master.HandlerDeps{Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,11 +102,10 @@ const (
 // it to the socket's sender goroutine; queries of one shape waiting
 // together are encoded once (master.Handler.Encode).
 const (
-	// DefaultDeferEncoding is master.HandlerConfig.DeferEncoding when
-	// Config.Handler leaves it 0: replies for a game and protocol that
-	// list at least this many servers are encoded off the loop (about
-	// 1.5 ms of encoding here; smaller ones cost less than handing them
-	// over).
+	// DefaultDeferEncoding is Config.DeferEncoding when it is 0: replies
+	// for a game and protocol that list at least this many servers are
+	// encoded off the loop (smaller ones cost less to encode than to
+	// hand over).
 	DefaultDeferEncoding = 16384
 	// MaxQueuedEncodings bounds the list queries waiting per socket for
 	// the encoder; a query that finds the queue full is dropped and

@@ -36,17 +36,10 @@ const DefaultMinRefresh = 2 * time.Second
 // 24 s.
 const MaxAgeDivisor = 10
 
-// Config configures the API. Only Registry is required.
+// Config is the API's settings: plain values that a user of the master
+// fills directly (masterd.Config.API); the zero value of each is its
+// default.
 type Config struct {
-	Registry *master.Registry
-	// Players gives each server's last player list; nil: the
-	// registry's (master.Registry.Players).
-	Players func(netip.AddrPort) ([]master.Player, time.Time, bool)
-	// History is the player-count history (recent_players, the detail's
-	// history, the ranking); nil serves none.
-	History *history.History
-	// Geo geolocates servers and viewers; nil means geo.Default().
-	Geo *geo.DB
 	// MinRefresh: see DefaultMinRefresh; negative rebuilds on every
 	// change (tests).
 	MinRefresh time.Duration
@@ -65,8 +58,23 @@ type Config struct {
 	// MaxCachedBodies and MaxCachedBytes bound the body cache of each
 	// view; 0 means the defaults.
 	MaxCachedBodies, MaxCachedBytes int
-	// Landmark, if set, publishes this master's RTTs to the servers and
-	// describes it at /api/v1/landmarks (landmarks.go).
+}
+
+// Deps is what the API serves from besides its settings. Only Registry
+// is required.
+type Deps struct {
+	Registry *master.Registry
+	// Players gives each server's last player list; nil: the
+	// registry's (master.Registry.Players).
+	Players func(netip.AddrPort) ([]master.Player, time.Time, bool)
+	// History is the player-count history (recent_players, the detail's
+	// history, the ranking); nil serves none.
+	History *history.History
+	// Geo geolocates servers and viewers; nil means geo.Default().
+	Geo *geo.DB
+	// Landmark, if set, is this master as a landmark: the API publishes
+	// its RTTs to the servers and describes it at /api/v1/landmarks
+	// (landmarks.go).
 	Landmark *master.Landmark
 	// Peers, if set, returns the other live landmarks of this master's
 	// fleet, described at /api/v1/landmarks after this one (landmarks.go).
@@ -82,6 +90,7 @@ type Config struct {
 // contract).
 type API struct {
 	cfg     Config
+	deps    Deps
 	reg     *master.Registry
 	lim     *limiter
 	global  *globalLimiter
@@ -102,22 +111,28 @@ type API struct {
 	Builds, Hits, Misses, NotModified, Limited, Overloaded, Panics atomic.Uint64
 }
 
-// New returns the API of cfg.
-func New(cfg Config) (*API, error) {
-	if cfg.Registry == nil {
+// New returns the API with the settings cfg serving from deps.
+func New(cfg Config, deps Deps) (*API, error) {
+	if deps.Registry == nil {
 		return nil, errors.New("web: no registry")
 	}
-	if cfg.Players == nil {
-		cfg.Players = cfg.Registry.Players
+	if deps.Players == nil {
+		deps.Players = deps.Registry.Players
 	}
-	if cfg.Geo == nil {
-		cfg.Geo = geo.Default()
+	if deps.Geo == nil {
+		deps.Geo = geo.Default()
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.MinRefresh == 0 {
 		cfg.MinRefresh = DefaultMinRefresh
 	}
 	if cfg.MaxAge == 0 {
-		cfg.MaxAge = ReprobeMaxAge(cfg.Registry.Config())
+		cfg.MaxAge = ReprobeMaxAge(deps.Registry.Config())
 	}
 	if cfg.Rate == 0 {
 		cfg.Rate = DefaultRate
@@ -137,17 +152,11 @@ func New(cfg Config) (*API, error) {
 	if cfg.MaxCachedBytes == 0 {
 		cfg.MaxCachedBytes = DefaultMaxCachedBytes
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
 	if cfg.Burst < 1 || cfg.MaxClients < 1 || cfg.MaxAge < 0 || math.IsNaN(cfg.Rate) || math.IsNaN(cfg.MaxRate) {
 		return nil, fmt.Errorf("web: bad limits in %+v", cfg)
 	}
-	a := &API{cfg: cfg, reg: cfg.Registry, maxAge: int(cfg.MaxAge / time.Second), log: cfg.Logger,
-		reprobe: int(shortestReprobe(cfg.Registry.Config()) / time.Second)}
+	a := &API{cfg: cfg, deps: deps, reg: deps.Registry, maxAge: int(cfg.MaxAge / time.Second), log: deps.Logger,
+		reprobe: int(shortestReprobe(deps.Registry.Config()) / time.Second)}
 	if cfg.Rate > 0 {
 		a.lim = newLimiter(cfg.Rate, cfg.Burst, cfg.MaxClients)
 	}
@@ -216,12 +225,12 @@ func (a *API) current(now time.Time) *view {
 		if e, ok := a.geoCache[ad]; ok {
 			return e.info, e.ok
 		}
-		info, ok := a.cfg.Geo.Lookup(ad)
+		info, ok := a.deps.Geo.Lookup(ad)
 		a.geoCache[ad] = geoEntry{info, ok}
 		return info, ok
 	}
 	servers := a.reg.Servers(nil)
-	v := buildView(now, ver, servers, rc.Catalogue, rc.AddrMap, lookup, a.cfg.History,
+	v := buildView(now, ver, servers, rc.Catalogue, rc.AddrMap, lookup, a.deps.History,
 		cacheLimits{a.cfg.MaxCachedBodies, a.cfg.MaxCachedBytes})
 	a.addLandmarks(v, servers)
 	a.viewAt.Store(now.UnixNano())
@@ -246,7 +255,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) serve(w http.ResponseWriter, r *http.Request) {
-	now := a.cfg.Now()
+	now := a.deps.Now()
 	client, _ := netip.ParseAddrPort(r.RemoteAddr)
 	if a.lim != nil {
 		if ok, wait := a.lim.allow(now, client.Addr()); !ok {
@@ -294,7 +303,7 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 
 // viewerCountry is the country of the request's address, or "".
 func (a *API) viewerCountry(client netip.Addr) string {
-	if gi, ok := a.cfg.Geo.Lookup(client); ok {
+	if gi, ok := a.deps.Geo.Lookup(client); ok {
 		return gi.Country
 	}
 	return ""

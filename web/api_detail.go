@@ -70,7 +70,7 @@ func (a *API) detail(w http.ResponseWriter, r *http.Request, now time.Time, clie
 		return
 	}
 	row := &v.rows[i]
-	players, at, hasPlayers := a.cfg.Players(row.reg)
+	players, at, hasPlayers := a.deps.Players(row.reg)
 	etag := fmt.Sprintf(`W/"d%d.%d.%d-%s"`, v.version, v.slot, at.UnixNano(), from)
 	modified := v.built
 	if at.After(modified) {
@@ -106,8 +106,8 @@ func (a *API) detail(w http.ResponseWriter, r *http.Request, now time.Time, clie
 			d.PlayerList = append(d.PlayerList, pj)
 		}
 	}
-	if a.cfg.History != nil {
-		d.History.Points = a.cfg.History.Points(row.reg, v.slot-int64(7*history.SlotsPerDay), v.slot+1)
+	if a.deps.History != nil {
+		d.History.Points = a.deps.History.Points(row.reg, v.slot-int64(7*history.SlotsPerDay), v.slot+1)
 	}
 	c := newBodyCache(cacheLimits{}) // not kept: the detail changes with every player list
 	b, _ := c.get("", func() ([]byte, any) { return marshal(d), nil })
@@ -145,7 +145,7 @@ func (a *API) ranking(w http.ResponseWriter, r *http.Request, now time.Time, _ n
 	}
 	v := a.current(now)
 	etag := fmt.Sprintf(`W/"r%d.%d"`, v.version, v.slot)
-	a.cached(w, r, v, etag, false, q.Key, func() []byte { return marshal(v.rank(a.cfg.History, &q)) })
+	a.cached(w, r, v, etag, false, q.Key, func() []byte { return marshal(v.rank(a.deps.History, &q)) })
 }
 
 // rank ranks v's servers of q's games by their average players over q's

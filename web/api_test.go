@@ -256,7 +256,7 @@ func (r *recorder) Verified(_ time.Time, s master.Server) {
 // a JSON error.
 func TestAPI_RateLimit(t *testing.T) {
 	f := start(t, world.World{Version: 1, Servers: testWorld().Servers[:1]}, 0, web.Config{}, nil)
-	api, err := web.New(web.Config{Registry: f.m.Registry, Rate: 0.5, Burst: 3})
+	api, err := web.New(web.Config{Rate: 0.5, Burst: 3}, web.Deps{Registry: f.m.Registry})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func benchAPI(b *testing.B, n int) *API {
 	if got, skipped := reg.Restore(now, servers); got != n {
 		b.Fatalf("%d restored, %v", got, skipped[:1])
 	}
-	api, err := New(Config{Registry: reg, History: hist, Rate: -1, MaxRate: -1})
+	api, err := New(Config{Rate: -1, MaxRate: -1}, Deps{Registry: reg, History: hist})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -121,11 +121,13 @@ func startScout(t *testing.T) *scout {
 		t.Fatal(err)
 	}
 	m, err := masterd.NewMaster(time.Now(), masterd.Config{
-		Listen:       []netip.AddrPort{masterUDP},
-		HTTP:         "127.0.0.1:0",
-		NoQueryLimit: true,
-		Registry:     master.Config{AllowLoopback: true, Catalogue: cat, AddrMap: am},
-	})
+		Listen: []netip.AddrPort{masterUDP},
+		HTTP:   "127.0.0.1:0",
+		Reloadable: masterd.Reloadable{
+			NoQueryLimit: true,
+			Registry:     master.Config{AllowLoopback: true, Catalogue: cat, AddrMap: am},
+		},
+	}, masterd.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func testAPI(t testing.TB) *API {
 		}
 		hist.Verified(now, s)
 	}
-	api, err := New(Config{Registry: reg, History: hist, Rate: -1, MaxRate: -1})
+	api, err := New(Config{Rate: -1, MaxRate: -1}, Deps{Registry: reg, History: hist})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func FuzzAPI(f *testing.F) {
 // no detail, and counted (the fuzzing above checks it never happens).
 func TestRecover(t *testing.T) {
 	api := testAPI(t)
-	api.cfg.Players = func(netip.AddrPort) ([]master.Player, time.Time, bool) { panic("boom") }
+	api.deps.Players = func(netip.AddrPort) ([]master.Player, time.Time, bool) { panic("boom") }
 	req := httptest.NewRequest("GET", "/api/v1/servers/1.1.1.1:27960", nil)
 	w := httptest.NewRecorder()
 	api.ServeHTTP(w, req)
@@ -97,7 +97,7 @@ func TestRecover(t *testing.T) {
 func TestGlobalLimit(t *testing.T) {
 	api := testAPI(t)
 	now := time.Unix(1_800_000_000, 0)
-	api.cfg.Now = func() time.Time { return now }
+	api.deps.Now = func() time.Time { return now }
 	api.cfg.MaxRate = 3
 	api.global = &globalLimiter{rate: 3, burst: 3}
 	get := func(client string) *httptest.ResponseRecorder {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"os"
 	"sync"
@@ -68,17 +69,17 @@ func server(n int, g world.Game, public, hostname, mapname string, max int, play
 // start runs a master whose games are re-probed every reprobe (0: their
 // usual intervals), with api's settings, and the servers of w heartbeating
 // to it; it returns once every server is listed. obs, if not nil, is told
-// of every verified reply. Each server's loopback
+// of every verified reply; opts change the master's Config. Each server's loopback
 // host is mapped (-m) to its public address, port kept, so the API
 // publishes and geolocates the public addresses.
-func start(t *testing.T, w world.World, reprobe time.Duration, api web.Config, obs master.Observer) *fixture {
-	return startDyn(t, w, reprobe, 0, api, obs)
+func start(t *testing.T, w world.World, reprobe time.Duration, api web.Config, obs master.Observer, opts ...func(*masterd.Config)) *fixture {
+	return startDyn(t, w, reprobe, 0, api, obs, opts...)
 }
 
 // startDyn is start with the world's servers changing every dynamics on
 // average (world.Config.Dynamics: a map change, a player leaving or
 // joining).
-func startDyn(t *testing.T, w world.World, reprobe, dynamics time.Duration, api web.Config, obs master.Observer) *fixture {
+func startDyn(t *testing.T, w world.World, reprobe, dynamics time.Duration, api web.Config, obs master.Observer, opts ...func(*masterd.Config)) *fixture {
 	t.Helper()
 	games := game.Builtin()
 	for _, g := range games {
@@ -99,14 +100,18 @@ func startDyn(t *testing.T, w world.World, reprobe, dynamics time.Duration, api 
 		t.Fatal(err)
 	}
 	sig := listedSignal{ch: make(chan string, len(w.Servers)+16)}
-	m, err := masterd.NewMaster(time.Now(), masterd.Config{
-		Listen:   []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
-		Registry: master.Config{Catalogue: cat, AddrMap: am},
-		HTTP:     "127.0.0.1:0",
-		API:      api,
-		Observer: obs,
-		Logger:   slog.New(sig),
-	})
+	mc := masterd.Config{
+		Listen: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
+		HTTP:   "127.0.0.1:0",
+		Reloadable: masterd.Reloadable{
+			Registry: master.Config{Catalogue: cat, AddrMap: am},
+			API:      api,
+		},
+	}
+	for _, o := range opts {
+		o(&mc)
+	}
+	m, err := masterd.NewMaster(time.Now(), mc, masterd.Deps{Observer: obs, Logger: slog.New(sig)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,6 +156,20 @@ func startDyn(t *testing.T, w world.World, reprobe, dynamics time.Duration, api 
 		}
 	}
 	return f
+}
+
+// serveAPI points f's requests at an API of its master's registry and
+// history built with deps (for what only a fleet or a landmark gives).
+func (f *fixture) serveAPI(t *testing.T, deps web.Deps) {
+	t.Helper()
+	deps.Registry, deps.History = f.m.Registry, f.m.History
+	api, err := web.New(web.Config{}, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(api)
+	t.Cleanup(ts.Close)
+	f.url = ts.URL
 }
 
 // get does a GET with the headers given as name, value pairs.

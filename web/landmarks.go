@@ -35,7 +35,7 @@ type LandmarksJSON struct {
 // registry's, as v was built from them): this master's, if it is a
 // landmark, then the other landmarks'.
 func (a *API) addLandmarks(v *view, servers []master.Server) {
-	lm := a.cfg.Landmark
+	lm := a.deps.Landmark
 	byAddr := make(map[netip.AddrPort]int, len(servers))
 	for i := range servers {
 		if (lm != nil && servers[i].RTT > 0) || len(servers[i].Landmarks) > 0 {
@@ -63,14 +63,14 @@ func (a *API) addLandmarks(v *view, servers []master.Server) {
 
 func (a *API) landmarks(w http.ResponseWriter, r *http.Request, now time.Time, _ netip.Addr) {
 	out := LandmarksJSON{Landmarks: []master.Landmark{}}
-	if a.cfg.Landmark != nil {
-		self := *a.cfg.Landmark
+	if a.deps.Landmark != nil {
+		self := *a.deps.Landmark
 		self.RTTs = master.MeshJSON(a.reg.Mesh().Own())
 		out.Landmarks = append(out.Landmarks, self)
 	}
-	if a.cfg.Peers != nil {
-		for _, p := range a.cfg.Peers() {
-			if a.cfg.Landmark == nil || p.ID != a.cfg.Landmark.ID {
+	if a.deps.Peers != nil {
+		for _, p := range a.deps.Peers() {
+			if a.deps.Landmark == nil || p.ID != a.deps.Landmark.ID {
 				out.Landmarks = append(out.Landmarks, p)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/scout-discovery/scout/lab/world"
 	"github.com/scout-discovery/scout/master"
+	"github.com/scout-discovery/scout/masterd"
 	"github.com/scout-discovery/scout/web"
 )
 
@@ -26,7 +27,7 @@ func TestAPI_Landmarks(t *testing.T) {
 	}
 	lat, lon := 50.11, 8.68
 	lm := &master.Landmark{ID: "fra-1", Address: "127.0.0.1:27950", Place: "Frankfurt", Lat: &lat, Lon: &lon}
-	f := start(t, w, 0, web.Config{Landmark: lm}, nil)
+	f := start(t, w, 0, web.Config{}, nil, func(c *masterd.Config) { c.Landmark = lm })
 
 	var l web.ListJSON
 	f.getJSON(t, "/api/v1/servers", &l)
@@ -87,13 +88,14 @@ func TestAPI_Landmarks(t *testing.T) {
 // In a fleet each server's landmarks are this master's RTT, then every
 // other landmark's the registry holds (master.Registry.ApplyLandmarkRTT,
 // as package fleet applies them), and /api/v1/landmarks lists this
-// landmark and then the fleet's others (Config.Peers); an instance that is
+// landmark and then the fleet's others (Deps.Peers); an instance that is
 // not a landmark still gives the others'.
 func TestAPI_LandmarksOfAFleet(t *testing.T) {
 	nyc := master.Landmark{ID: "nyc-1", Address: "127.0.0.2:27950", Place: "NewYork"}
 	peers := func() []master.Landmark { return []master.Landmark{nyc} }
 	for _, self := range []*master.Landmark{{ID: "fra-1", Place: "Frankfurt"}, nil} {
-		f := start(t, testWorld(), 0, web.Config{Landmark: self, Peers: peers}, nil)
+		f := start(t, testWorld(), 0, web.Config{}, nil)
+		f.serveAPI(t, web.Deps{Landmark: self, Peers: peers})
 		measured := time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
 		want := map[string]float64{}
 		for i, s := range f.m.Registry.Servers(nil) {

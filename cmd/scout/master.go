@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/fleet"
+	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/internal/cli"
 	"github.com/scout-discovery/scout/master/store"
 	"github.com/scout-discovery/scout/masterd"
@@ -23,12 +24,15 @@ func init() {
 // still running on it).
 const storeTimeout = 5 * time.Second
 
-// runMaster is scout master: dpmaster's command line (master_flags.go),
-// resolved into a masterd.Config (master_config.go), run until ctx ends.
-// As dpmaster, a bad option or option value exits with status 1 and says
-// which.
+// errStateFile: the state file could not be opened (the log says why).
+var errStateFile = errors.New("the state file could not be opened")
+
+// runMaster is scout master: dpmaster's command line and the --config
+// file (master_flags.go, master_config.go) resolved into a masterd.Config,
+// run until ctx ends. As dpmaster, a bad option or option value exits
+// with status 1 and says which.
 func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	opts, err := parseMasterArgs(args)
+	set, err := parseMaster(ctx, args)
 	switch {
 	case errors.Is(err, errMasterHelp):
 		fmt.Fprint(stdout, masterUsage())
@@ -37,68 +41,23 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "scout master: %v\n", err)
 		return 1
 	}
-	set, err := opts.settings(ctx)
-	if err != nil {
-		fmt.Fprintf(stderr, "scout master: %v\n", err)
-		return 1
-	}
 	if set.PrintGames {
-		for _, g := range set.Catalogue.Games() {
-			fmt.Fprintf(stdout, "* %s (%s):\n   - protocols: %v\n   - options: %v\n   - heartbeats: %v (alive), %v (dead)\n   - gamenames: %v\n",
-				g.Name, g.Family, g.Protocols, g.Options, g.Heartbeats, g.Flatlines, g.Gamenames)
-		}
+		printGames(stdout, cmp.Or(set.Config.Registry.Catalogue, game.Default()))
 		return 0
 	}
 	log := slog.New(slog.DiscardHandler)
 	if !set.LogOff {
 		log = masterd.NewLogger(stderr, set.LogLevel, set.LogJSON)
 	}
-	cfg := set.Config
-	cfg.Logger = log
-	if set.Store != "" {
-		if set.State != "" {
-			fmt.Fprintln(stderr, "scout master: --state and --store: the registry is kept in one place")
-			return 1
+	deps, closeDeps, err := masterDeps(set, log)
+	if err != nil {
+		if !errors.Is(err, errStateFile) { // logged already
+			fmt.Fprintf(stderr, "scout master: %v\n", err)
 		}
-		fleet.RedisLog(log)
-		fc := fleet.Config{Redis: set.Store, ID: set.FleetID, Logger: log}
-		if lm := cfg.API.Landmark; lm != nil {
-			// In a fleet a landmark is named by its instance's id:
-			// --landmark-id or --fleet-id, whichever is given, else a
-			// random one.
-			if set.LandmarkID != "" && set.FleetID != "" && set.LandmarkID != set.FleetID {
-				fmt.Fprintln(stderr, "scout master: in a fleet the landmark's id is its --fleet-id: give one of --landmark-id and --fleet-id, or the same")
-				return 1
-			}
-			fc.ID = cmp.Or(set.FleetID, set.LandmarkID)
-			c := *lm
-			fc.Landmark = &c
-		}
-		node, err := fleet.New(fc)
-		if err != nil {
-			fmt.Fprintf(stderr, "scout master: --store: %v\n", err)
-			return 1
-		}
-		cfg.Fleet = node
-		if lm := cfg.API.Landmark; lm != nil {
-			c := *lm
-			c.ID = node.ID()
-			cfg.API.Landmark, cfg.Handler.Landmark = &c, c.ID
-		}
+		return 1
 	}
-	if set.State != "" {
-		s, err := store.Open(set.State, store.Options{Timeout: storeTimeout, RefuseDamaged: set.Refuse})
-		if err != nil {
-			log.Error("opening the state file", "path", set.State, "err", err)
-			return 1
-		}
-		if d := s.Damage(); d != nil {
-			log.Error("the state file was damaged", "path", d.Path, "damage", d.Damage.String(), "moved_to", d.MovedTo, "err", d)
-		}
-		defer s.Close()
-		cfg.Store = s
-	}
-	m, err := masterd.NewMaster(time.Now(), cfg)
+	defer closeDeps()
+	m, err := masterd.NewMaster(time.Now(), set.Config, deps)
 	if err != nil {
 		log.Error("starting", "err", err)
 		return 1
@@ -113,4 +72,50 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	log.Info("stopped")
 	return 0
+}
+
+// printGames is a bare -g: the game catalogue, as dpmaster prints its.
+func printGames(w io.Writer, cat *game.Catalogue) {
+	for _, g := range cat.Games() {
+		fmt.Fprintf(w, "* %s (%s):\n   - protocols: %v\n   - options: %v\n   - heartbeats: %v (alive), %v (dead)\n   - gamenames: %v\n",
+			g.Name, g.Family, g.Protocols, g.Options, g.Heartbeats, g.Flatlines, g.Gamenames)
+	}
+}
+
+// masterDeps opens what the master works with: the fleet on --store's
+// Redis, or the --state file, and the logger.
+func masterDeps(set masterSetup, log *slog.Logger) (masterd.Deps, func(), error) {
+	deps := masterd.Deps{Logger: log}
+	switch {
+	case set.Redis != "" && set.State != "":
+		return deps, nil, errors.New("--state and --store: the registry is kept in one place")
+	case set.Redis != "":
+		fleet.RedisLog(log)
+		fc := fleet.Config{Redis: set.Redis, ID: set.FleetID, Logger: log}
+		if lm := set.Config.Landmark; lm != nil {
+			// In a fleet a landmark is named by its instance's id:
+			// --landmark-id or --fleet-id, whichever is given, else a
+			// random one (masterd takes the instance's).
+			fc.ID = lm.ID
+			c := *lm
+			fc.Landmark = &c
+		}
+		node, err := fleet.New(fc)
+		if err != nil {
+			return deps, nil, fmt.Errorf("--store: %v", err)
+		}
+		deps.Fleet = node
+	case set.State != "":
+		s, err := store.Open(set.State, store.Options{Timeout: storeTimeout, RefuseDamaged: set.RefuseDamaged})
+		if err != nil {
+			log.Error("opening the state file", "path", set.State, "err", err)
+			return deps, nil, errStateFile
+		}
+		if d := s.Damage(); d != nil {
+			log.Error("the state file was damaged", "path", d.Path, "damage", d.Damage.String(), "moved_to", d.MovedTo, "err", d)
+		}
+		deps.Store = s
+		return deps, func() { s.Close() }, nil
+	}
+	return deps, func() {}, nil
 }

@@ -1,279 +1,322 @@
 package main
 
 import (
+	"bytes"
+	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/masterd"
 	"github.com/scout-discovery/scout/protocol/q3"
-	"github.com/scout-discovery/scout/web"
 )
 
-// masterSettings are masterOptions resolved: the master's configuration,
-// and what the command itself does with the rest.
-type masterSettings struct {
-	// Config is the master's, without Store and Logger (runMaster opens
-	// them from State and the log fields).
-	masterd.Config
-	State      string     // --state FILE
-	Refuse     bool       // --refuse-damaged-state
-	Store      string     // --store redis://...
-	FleetID    string     // --fleet-id
-	LandmarkID string     // --landmark-id
-	LogLevel   slog.Level // -v
-	LogOff     bool       // -v 0
-	LogJSON    bool       // --log-format json
-	Catalogue  *game.Catalogue
-	PrintGames bool // a bare -g
+// masterSetup is what scout master's command line and --config file
+// resolve to: the master's configuration, and how the command builds
+// what the master works with (masterd.Deps: its state file or fleet, its
+// logger).
+type masterSetup struct {
+	Config        masterd.Config
+	State         string // --state FILE
+	RefuseDamaged bool   // --refuse-damaged-state
+	Redis         string // --store redis://...
+	FleetID       string // --fleet-id
+	LogLevel      slog.Level
+	LogOff        bool // -v 0
+	LogJSON       bool // --log-format json
+	PrintGames    bool // a bare -g
 }
 
-// settings checks o and resolves its addresses (host names with ctx).
-func (o masterOptions) settings(ctx context.Context) (masterSettings, error) {
-	s := masterSettings{
-		Config: masterd.Config{
-			NoQueryLimit: o.FloodProtection != nil && !*o.FloodProtection,
-			// dpmaster's options keep dpmaster's meaning; without them
-			// the default is the response rate limiting.
-			SourceThrottle: o.FloodProtection != nil && *o.FloodProtection || o.FPThrottle != 0 || o.FPDecayTime != 0,
-			Queries: masterd.Limit{
-				Throttle: orDefault(o.FPThrottle, master.DefaultThrottle),
-				Decay:    time.Duration(orDefault(o.FPDecayTime, int(master.DefaultDecayTime/time.Second))) * time.Second,
-			},
-			Heartbeats: masterd.Limit{
-				Throttle: orDefault(o.HBThrottle, masterd.DefaultHBThrottle),
-				Decay:    time.Duration(orDefault(o.HBDecayTime, int(masterd.DefaultHBDecayTime/time.Second))) * time.Second,
-			},
-			MaxSources: orDefault(o.MaxClients, master.DefaultMaxSources),
-			OutRate:    orDefault(o.OutRate, master.DefaultOutboundBytesPerSecond),
-			OutBurst:   orDefault(o.OutBurst, master.DefaultOutboundBurst),
-			ReadBuffer: o.ReadBuffer, // 0: masterd.DefaultReadBuffer
-			// Zero fields are the master.Default* figures.
-			Responses: master.ResponseLimits{
-				VictimRate: o.VictimRate, VictimBurst: o.VictimBurst,
-				ReturnRate: o.ReturnRate, ReturnBurst: o.ReturnBurst,
-			},
-			HTTP:              o.HTTP,
-			API:               web.Config{Rate: float64(orDefault(o.HTTPRate, web.DefaultRate)), Burst: orDefault(o.HTTPBurst, web.DefaultBurst)},
-			CommitInterval:    time.Duration(orDefault(o.CommitInterval, int(masterd.DefaultCommitInterval/time.Millisecond))) * time.Millisecond,
-			ChallengeRotation: master.DefaultRotationPeriod,
-		},
-		State:      o.State,
-		Refuse:     o.RefuseDamaged,
-		Store:      o.Store,
-		FleetID:    o.FleetID,
-		LandmarkID: o.LandmarkID,
-		LogJSON:    o.LogFormat == "json",
-		PrintGames: o.PrintGames,
-	}
-	if o.HTTPNoLimit {
-		s.API.Rate = -1
-	}
-	if o.HTTPMaxRate != nil {
-		s.API.MaxRate = float64(*o.HTTPMaxRate)
-		if *o.HTTPMaxRate == 0 {
-			s.API.MaxRate = -1
-		}
-	}
-	if o.LandmarkPlace != "" || o.LandmarkID != "" {
-		var lm master.Landmark
-		if o.LandmarkPlace != "" {
-			var err error
-			if lm, err = parseLandmarkPlace(o.LandmarkPlace); err != nil {
-				return s, fmt.Errorf("%w: --landmark-place: %v", errMasterUsage, err)
-			}
-		}
-		if len(o.Listen) > 0 {
-			lm.Address = o.Listen[0]
-		}
-		if o.LandmarkAddress != "" {
-			lm.Address = o.LandmarkAddress
-		}
-		lm.ID = o.LandmarkID
-		for _, id := range []string{o.FleetID, lm.Address, "master"} {
-			if lm.ID == "" {
-				lm.ID = id
-			}
-		}
-		s.API.Landmark = &lm
-	}
-	verbose := defaultVerbose
-	if o.Verbose != 0 || o.verboseSet() {
-		verbose = o.Verbose
-	}
-	switch verbose {
-	case 0:
-		s.LogOff = true
-	case 1:
-		s.LogLevel = slog.LevelError
-	case 2:
-		s.LogLevel = slog.LevelWarn
-	case 3:
-		s.LogLevel = slog.LevelInfo
-	default:
-		s.LogLevel = slog.LevelDebug
-	}
+// masterArgs is scout master's options as they are read: most fill the
+// setup directly; those that depend on others wait here for resolve.
+type masterArgs struct {
+	setup           masterSetup
+	configFile      string
+	port, motdPort  *int // nil: not given
+	listen, maps    []string
+	peers           []string
+	upstreams       []string
+	worldMap        string
+	policy          [][]string
+	hashPorts       bool
+	landmarkPlace   *master.Landmark
+	landmarkID      string
+	landmarkAddress string
+}
 
-	cat := game.Default()
-	for _, g := range o.GameProperties {
-		props, err := game.ParseProperties(g[0], g[1:]...)
+func newMasterArgs() masterArgs {
+	return masterArgs{setup: masterSetup{LogLevel: slog.LevelInfo}}
+}
+
+// parseMaster reads scout master's command line and the --config file it
+// names, and resolves them (host names with ctx).
+func parseMaster(ctx context.Context, args []string) (masterSetup, error) {
+	a, err := parseMasterArgs(args)
+	if err != nil {
+		return masterSetup{}, err
+	}
+	return a.resolve(ctx)
+}
+
+// parseMasterArgs reads scout master's command line. When it names a
+// --config file, the file is read first and the command line applied on
+// top of it.
+func parseMasterArgs(args []string) (masterArgs, error) {
+	a := newMasterArgs()
+	if err := parseMasterOpts(&a, args); err != nil || a.configFile == "" {
+		return a, err
+	}
+	b, err := os.ReadFile(a.configFile)
+	if err != nil {
+		return a, fmt.Errorf("%w: --config: %v", errMasterUsage, err)
+	}
+	f := newMasterArgs()
+	if err := applyConfigFile(&f, b); err != nil {
+		return a, fmt.Errorf("%w: --config %s: %v", errMasterUsage, a.configFile, err)
+	}
+	err = parseMasterOpts(&f, args)
+	return f, err
+}
+
+// applyConfigFile applies a --config file: a JSON object whose keys are
+// long option names, applied in the file's order as those options.
+func applyConfigFile(a *masterArgs, b []byte) error {
+	d := json.NewDecoder(bytes.NewReader(b))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return errors.New("want a JSON object keyed by long option names")
+	}
+	for d.More() {
+		t, err := d.Token()
 		if err != nil {
-			return s, fmt.Errorf("%w: -g %s: %v", errMasterUsage, strings.Join(g, " "), err)
+			return err
 		}
-		if cat, err = cat.Apply(props...); err != nil {
-			return s, fmt.Errorf("%w: -g %s: %v", errMasterUsage, strings.Join(g, " "), err)
+		key, _ := t.(string)
+		var raw json.RawMessage
+		if err := d.Decode(&raw); err != nil {
+			return fmt.Errorf("%s: %v", key, err)
+		}
+		spec, ok := lookupOpt(key, 0)
+		if !ok || spec.file == fileNone {
+			return fmt.Errorf("unknown key %q (the keys are scout master's long option names)", key)
+		}
+		if err := applyFileValue(a, spec, raw); err != nil {
+			return fmt.Errorf("%s: %v", key, err)
 		}
 	}
-	s.Catalogue = cat
-	policy, err := game.ParsePolicy(o.GamePolicy...)
+	if _, err := d.Token(); err != nil {
+		return err
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return errors.New("more after the JSON object")
+	}
+	return nil
+}
+
+// applyFileValue applies one key of a --config file, whose value raw is
+// written as spec.file says.
+func applyFileValue(a *masterArgs, spec optSpec, raw json.RawMessage) error {
+	var uses [][]string
+	var err error
+	switch spec.file {
+	case fileIgnored:
+	case fileRefused:
+		uses = [][]string{nil}
+	case fileFlag:
+		var on bool
+		if err = json.Unmarshal(raw, &on); err == nil && on {
+			uses = [][]string{nil}
+		} else if err == nil && spec.onFalse != "" {
+			spec, _ = lookupOpt(spec.onFalse, 0)
+			uses = [][]string{nil}
+		}
+	case fileInt:
+		var n int64
+		if err = json.Unmarshal(raw, &n); err == nil && (n != 0 || spec.zero) {
+			uses = [][]string{{strconv.FormatInt(n, 10)}}
+		}
+	case fileString:
+		var s string
+		if err = json.Unmarshal(raw, &s); err == nil && s != "" {
+			uses = [][]string{{s}}
+		}
+	case fileList:
+		var l []string
+		err = json.Unmarshal(raw, &l)
+		for _, s := range l {
+			uses = append(uses, []string{s})
+		}
+	case fileLists:
+		if err = json.Unmarshal(raw, &uses); err == nil {
+			for _, u := range uses {
+				if len(u) < 2 {
+					return fmt.Errorf("want arrays of at least two strings, got %q", u)
+				}
+			}
+		}
+	}
 	if err != nil {
+		return err
+	}
+	for _, u := range uses {
+		if err := spec.set(a, u); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// resolve checks the options that depend on each other and resolves the
+// addresses (host names with ctx) into the setup.
+func (a masterArgs) resolve(ctx context.Context) (masterSetup, error) {
+	s := a.setup
+	c := &s.Config
+	if a.hashPorts {
+		if c.Registry.MaxServersPerAddress != 0 {
+			return s, fmt.Errorf("%w: --hash-ports and -N exclude each other (as in dpmaster)", errMasterUsage)
+		}
+		c.Registry.MaxServersPerAddress = -1
+	}
+	var err error
+	if c.Registry.Policy, err = game.ParsePolicy(a.policy...); err != nil {
 		return s, fmt.Errorf("%w: --game-policy: %v", errMasterUsage, err)
 	}
+	if c.Registry.AddrMap, err = a.addrMap(); err != nil {
+		return s, err
+	}
+	if err := a.sockets(ctx, c); err != nil {
+		return s, err
+	}
+	if err := a.masters(ctx, c); err != nil {
+		return s, err
+	}
+	return s, a.landmark(&s)
+}
+
+// addrMap is -m and --world-map's mappings.
+func (a masterArgs) addrMap() (*master.AddrMap, error) {
 	var maps []master.Mapping
-	for _, m := range o.Map {
+	for _, m := range a.maps {
 		x, err := master.ParseMapping(m)
 		if err != nil {
-			return s, fmt.Errorf("%w: -m: %v", errMasterUsage, err)
+			return nil, fmt.Errorf("%w: -m: %v", errMasterUsage, err)
 		}
 		maps = append(maps, x)
 	}
-	if o.WorldMap != "" {
-		wm, err := master.LoadMappingFile(o.WorldMap)
+	if a.worldMap != "" {
+		wm, err := master.LoadMappingFile(a.worldMap)
 		if err != nil {
-			return s, fmt.Errorf("%w: --world-map: %v", errMasterUsage, err)
+			return nil, fmt.Errorf("%w: --world-map: %v", errMasterUsage, err)
 		}
 		maps = append(maps, wm...)
 	}
 	am, err := master.NewAddrMap(maps...)
 	if err != nil {
-		return s, fmt.Errorf("%w: -m: %v", errMasterUsage, err)
+		return nil, fmt.Errorf("%w: -m: %v", errMasterUsage, err)
 	}
-	perAddr := o.MaxServersPerAddr
-	if o.HashPorts {
-		if perAddr != 0 {
-			return s, fmt.Errorf("%w: --hash-ports and -N exclude each other (as in dpmaster)", errMasterUsage)
-		}
-		perAddr = -1
-	}
-	s.Registry = master.Config{
-		MaxServers:           o.MaxServers,
-		MaxServersPerAddress: perAddr,
-		MaxPending:           o.MaxPending,
-		Timeout:              time.Duration(o.Timeout) * time.Second,
-		AllowLoopback:        o.AllowLoopback,
-		Catalogue:            cat,
-		Policy:               policy,
-		AddrMap:              am,
-	}
-	if o.VerifyRetries != nil {
-		s.Registry.VerifyRetries = *o.VerifyRetries
-		if *o.VerifyRetries == 0 {
-			s.Registry.VerifyRetries = -1 // none; the Config's 0 is the default
-		} else if *o.VerifyRetries < 0 || *o.VerifyRetries > master.MaxVerifyRetries {
-			return s, fmt.Errorf("%w: verify-retries: want 0 to %d, got %d", errMasterUsage, master.MaxVerifyRetries, *o.VerifyRetries)
-		}
-	}
-	if o.CommitInterval < 0 { // from --config; the command line refuses it
-		return s, fmt.Errorf("%w: commit-interval: want at least 1 (milliseconds), got %d", errMasterUsage, o.CommitInterval)
-	}
-	if len(o.MOTD) > master.MaxMOTDLen || strings.ContainsAny(o.MOTD, "\"\\\x00\n") {
-		return s, fmt.Errorf(`%w: --motd: at most %d bytes without '"', '\', NUL or newline`, errMasterUsage, master.MaxMOTDLen)
-	}
-	s.Handler = master.HandlerConfig{
-		MaxPacketBytes: o.MaxPacketBytes,
-		MaxEntries:     o.EntriesPerPacket,
-		EndOnLastOnly:  o.EndOnLastOnly,
-		MOTD:           o.MOTD,
-	}
-	if s.API.Landmark != nil {
-		if _, err := q3.EncodeLandmarksResponses(s.API.Landmark.ID, nil, 0); err != nil {
-			return s, fmt.Errorf("%w: --landmark-id %q: 1 to %d letters, digits or ._:-[]", errMasterUsage, s.API.Landmark.ID, q3.MaxLandmarkIDLen)
-		}
-		s.Handler.Landmark = s.API.Landmark.ID
-	}
-	if len(o.LandmarkPeers) > 0 {
-		if s.API.Landmark == nil {
-			return s, fmt.Errorf("%w: --landmark-peer: only a landmark (--landmark-place or --landmark-id) pings the others", errMasterUsage)
-		}
-		if o.Store != "" {
-			return s, fmt.Errorf("%w: --landmark-peer: a fleet's landmarks ping the fleet's other instances (--store); give it to a master alone", errMasterUsage)
-		}
-		for _, v := range o.LandmarkPeers {
-			p, err := parseLandmarkPeer(v)
-			if err != nil {
-				return s, fmt.Errorf("%w: --landmark-peer: %v", errMasterUsage, err)
-			}
-			s.LandmarkPeers = append(s.LandmarkPeers, p)
-		}
-	}
-	if o.LandmarkAddress != "" && s.API.Landmark == nil {
-		return s, fmt.Errorf("%w: --landmark-address: only for a landmark (--landmark-place or --landmark-id)", errMasterUsage)
-	}
+	return am, nil
+}
 
-	port := orDefault(o.Port, masterd.DefaultPort)
-	if o.Port == 0 && o.portZeroSet() {
-		port = 0
+// sockets sets the master and MOTD sockets from -l, -p and --motd-port,
+// as dpmaster: without -l, 0.0.0.0 and :: on the port, IPv6 optional.
+func (a masterArgs) sockets(ctx context.Context, c *masterd.Config) error {
+	port := masterd.DefaultPort
+	if a.port != nil {
+		port = *a.port
 	}
-	if len(o.Listen) == 0 {
-		s.Listen = []netip.AddrPort{
+	if len(a.listen) == 0 {
+		c.Listen = []netip.AddrPort{
 			netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(port)),
 			netip.AddrPortFrom(netip.IPv6Unspecified(), uint16(port)),
 		}
-		s.OptionalIPv6 = true // as dpmaster: a host without IPv6 still runs
-	} else {
-		for _, l := range o.Listen {
-			a, err := resolveAddrs(ctx, l, port)
-			if err != nil {
-				return s, fmt.Errorf("%w: -l %s: %v", errMasterUsage, l, err)
-			}
-			s.Listen = append(s.Listen, a...)
+		c.OptionalIPv6 = true
+	}
+	for _, l := range a.listen {
+		addrs, err := resolveAddrs(ctx, l, port)
+		if err != nil {
+			return fmt.Errorf("%w: -l %s: %v", errMasterUsage, l, err)
 		}
+		c.Listen = append(c.Listen, addrs...)
 	}
 	motdPort := masterd.DefaultMOTDPort
-	if o.MOTDPort != 0 || o.motdPortZeroSet() {
-		motdPort = o.MOTDPort
+	if a.motdPort != nil {
+		motdPort = *a.motdPort
 	}
-	if o.MOTD != "" && motdPort != 0 {
-		for _, l := range s.Listen {
-			s.MOTDListen = append(s.MOTDListen, netip.AddrPortFrom(l.Addr(), uint16(motdPort)))
+	if c.Handler.MOTD != "" && motdPort != 0 {
+		for _, l := range c.Listen {
+			c.MOTDListen = append(c.MOTDListen, netip.AddrPortFrom(l.Addr(), uint16(motdPort)))
 		}
 	}
-	for _, p := range o.Peers {
-		a, err := resolveAddrs(ctx, p, 0)
-		if err != nil {
-			return s, fmt.Errorf("%w: --peer %s: %v", errMasterUsage, p, err)
-		}
-		s.Handler.Peers = append(s.Handler.Peers, a...)
-	}
-	for _, u := range o.Upstreams {
-		a, err := resolveAddrs(ctx, u, masterd.DefaultPort)
-		if err != nil {
-			return s, fmt.Errorf("%w: --upstream %s: %v", errMasterUsage, u, err)
-		}
-		s.Handler.Upstreams = append(s.Handler.Upstreams, a[0])
-	}
-	return s, nil
+	return nil
 }
 
-func orDefault(v, d int) int {
-	if v == 0 {
-		return d
+// masters resolves --peer (any port unless given) and --upstream (the
+// master port unless given).
+func (a masterArgs) masters(ctx context.Context, c *masterd.Config) error {
+	for _, p := range a.peers {
+		addrs, err := resolveAddrs(ctx, p, 0)
+		if err != nil {
+			return fmt.Errorf("%w: --peer %s: %v", errMasterUsage, p, err)
+		}
+		c.Handler.Peers = append(c.Handler.Peers, addrs...)
 	}
-	return v
+	for _, u := range a.upstreams {
+		addrs, err := resolveAddrs(ctx, u, masterd.DefaultPort)
+		if err != nil {
+			return fmt.Errorf("%w: --upstream %s: %v", errMasterUsage, u, err)
+		}
+		c.Handler.Upstreams = append(c.Handler.Upstreams, addrs[0])
+	}
+	return nil
 }
 
-// The zero values that were given explicitly, for -v 0, -p 0 and
-// --motd-port 0. parseMasterArgs records them.
-func (o masterOptions) verboseSet() bool      { return o.zeroes&zeroVerbose != 0 }
-func (o masterOptions) portZeroSet() bool     { return o.zeroes&zeroPort != 0 }
-func (o masterOptions) motdPortZeroSet() bool { return o.zeroes&zeroMOTDPort != 0 }
+// landmark makes the master a landmark when --landmark-place or
+// --landmark-id is given: placed there, reached at --landmark-address
+// (else the first -l address), named by --landmark-id, else --fleet-id
+// (masterd.Config.Landmark says the rest).
+func (a masterArgs) landmark(s *masterSetup) error {
+	c := &s.Config
+	if a.landmarkPlace == nil && a.landmarkID == "" {
+		switch {
+		case a.landmarkAddress != "":
+			return fmt.Errorf("%w: --landmark-address: only for a landmark (--landmark-place or --landmark-id)", errMasterUsage)
+		case len(c.LandmarkPeers) > 0:
+			return fmt.Errorf("%w: --landmark-peer: only a landmark (--landmark-place or --landmark-id) pings the others", errMasterUsage)
+		}
+		return nil
+	}
+	var lm master.Landmark
+	if a.landmarkPlace != nil {
+		lm = *a.landmarkPlace
+	}
+	if len(a.listen) > 0 {
+		lm.Address = a.listen[0]
+	}
+	lm.Address = cmp.Or(a.landmarkAddress, lm.Address)
+	lm.ID = cmp.Or(a.landmarkID, s.FleetID)
+	if _, err := q3.EncodeLandmarksResponses(cmp.Or(lm.ID, "x"), nil, 0); err != nil {
+		return fmt.Errorf("%w: --landmark-id %q: 1 to %d letters, digits or ._:-[]", errMasterUsage, lm.ID, q3.MaxLandmarkIDLen)
+	}
+	if s.Redis != "" {
+		switch {
+		case len(c.LandmarkPeers) > 0:
+			return fmt.Errorf("%w: --landmark-peer: a fleet's landmarks ping the fleet's other instances (--store); give it to a master alone", errMasterUsage)
+		case a.landmarkID != "" && s.FleetID != "" && a.landmarkID != s.FleetID:
+			return fmt.Errorf("%w: in a fleet the landmark's id is its --fleet-id: give one of --landmark-id and --fleet-id, or the same", errMasterUsage)
+		}
+	}
+	c.Landmark = &lm
+	return nil
+}
 
 // resolveAddrs reads ADDR[:PORT] ("1.2.3.4", "1.2.3.4:5", "::1", "[::1]:5",
 // "host", "host:5"), using port when none is given.

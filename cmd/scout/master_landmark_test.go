@@ -2,12 +2,16 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/scout-discovery/scout/master"
+	"github.com/scout-discovery/scout/masterd"
 )
 
 func TestParseLandmarkPlace(t *testing.T) {
@@ -64,44 +68,63 @@ func FuzzParseLandmarkPlace(f *testing.F) {
 	})
 }
 
-// --landmark-place and --landmark-id reach the JSON API and the handler;
-// the id defaults to the fleet id, then the first -l address.
+// --landmark-place and --landmark-id make the master a landmark; the id
+// defaults to the fleet id (masterd.Config.Landmark: then the address).
 func TestMasterSettings_Landmark(t *testing.T) {
 	for _, c := range []struct {
-		args   []string
-		id     string
-		place  string
-		hasErr bool
+		args    []string
+		id      string
+		address string
+		place   string
+		hasErr  bool
 	}{
 		{args: []string{"--landmark-place", "Tokyo", "--fleet-id", "tyo-1"}, id: "tyo-1", place: "Tokyo"},
-		{args: []string{"--landmark-place", "47.37,8.54", "-l", "127.0.0.1:27950"}, id: "127.0.0.1:27950"},
+		{args: []string{"--landmark-place", "47.37,8.54", "-l", "127.0.0.1:27950"}, address: "127.0.0.1:27950"},
 		{args: []string{"--landmark-id", "lab"}, id: "lab"},
 		{args: []string{"--landmark-id", "bad id"}, hasErr: true},
 		{args: []string{"--fleet-id", "x"}},
 	} {
-		o, err := parseMasterArgs(c.args)
-		if err != nil {
-			if !c.hasErr {
-				t.Errorf("%q: %v", c.args, err)
-			}
-			continue
-		}
-		s, err := o.settings(t.Context())
+		s, err := parseMaster(t.Context(), c.args)
 		if (err != nil) != c.hasErr {
 			t.Errorf("%q: %v", c.args, err)
 			continue
 		}
-		if err != nil {
-			continue
-		}
-		if c.id == "" {
-			if s.API.Landmark != nil || s.Handler.Landmark != "" {
-				t.Errorf("%q: a landmark %+v", c.args, s.API.Landmark)
+		lm := s.Config.Landmark
+		switch {
+		case err != nil:
+		case c.id == "" && c.address == "":
+			if lm != nil {
+				t.Errorf("%q: a landmark %+v", c.args, lm)
 			}
-			continue
+		case lm == nil || lm.ID != c.id || lm.Address != c.address || lm.Place != c.place:
+			t.Errorf("%q: landmark %+v", c.args, lm)
 		}
-		if s.API.Landmark == nil || s.API.Landmark.ID != c.id || s.Handler.Landmark != c.id || s.API.Landmark.Place != c.place {
-			t.Errorf("%q: API %+v, handler %q", c.args, s.API.Landmark, s.Handler.Landmark)
+	}
+}
+
+// A landmark's id reaches the handler (getserversExt ... landmarks) and
+// the JSON API; without one the first -l address names it.
+func TestMaster_LandmarkIDReachesHandlerAndAPI(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		id   string
+	}{
+		{[]string{"--landmark-id", "lab"}, "lab"},
+		{[]string{"--landmark-place", "Tokyo", "-l", "127.0.0.1:0"}, "127.0.0.1:0"},
+	} {
+		s, err := parseMaster(t.Context(), c.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Config.Listen = []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}
+		m, err := masterd.NewMaster(time.Now(), s.Config, masterd.Deps{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		m.API.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/landmarks", nil))
+		if got := m.Handler.Deps().Landmark; got != c.id || !strings.Contains(rec.Body.String(), `"id":"`+c.id+`"`) {
+			t.Errorf("%q: handler's landmark %q, API %s", c.args, got, rec.Body)
 		}
 	}
 }
@@ -122,19 +145,15 @@ func TestMaster_FleetLandmarkIDIsTheFleetID(t *testing.T) {
 // --landmark-address where it is reached; both are refused where they
 // cannot apply or do not parse.
 func TestMasterSettings_LandmarkPeers(t *testing.T) {
-	o, err := parseMasterArgs([]string{"--landmark-place", "Frankfurt", "-l", "0.0.0.0:27950", "--landmark-address", "192.0.2.1:27950",
+	s, err := parseMaster(t.Context(), []string{"--landmark-place", "Frankfurt", "-l", "0.0.0.0:27950", "--landmark-address", "192.0.2.1:27950",
 		"--landmark-peer", "nyc=198.51.100.7:27950", "--landmark-peer", "203.0.113.9:27950"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := o.settings(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []master.LandmarkPeer{{ID: "nyc", Addr: netip.MustParseAddrPort("198.51.100.7:27950")},
 		{ID: "203.0.113.9:27950", Addr: netip.MustParseAddrPort("203.0.113.9:27950")}}
-	if fmt.Sprint(s.LandmarkPeers) != fmt.Sprint(want) || s.API.Landmark.Address != "192.0.2.1:27950" {
-		t.Errorf("peers %v, address %q", s.LandmarkPeers, s.API.Landmark.Address)
+	if fmt.Sprint(s.Config.LandmarkPeers) != fmt.Sprint(want) || s.Config.Landmark.Address != "192.0.2.1:27950" {
+		t.Errorf("peers %v, address %q", s.Config.LandmarkPeers, s.Config.Landmark.Address)
 	}
 	for _, args := range [][]string{
 		{"--landmark-peer", "nyc=198.51.100.7:27950"},                                                          // not a landmark
@@ -145,12 +164,8 @@ func TestMasterSettings_LandmarkPeers(t *testing.T) {
 		{"--landmark-place", "Tokyo", "--landmark-address", "192.0.2.1:0"},                                     // port 0
 		{"--landmark-place", "Tokyo", "--store", "redis://127.0.0.1:1/0", "--landmark-peer", "198.51.100.7:1"}, // a fleet pings its own
 	} {
-		o, err := parseMasterArgs(args)
-		if err == nil {
-			_, err = o.settings(t.Context())
-		}
-		if err == nil {
-			t.Errorf("%q accepted", args)
+		if _, err := parseMaster(t.Context(), args); !errors.Is(err, errMasterUsage) {
+			t.Errorf("%q: err %v, want a usage error", args, err)
 		}
 	}
 }

@@ -187,13 +187,15 @@ func Start(ctx context.Context, cfg Config) (env *Env, stop func(), err error) {
 // is the caller's.
 func newMaster(landmark string, peers []master.LandmarkPeer) (*masterd.Master, error) {
 	return masterd.NewMaster(time.Now(), masterd.Config{
-		Listen:        []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
-		NoQueryLimit:  true,
-		OutRate:       1_000_000_000,
-		Registry:      master.Config{LandmarkPingInterval: MeshInterval},
-		Handler:       master.HandlerConfig{Landmark: landmark},
-		LandmarkPeers: peers,
-	})
+		Listen:   []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
+		Landmark: &master.Landmark{ID: landmark},
+		Reloadable: masterd.Reloadable{
+			NoQueryLimit:  true,
+			OutRate:       1_000_000_000,
+			Registry:      master.Config{LandmarkPingInterval: MeshInterval},
+			LandmarkPeers: peers,
+		},
+	}, masterd.Deps{})
 }
 
 // MeshInterval is how often each of the demo's landmark masters pings the

@@ -146,11 +146,13 @@ func Start(ctx context.Context, cfg Config) (*Env, error) {
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m, err := masterd.NewMaster(time.Now(), masterd.Config{
-		Listen:       []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
-		Registry:     master.Config{AllowLoopback: true},
-		NoQueryLimit: !cfg.FloodProtection,
-		GCPercent:    -1, // the world's runtime tuning (world.TuneRuntime) holds
-	})
+		Listen:    []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
+		GCPercent: -1, // the world's runtime tuning (world.TuneRuntime) holds
+		Reloadable: masterd.Reloadable{
+			Registry:     master.Config{AllowLoopback: true},
+			NoQueryLimit: !cfg.FloodProtection,
+		},
+	}, masterd.Deps{})
 	if err != nil {
 		cancel()
 		return nil, err

@@ -55,9 +55,11 @@ func TestSwarm_RegistersWithARealMaster(t *testing.T) {
 		Listen: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0"), netip.MustParseAddrPort("[::1]:0")},
 		// Every IPv6 server shares ::1: no per-address limit, and a
 		// heartbeat throttle above their number.
-		Registry:   master.Config{MaxServers: n4 + n6, MaxServersPerAddress: -1, AllowLoopback: true},
-		Heartbeats: masterd.Limit{Throttle: 2 * n6},
-	})
+		Reloadable: masterd.Reloadable{
+			Registry:   master.Config{MaxServers: n4 + n6, MaxServersPerAddress: -1, AllowLoopback: true},
+			Heartbeats: masterd.Limit{Throttle: 2 * n6},
+		},
+	}, masterd.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,10 +26,12 @@ import (
 func startInProcessMaster(t *testing.T, listen string) netip.AddrPort {
 	t.Helper()
 	m := inProcessMaster(t, masterd.Config{
-		Listen:       []netip.AddrPort{netip.AddrPortFrom(netip.MustParseAddr(listen), 0)},
-		Registry:     master.Config{AllowLoopback: true},
-		NoQueryLimit: true,
-		OutRate:      1_000_000_000,
+		Listen: []netip.AddrPort{netip.AddrPortFrom(netip.MustParseAddr(listen), 0)},
+		Reloadable: masterd.Reloadable{
+			Registry:     master.Config{AllowLoopback: true},
+			NoQueryLimit: true,
+			OutRate:      1_000_000_000,
+		},
 	})
 	for _, a := range m.Addrs() {
 		if a.Addr().Is4() {
@@ -45,7 +47,7 @@ func startInProcessMaster(t *testing.T, listen string) netip.AddrPort {
 func inProcessMaster(t *testing.T, cfg masterd.Config) *masterd.Master {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	m, err := masterd.NewMaster(time.Now(), cfg)
+	m, err := masterd.NewMaster(time.Now(), cfg, masterd.Deps{})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -180,10 +182,12 @@ func TestLoad_ExecThatExitsFails(t *testing.T) {
 func TestLoad_FloodAgainstResponseLimit(t *testing.T) {
 	lim := master.ResponseLimits{VictimBurst: 4096, VictimRate: 1024, ReturnBurst: 4096, ReturnRate: 4096, ReturnInterval: 100 * time.Millisecond}
 	m := inProcessMaster(t, masterd.Config{
-		Listen:    []netip.AddrPort{netip.MustParseAddrPort("127.96.0.1:0")},
-		Registry:  master.Config{AllowLoopback: true},
-		Responses: lim,
-		OutRate:   1_000_000_000,
+		Listen: []netip.AddrPort{netip.MustParseAddrPort("127.96.0.1:0")},
+		Reloadable: masterd.Reloadable{
+			Registry:  master.Config{AllowLoopback: true},
+			Responses: lim,
+			OutRate:   1_000_000_000,
+		},
 	})
 	code, stdout, stderr := runFleetPort(t, 1, func(port string) []string {
 		return []string{"load", "--target", "scout=" + m.Addrs()[0].String(),
@@ -226,12 +230,14 @@ func TestLoad_SwarmRegistersEveryServer(t *testing.T) {
 		cfg := masterd.Config{
 			Listen: []netip.AddrPort{netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)),
 				netip.AddrPortFrom(netip.IPv6Loopback(), uint16(port))},
-			Registry:     master.Config{MaxServersPerAddress: -1, AllowLoopback: true},
-			Heartbeats:   masterd.Limit{Throttle: 10 * n6},
-			NoQueryLimit: true, OutRate: 1_000_000_000,
 			HTTP: "127.0.0.1:0",
+			Reloadable: masterd.Reloadable{
+				Registry:     master.Config{MaxServersPerAddress: -1, AllowLoopback: true},
+				Heartbeats:   masterd.Limit{Throttle: 10 * n6},
+				NoQueryLimit: true, OutRate: 1_000_000_000,
+			},
 		}
-		mm, err := masterd.NewMaster(time.Now(), cfg)
+		mm, err := masterd.NewMaster(time.Now(), cfg, masterd.Deps{})
 		if err != nil {
 			t.Fatal(err)
 		}

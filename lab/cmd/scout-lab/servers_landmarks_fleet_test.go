@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/netip"
 	"os"
 	"sync"
@@ -19,7 +18,6 @@ import (
 	"github.com/scout-discovery/scout/latency"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/masterd"
-	"github.com/scout-discovery/scout/web"
 )
 
 // TestServers_OrderLandmarksFleet is --order landmarks live against a fleet:
@@ -82,13 +80,10 @@ func TestServers_OrderLandmarksFleet(t *testing.T) {
 		}
 		lm := &master.Landmark{ID: p, Place: p}
 		m := listenMaster(t, masterd.Config{
-			Listen:   []netip.AddrPort{netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 6, id, byte(k + 1)}), 0)},
-			Registry: master.Config{AddrMap: am, Catalogue: cat},
-			Handler:  master.HandlerConfig{Landmark: p},
-			API:      web.Config{Landmark: lm},
-			Fleet:    node,
-			Logger:   slog.New(slog.DiscardHandler),
-		})
+			Listen:     []netip.AddrPort{netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 6, id, byte(k + 1)}), 0)},
+			Landmark:   lm,
+			Reloadable: masterd.Reloadable{Registry: master.Config{AddrMap: am, Catalogue: cat}},
+		}, masterd.Deps{Fleet: node})
 		a := m.Addrs()[0]
 		ms, nodes, addrs = append(ms, m), append(nodes, node), append(addrs, a)
 		requesters[a.Addr()] = links(city[p])

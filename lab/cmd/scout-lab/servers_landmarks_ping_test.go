@@ -53,11 +53,10 @@ func TestServers_LandmarkPingsInflatedSample(t *testing.T) {
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	listed := countListed{ch: make(chan struct{}, 8)}
 	m := listenMaster(t, masterd.Config{
-		Listen:   []netip.AddrPort{netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 7, id, 1}), 0)},
-		Registry: master.Config{AddrMap: am},
-		Handler:  master.HandlerConfig{Landmark: "fra"},
-		Logger:   slog.New(listed),
-	})
+		Listen:     []netip.AddrPort{netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 7, id, 1}), 0)},
+		Landmark:   &master.Landmark{ID: "fra"},
+		Reloadable: masterd.Reloadable{Registry: master.Config{AddrMap: am}},
+	}, masterd.Deps{Logger: slog.New(listed)})
 	wg.Go(func() { m.Run(ctx) })
 	em, err := world.Listen(w, world.Config{Masters: m.Addrs()})
 	if err != nil {

@@ -39,11 +39,11 @@ func (c countListed) Handle(_ context.Context, r slog.Record) error {
 func (c countListed) WithAttrs([]slog.Attr) slog.Handler { return c }
 func (c countListed) WithGroup(string) slog.Handler      { return c }
 
-// listenMaster makes a master of cfg and opens its sockets; the caller
-// runs it.
-func listenMaster(t *testing.T, cfg masterd.Config) *masterd.Master {
+// listenMaster makes a master of cfg and deps and opens its sockets; the
+// caller runs it.
+func listenMaster(t *testing.T, cfg masterd.Config, deps masterd.Deps) *masterd.Master {
 	t.Helper()
-	m, err := masterd.NewMaster(time.Now(), cfg)
+	m, err := masterd.NewMaster(time.Now(), cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,13 +288,11 @@ func TestServers_OrderLandmarksLive(t *testing.T) {
 	var ms []*masterd.Master
 	for k, p := range places {
 		m := listenMaster(t, masterd.Config{
-			Listen:   []netip.AddrPort{netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 3, id, byte(k + 1)}), 0)},
-			Registry: master.Config{AddrMap: am, LandmarkPingInterval: 300 * time.Millisecond},
-			Handler:  master.HandlerConfig{Landmark: p},
-			HTTP:     "127.0.0.1:0",
-			API:      web.Config{Landmark: &master.Landmark{ID: p, Place: p}},
-			Logger:   slog.New(listed),
-		})
+			Listen:     []netip.AddrPort{netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 3, id, byte(k + 1)}), 0)},
+			HTTP:       "127.0.0.1:0",
+			Landmark:   &master.Landmark{ID: p, Place: p},
+			Reloadable: masterd.Reloadable{Registry: master.Config{AddrMap: am, LandmarkPingInterval: 300 * time.Millisecond}},
+		}, masterd.Deps{Logger: slog.New(listed)})
 		wg.Go(func() { m.Run(ctx) })
 		a := m.Addrs()[0]
 		ms, mastersAddr = append(ms, m), append(mastersAddr, a)

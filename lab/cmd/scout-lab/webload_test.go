@@ -20,12 +20,14 @@ import (
 // and UDP answers come in every UDP phase.
 func TestWebload_MeasuresUDPAndAPI(t *testing.T) {
 	m := inProcessMaster(t, masterd.Config{
-		Listen:       []netip.AddrPort{netip.MustParseAddrPort("127.46.0.1:0")},
-		Registry:     master.Config{AllowLoopback: true},
-		NoQueryLimit: true,
-		OutRate:      1_000_000_000,
-		HTTP:         "127.46.0.1:0",
-		API:          web.Config{Rate: -1, MaxRate: -1, MinRefresh: -1},
+		Listen: []netip.AddrPort{netip.MustParseAddrPort("127.46.0.1:0")},
+		HTTP:   "127.46.0.1:0",
+		Reloadable: masterd.Reloadable{
+			Registry:     master.Config{AllowLoopback: true},
+			NoQueryLimit: true,
+			OutRate:      1_000_000_000,
+			API:          web.Config{Rate: -1, MaxRate: -1, MinRefresh: -1},
+		},
 	})
 
 	code, stdout, stderr := runFleetPort(t, loadgen.DefaultPerAddr-1, func(port string) []string {
