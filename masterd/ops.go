@@ -26,7 +26,7 @@ type BackupStore interface {
 // or "" when it is. The state file is restored before the HTTP listener
 // opens (NewMaster), so only a fleet's first read can be missing.
 func (m *Master) notReady() string {
-	if f, ok := m.Config.Fleet.(ReadyFleet); ok && !f.Ready() {
+	if f, ok := m.deps.Fleet.(ReadyFleet); ok && !f.Ready() {
 		return "the fleet's shared registry is not read yet"
 	}
 	return ""
@@ -56,7 +56,7 @@ func (m *Master) serveBackup(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "backup: only for a client on this host's loopback address, not through a proxy", http.StatusForbidden)
 		return
 	}
-	bs, ok := m.Config.Store.(BackupStore)
+	bs, ok := m.deps.Store.(BackupStore)
 	if !ok {
 		http.Error(w, "backup: this master keeps no state file (--state); a fleet's registry is in Redis: back up Redis", http.StatusNotFound)
 		return
