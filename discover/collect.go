@@ -1,6 +1,8 @@
 package discover
 
 import (
+	"github.com/scout-discovery/scout/netscope"
+
 	"context"
 	"errors"
 	"fmt"
@@ -82,8 +84,12 @@ type MasterReport struct {
 	Listed   int            `json:"listed"`   // entries, duplicates included
 	New      int            `json:"new"`      // servers no master had listed before
 	Unusable int            `json:"unusable"` // entries that name no server (port 0, broadcast, ...)
-	End      string         `json:"end"`      // how the list ended: EndMarker, EndQuiet, ...
-	Error    string         `json:"error,omitempty"`
+	// Refused counts the entries of a public master at local addresses or
+	// at the master's own (netscope.Refused), not probed unless
+	// Config.AllowLocal.
+	Refused int    `json:"refused"`
+	End     string `json:"end"` // how the list ended: EndMarker, EndQuiet, ...
+	Error   string `json:"error,omitempty"`
 	// FirstPacket is the time from the first query to the first packet;
 	// Took to the end of the list (quiet windows included).
 	FirstPacket time.Duration `json:"-"`
@@ -328,6 +334,11 @@ func (s *session) receive(now time.Time, from netip.AddrPort, b []byte) []outgoi
 		ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 		if !usable(ap) {
 			m.rep.Unusable++
+			continue
+		}
+		if why := netscope.Refused(m.Addr, ap); why != "" && !s.cfg.AllowLocal {
+			m.rep.Refused++
+			s.refused[string(why)]++
 			continue
 		}
 		s.list(m, ap)

@@ -45,6 +45,13 @@ type Config struct {
 	// its list, for the client's RTT to it (ping.go; at most
 	// MaxLandmarkPings); 0 sends none.
 	LandmarkPings int
+	// AllowLocal probes what a public master lists at private, loopback,
+	// link-local, multicast, unspecified, documentation or reserved
+	// addresses, and at the master's own address; by default such
+	// entries are counted (MasterReport.Refused, Summary.Refused) and
+	// dropped (netscope.Refused). A master at a local address (a LAN
+	// master) may list local servers either way.
+	AllowLocal bool
 	// Extra are servers to probe besides those the masters list.
 	Extra []probe.Target
 	// Prober probes the servers; its MaxTargets bounds the servers of the
@@ -121,6 +128,10 @@ type Summary struct {
 	Masters []MasterReport
 	Listed  int          // distinct servers listed
 	Probe   probe.Counts // the probe engine's counts
+	// Refused counts, by reason (a netscope.Scope's name, or "master"),
+	// the entries of public masters not probed for their address (see
+	// Config.AllowLocal); nil when none was.
+	Refused map[string]int
 	// Master traffic: queries sent and bytes each way, and packets on the
 	// master socket from other addresses (dropped).
 	MasterQueries  int

@@ -50,6 +50,15 @@
 // among those listed, not the list's (a hosting network's servers,
 // listed together, would reach the player's link together).
 //
+// A master decides where its clients send datagrams, so a master at a
+// public address may not aim them at the client's own network: its
+// entries at private, loopback, link-local, multicast, unspecified,
+// documentation or reserved addresses, and at the master's own address,
+// are counted (MasterReport.Refused, Summary.Refused) and not probed
+// ([netscope.Refused]; the Quake III client ignores such lists too).
+// Config.AllowLocal probes them; a master that is itself at a local
+// address (a LAN or test master) may list local servers either way.
+//
 // # Core and shell
 //
 // The decisions of a run are a pure core, session (session.go, and the

@@ -252,7 +252,9 @@ func (r *Request) parse(b []byte) page {
 // anything in the reserved 240.0.0.0/4), a multicast address, or an IPv6
 // link-local address, which means nothing without the zone a master
 // cannot send. Each such entry is dropped alone (MasterReport.Unusable).
-// Private and loopback addresses stay: a LAN or test master lists them.
+// Private and loopback addresses are usable: whether they are probed is
+// netscope.Refused's decision (a LAN or test master lists them; a public
+// one may not).
 func usable(ap netip.AddrPort) bool {
 	a := ap.Addr().Unmap()
 	switch {

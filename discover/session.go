@@ -110,6 +110,9 @@ type session struct {
 	order []netip.AddrPort
 	// Listed counts the distinct addresses the masters listed.
 	listed int
+	// refused counts the entries not probed by netscope.Refused, by
+	// reason.
+	refused map[string]int
 
 	// Probing (Discover only).
 	handed      int        // order[:handed] went to the prober
@@ -127,7 +130,7 @@ type session struct {
 // masters deduplicated by address.
 func newSession(cfg Config, start time.Time) *session {
 	s := &session{cfg: cfg, start: start, byAddr: map[netip.AddrPort]*collecting{},
-		seen: map[netip.AddrPort]*listing{}, meter: newMeter(&cfg, start)}
+		seen: map[netip.AddrPort]*listing{}, refused: map[string]int{}, meter: newMeter(&cfg, start)}
 	for _, m := range cfg.Masters {
 		m.Addr = netip.AddrPortFrom(m.Addr.Addr().Unmap(), m.Addr.Port())
 		if s.byAddr[m.Addr] != nil {
@@ -286,6 +289,12 @@ func (s *session) summary(now time.Time) Summary {
 		Stray: s.stray, ListsTook: s.listsTook, FirstResult: s.firstResult, Took: now.Sub(s.start)}
 	for _, m := range s.masters {
 		sum.Masters = append(sum.Masters, m.rep)
+	}
+	for why, n := range s.refused {
+		if sum.Refused == nil {
+			sum.Refused = map[string]int{}
+		}
+		sum.Refused[why] = n
 	}
 	return sum
 }

@@ -66,6 +66,9 @@ func browse(ctx context.Context, cfg Config, stdout, stderr io.Writer) (Result, 
 	for _, a := range m.Copied() {
 		fmt.Fprintf(stdout, "copied %s\n", a)
 	}
+	if done, ok := m.Done(); ok {
+		warnRefused(done.Summary, stderr)
+	}
 	listed, answered := m.Counts()
 	fmt.Fprintf(stdout, "%d servers listed, %d answered\n", listed, answered)
 	return Result{Answered: answered}, err

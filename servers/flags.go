@@ -131,6 +131,7 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 	f.retries = fs.Int("retries", probe.DefaultAttempts-1, "how many times an unanswered probe is sent again")
 	fs.BoolVar(&opt.Status, "status", false, "also fetch each server's full status: rules and players (Quake III family: getstatus)")
 	fs.BoolVar(&opt.JSON, "json", false, "one JSON object per server as it arrives, then a summary")
+	fs.BoolVar(&opt.AllowLocal, "allow-local", false, "probe the servers a master on a public address lists at private, loopback, link-local, multicast, documentation or reserved addresses, or at its own address (a master on a local address may list them anyway)")
 	fs.BoolVar(&opt.Plain, "plain", false, "print lines instead of opening the browser on a terminal (as in a pipe)")
 	f.live = fs.String("live", "auto", "the browser on a terminal: auto, or off (as --plain)")
 	fs.BoolVar(&opt.Filter.HideEmpty, "hide-empty", false, "hide servers without players")

@@ -296,3 +296,20 @@ func warnLimits(sum discover.Summary, stderr io.Writer) {
 		}
 	}
 }
+
+// warnRefused says, once, how many servers public masters listed at
+// local addresses were not probed, and how to probe them.
+func warnRefused(sum discover.Summary, stderr io.Writer) {
+	if len(sum.Refused) == 0 {
+		return
+	}
+	n := 0
+	var why []string
+	for r, k := range sum.Refused {
+		n += k
+		why = append(why, fmt.Sprintf("%s %d", r, k))
+	}
+	slices.Sort(why)
+	fmt.Fprintf(stderr, "scout servers: %d servers that public masters listed at local addresses or at their own were not probed (%s); --allow-local probes them\n",
+		n, strings.Join(why, ", "))
+}

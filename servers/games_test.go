@@ -18,3 +18,17 @@ func TestWarnLimits_NamesTheMasterAndTheBound(t *testing.T) {
 		t.Fatalf("%q, want %q", b.String(), want)
 	}
 }
+
+func TestWarnRefused_OneLineWithTheCountsAndTheFlag(t *testing.T) {
+	var b bytes.Buffer
+	warnRefused(discover.Summary{Refused: map[string]int{"loopback": 1796, "master": 1, "private": 3}}, &b)
+	want := "scout servers: 1800 servers that public masters listed at local addresses or at their own were not probed (loopback 1796, master 1, private 3); --allow-local probes them\n"
+	if b.String() != want {
+		t.Errorf("warning %q, want %q", b.String(), want)
+	}
+	b.Reset()
+	warnRefused(discover.Summary{}, &b)
+	if b.Len() != 0 {
+		t.Errorf("a run that refused nothing warns %q", b.String())
+	}
+}

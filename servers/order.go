@@ -53,6 +53,7 @@ func runOrdered(ctx context.Context, opt Config, out *output, mconn, pconn probe
 		rep.print(out.w)
 	}
 	warnLimits(sum, stderr)
+	warnRefused(sum, stderr)
 	warnGameName(ctx, opt, sum, gn, nc, stderr)
 	return Result{Probes: ord.Probes, StopAt: ord.StopAt}, err
 }

@@ -252,8 +252,16 @@ func (o *output) trailer(sum discover.Summary) []string {
 		add(line)
 	}
 	t, c := o.tally, sum.Probe
-	add(fmt.Sprintf("%d servers listed: %d answered, %d silent, %d unreachable, %d stopped, %d not probed",
-		t.Listed, t.Answered, t.Silent, t.Unreachable, t.Stopped, t.NotProbed()))
+	line := fmt.Sprintf("%d servers listed: %d answered, %d silent, %d unreachable, %d stopped, %d not probed",
+		t.Listed, t.Answered, t.Silent, t.Unreachable, t.Stopped, t.NotProbed())
+	refused := 0
+	for _, n := range sum.Refused {
+		refused += n
+	}
+	if refused > 0 {
+		line += fmt.Sprintf("; %d at local addresses refused", refused)
+	}
+	add(line)
 	add(fmt.Sprintf("%d probes (%d retries), %d bytes out, %d flows; %.2fs",
 		c.Sent, c.Retries, c.BytesOut, c.Destinations, sum.Took.Seconds()))
 	return out
@@ -269,6 +277,7 @@ type summaryOut struct {
 	Unreachable   int                     `json:"unreachable"` // ended by an ICMP destination unreachable (Linux)
 	Stopped       int                     `json:"stopped"`     // probes cut short by the end of the run (Ctrl-C, --max-time)
 	NotProbed     int                     `json:"not_probed"`  // listed, never probed: listed = answered + silent + unreachable + stopped + not_probed
+	Refused       map[string]int          `json:"refused"`     // entries of public masters at local addresses, by reason, not probed nor counted in listed
 	Probes        int                     `json:"probes"`
 	Retries       int                     `json:"retries"`
 	BytesOut      int64                   `json:"bytes_out"`
@@ -306,13 +315,16 @@ func summaryJSON(s discover.Summary, o *output) summaryOut {
 	c := s.Probe
 	t := o.tally
 	j := summaryOut{Type: "summary", Listed: t.Listed, Probed: t.Probed, Answered: t.Answered, Silent: t.Silent, Unreachable: t.Unreachable,
-		Stopped: t.Stopped, NotProbed: t.NotProbed(),
+		Stopped: t.Stopped, NotProbed: t.NotProbed(), Refused: s.Refused,
 		Probes: c.Sent, Retries: c.Retries, BytesOut: c.BytesOut, BytesIn: c.BytesIn, Flows: c.Destinations,
 		PeakInFlight: c.PeakInFlight, Late: c.Late, Unknown: c.Unknown, KernelStamped: c.KernelStamped,
 		MasterQueries: s.MasterQueries, MasterBytes: s.MasterBytesOut, Stray: s.Stray,
 		ListsMs: ms(s.ListsTook), FirstMs: ms(s.FirstResult), TookMs: ms(s.Took), Masters: s.Masters, Order: o.ordering}
 	if j.Masters == nil {
 		j.Masters = []discover.MasterReport{}
+	}
+	if j.Refused == nil {
+		j.Refused = map[string]int{}
 	}
 	if c.PacePeakRate > 0 {
 		j.Pace = &paceOut{Rate: c.PaceRate, PeakRate: c.PacePeakRate, Cuts: c.PaceCuts, CapacityBps: c.PaceCapacity,

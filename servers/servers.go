@@ -44,6 +44,9 @@ type Config struct {
 	// before it is complete; MasterTimeout how long a master has to
 	// answer each query (discover.Config's Quiet and Timeout).
 	Quiet, MasterTimeout time.Duration
+	// AllowLocal probes the servers a public master lists at local
+	// addresses (discover.Config.AllowLocal).
+	AllowLocal bool
 	// Prober probes the servers (its zero value is probe's defaults).
 	Prober probe.Prober
 	// Status also fetches each server's full status (rules and players:
@@ -213,6 +216,7 @@ func runDiscover(ctx context.Context, opt Config, out *output, stderr io.Writer)
 	sum.Masters = append(unresolved, sum.Masters...)
 	out.finish(sum)
 	warnLimits(sum, stderr)
+	warnRefused(sum, stderr)
 	warnGameName(ctx, opt, sum, gn, nc, stderr)
 	var res Result
 	if log != nil {
@@ -239,7 +243,7 @@ func prepare(ctx context.Context, opt Config) (discover.Config, []discover.Maste
 	if len(names) == 0 {
 		return discover.Config{}, nil, fmt.Errorf("%s has no well-known master: give --master", opt.Game.Name)
 	}
-	cfg := discover.Config{Quiet: opt.Quiet, Timeout: opt.MasterTimeout, Prober: opt.Prober}
+	cfg := discover.Config{Quiet: opt.Quiet, Timeout: opt.MasterTimeout, Prober: opt.Prober, AllowLocal: opt.AllowLocal}
 	var unresolved []discover.MasterReport
 	for _, n := range names {
 		ap, err := resolveMaster(ctx, n, opt.Game.MasterPort)
