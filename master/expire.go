@@ -21,8 +21,8 @@ func (r *Registry) DueProbes(now time.Time, dst []Probe, max int) []Probe {
 	n := 0
 	for _, e := range r.servers {
 		if c := e.chk; c != nil {
-			if c.tries <= r.cfg.VerifyRetries && !now.Before(c.sentAt.Add(retryOffset(r.cfg.VerifyRetryDelay, c.tries))) &&
-				now.Before(c.sentAt.Add(r.cfg.ChallengeLifetime)) {
+			if c.tries <= r.conf().VerifyRetries && !now.Before(c.sentAt.Add(retryOffset(r.conf().VerifyRetryDelay, c.tries))) &&
+				now.Before(c.sentAt.Add(r.conf().ChallengeLifetime)) {
 				dst = append(dst, r.tryLocked(now, e))
 			}
 			continue
@@ -53,7 +53,7 @@ func (r *Registry) DueProbes(now time.Time, dst []Probe, max int) []Probe {
 // reprobeOf returns the requests and the interval of e's periodic
 // re-probe: its game's, or getinfo every game.DefaultReprobeInterval.
 func (r *Registry) reprobeOf(e *entry) (game.Requests, time.Duration) {
-	if g, ok := r.cfg.Catalogue.ByName(e.Game); ok && g.Reprobe.Requests != 0 && g.Reprobe.Interval > 0 {
+	if g, ok := r.conf().Catalogue.ByName(e.Game); ok && g.Reprobe.Requests != 0 && g.Reprobe.Interval > 0 {
 		return g.Reprobe.Requests, g.Reprobe.Interval
 	}
 	return game.GetInfo, game.DefaultReprobeInterval
@@ -65,7 +65,7 @@ func (r *Registry) reprobeOf(e *entry) (game.Requests, time.Duration) {
 // drop a live server span its whole re-probe period (see Expire).
 func (r *Registry) recheckDelay(e *entry) time.Duration {
 	_, interval := r.reprobeOf(e)
-	return interval / time.Duration(max(r.cfg.MaxMissedProbes, 1))
+	return interval / time.Duration(max(r.conf().MaxMissedProbes, 1))
 }
 
 // Expire removes, at now, the servers that must go, appending them to dst:
@@ -113,7 +113,7 @@ func (r *Registry) Expire(now time.Time, dst []Removal) []Removal {
 	for _, e := range r.servers {
 		a := e.Addr
 		why := OK
-		if c := e.chk; c != nil && !now.Before(c.sentAt.Add(r.cfg.ChallengeLifetime)) {
+		if c := e.chk; c != nil && !now.Before(c.sentAt.Add(r.conf().ChallengeLifetime)) {
 			e.chk = nil
 			switch {
 			case !e.Listed:
@@ -122,15 +122,15 @@ func (r *Registry) Expire(now time.Time, dst []Removal) []Removal {
 				why = ReasonCheckUnanswered
 			default:
 				e.Missed = uint8(min(int(e.Missed)+1, MaxMissedCount))
-				if int(e.Missed) >= r.cfg.MaxMissedProbes {
+				if int(e.Missed) >= r.conf().MaxMissedProbes {
 					why = ReasonProbesUnanswered
 				} else {
 					e.NextProbe = stampOf(c.sentAt.Add(r.recheckDelay(e)))
 				}
 			}
 		}
-		if why == OK && e.Listed && stampOf(now) >= e.expiry(r.cfg.Timeout) &&
-			(stampOf(now) >= e.expiry(2*r.cfg.Timeout) || r.mineLocked(e)) {
+		if why == OK && e.Listed && stampOf(now) >= e.expiry(r.conf().Timeout) &&
+			(stampOf(now) >= e.expiry(2*r.conf().Timeout) || r.mineLocked(e)) {
 			// In a fleet the owner of a server's share decides its
 			// silence, once for all (share.go); the others wait one more
 			// Timeout for its removal before deciding themselves.

@@ -169,7 +169,7 @@ func sameSet(a, b []netip.AddrPort) bool {
 
 func TestMaster_EndMarkersAndSplit(t *testing.T) {
 	f := newHandlerFix(t, Config{MaxServersPerAddress: -1}, func(c *handlerSetup) { c.MaxEntries = q3.IDMasterEntriesPerPacket })
-	f.h.reg.cfg.Catalogue, _ = f.h.reg.cfg.Catalogue.Apply(game.Property{Game: "Quake3Arena", Key: "protocols", Op: game.OpAdd, Values: []string{"43"}})
+	f.h.reg.conf().Catalogue, _ = f.h.reg.conf().Catalogue.Apply(game.Property{Game: "Quake3Arena", Key: "protocols", Op: game.OpAdd, Values: []string{"43"}})
 	for i := range 250 {
 		f.list(t, netip.AddrPortFrom(netip.AddrFrom4([4]byte{203, 0, 113, 1}), uint16(20000+i)))
 	}

@@ -59,7 +59,7 @@ func (r *Registry) landmarkEntries(now time.Time, f filter, self string) []landm
 		if !e.Listed {
 			continue
 		}
-		pub, _ := r.cfg.AddrMap.Map(e.Addr)
+		pub, _ := r.conf().AddrMap.Map(e.Addr)
 		if _, ok := want[pub]; !ok {
 			continue
 		}

@@ -131,7 +131,7 @@ func (c *Config) setDefaults() {
 // mu guards the fields below it. Select does not take mu unless the
 // snapshot it reads is stale.
 type Registry struct {
-	cfg  Config
+	cfg  atomic.Pointer[Config] // SetConfig replaces it; read through conf
 	chal *Challenger
 	mesh Mesh // the other landmark masters (mesh.go)
 
@@ -175,20 +175,10 @@ type Registry struct {
 // NewRegistry returns an empty registry.
 func NewRegistry(cfg Config, chal *Challenger) (*Registry, error) {
 	cfg.setDefaults()
-	if cfg.ChallengeLifetime > chal.Period() {
-		return nil, fmt.Errorf("master: challenge lifetime %v exceeds the secret rotation period %v", cfg.ChallengeLifetime, chal.Period())
-	}
-	if cfg.MaxServers < 0 || cfg.MaxPending < 0 || cfg.ChallengeLifetime < 0 || cfg.Timeout < 0 || cfg.MaxMissedProbes < 0 || cfg.VerifyRetryDelay < 0 || cfg.LandmarkPingInterval < 0 {
-		return nil, fmt.Errorf("master: negative registry limit in %+v", cfg)
-	}
-	if cfg.VerifyRetries > MaxVerifyRetries {
-		return nil, fmt.Errorf("master: %d verification retries; at most %d", cfg.VerifyRetries, MaxVerifyRetries)
-	}
-	if last := retryOffset(cfg.VerifyRetryDelay, cfg.VerifyRetries); cfg.VerifyRetries > 0 && last >= cfg.ChallengeLifetime {
-		return nil, fmt.Errorf("master: the last of %d verification retries would go out %v after the first try, not within the challenge lifetime %v", cfg.VerifyRetries, last, cfg.ChallengeLifetime)
+	if err := checkConfig(cfg, chal); err != nil {
+		return nil, err
 	}
 	r := &Registry{
-		cfg:     cfg,
 		chal:    chal,
 		servers: make(map[serverKey]*entry),
 		perKey:  make(map[addrKey]int32),
@@ -199,13 +189,64 @@ func NewRegistry(cfg Config, chal *Challenger) (*Registry, error) {
 		chunkMax:    DefaultChunk,
 		inlineGroup: MaxInlineGroup,
 	}
+	r.cfg.Store(&cfg)
 	r.mesh.interval = cfg.LandmarkPingInterval
 	r.snap.Store(newSnapshot())
 	return r, nil
 }
 
+// checkConfig refuses a configuration (defaults filled in) the registry
+// cannot run with.
+func checkConfig(cfg Config, chal *Challenger) error {
+	if cfg.ChallengeLifetime > chal.Period() {
+		return fmt.Errorf("master: challenge lifetime %v exceeds the secret rotation period %v", cfg.ChallengeLifetime, chal.Period())
+	}
+	if cfg.MaxServers < 0 || cfg.MaxPending < 0 || cfg.ChallengeLifetime < 0 || cfg.Timeout < 0 || cfg.MaxMissedProbes < 0 || cfg.VerifyRetryDelay < 0 || cfg.LandmarkPingInterval < 0 {
+		return fmt.Errorf("master: negative registry limit in %+v", cfg)
+	}
+	if cfg.VerifyRetries > MaxVerifyRetries {
+		return fmt.Errorf("master: %d verification retries; at most %d", cfg.VerifyRetries, MaxVerifyRetries)
+	}
+	if last := retryOffset(cfg.VerifyRetryDelay, cfg.VerifyRetries); cfg.VerifyRetries > 0 && last >= cfg.ChallengeLifetime {
+		return fmt.Errorf("master: the last of %d verification retries would go out %v after the first try, not within the challenge lifetime %v", cfg.VerifyRetries, last, cfg.ChallengeLifetime)
+	}
+	return nil
+}
+
 // Config returns the registry's configuration with defaults filled in.
-func (r *Registry) Config() Config { return r.cfg }
+func (r *Registry) Config() Config { return *r.conf() }
+
+// conf is the configuration in force; SetConfig replaces it whole, so a
+// caller that reads several fields takes it once.
+func (r *Registry) conf() *Config { return r.cfg.Load() }
+
+// SetConfig replaces the registry's configuration while it runs (a
+// reload): limits, games, policy, address map, expiry. Every listed
+// server stays listed; one the new configuration refuses (a game now
+// rejected, an address now refused) leaves at its next check, as a
+// verification applies the configuration in force. Lowering MaxServers
+// below the servers held refuses new ones until enough leave. The
+// challenge lifetime and the landmark ping interval stay as they were
+// (they are tied to the challenger and the mesh). The next answer is
+// built from the new configuration.
+func (r *Registry) SetConfig(cfg Config) error {
+	cfg.setDefaults()
+	old := r.conf()
+	cfg.ChallengeLifetime, cfg.LandmarkPingInterval = old.ChallengeLifetime, old.LandmarkPingInterval
+	if err := checkConfig(cfg, r.chal); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.cfg.Store(&cfg)
+	// Every entry again through the next snapshot build: the address map
+	// and the games shape what the answers hold.
+	for _, e := range r.servers {
+		r.touchLocked(e)
+	}
+	r.version.Add(1)
+	r.mu.Unlock()
+	return nil
+}
 
 // VerifiedAfterRetry returns the checks verified after at least one retry
 // had been sent (the reply may answer any of the check's tries).
@@ -227,21 +268,21 @@ func (r *Registry) Restore(now time.Time, servers []Server) (restored int, skipp
 	if len(r.servers) == 0 {
 		// A start from the state: the map sized once, not grown in
 		// steps (a million servers at a restart).
-		r.servers = make(map[serverKey]*entry, min(len(servers), r.cfg.MaxServers))
+		r.servers = make(map[serverKey]*entry, min(len(servers), r.conf().MaxServers))
 	}
 	for _, s := range servers {
-		a, why := classify(s.Addr, r.cfg.AllowLoopback, r.cfg.RefusePrivate, r.cfg.AddrMap)
+		a, why := classify(s.Addr, r.conf().AllowLoopback, r.conf().RefusePrivate, r.conf().AddrMap)
 		k := addrKeyOf(a.Addr())
 		if _, dup := r.servers[keyOf(a)]; dup {
 			continue
 		}
 		switch {
 		case why != OK:
-		case len(r.servers) >= r.cfg.MaxServers:
+		case len(r.servers) >= r.conf().MaxServers:
 			why = ReasonServerListFull
-		case r.cfg.MaxServersPerAddress > 0 && int(r.perKey[k]) >= r.cfg.MaxServersPerAddress:
+		case r.conf().MaxServersPerAddress > 0 && int(r.perKey[k]) >= r.conf().MaxServersPerAddress:
 			why = ReasonAddressFull
-		case !r.cfg.Policy.Accepts(s.Game):
+		case !r.conf().Policy.Accepts(s.Game):
 			why = ReasonGamePolicy
 		case s.Protocol != int(int32(s.Protocol)):
 			why = ReasonBadProtocol // no reply could have listed it
@@ -260,7 +301,7 @@ func (r *Registry) Restore(now time.Time, servers []Server) (restored int, skipp
 			LastVerified: stampOf(now), flags: flagRestored,
 			NextProbe: stampOf(now),
 		}
-		if g, ok := r.cfg.Catalogue.ByName(s.Game); ok && g.Anonymous && len(g.Heartbeats) > 0 {
+		if g, ok := r.conf().Catalogue.ByName(s.Game); ok && g.Anonymous && len(g.Heartbeats) > 0 {
 			e.hbGame = g
 		}
 		r.servers[keyOf(a)] = e

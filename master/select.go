@@ -136,19 +136,19 @@ func (r *Registry) resolve(q Query, snap *snapshot) (filter, Reason) {
 	name := q.Game
 	var opts game.Options
 	if name == "" {
-		g, ok := r.cfg.Catalogue.ByProtocol(q.Family, q.Protocol)
+		g, ok := r.conf().Catalogue.ByProtocol(q.Family, q.Protocol)
 		if !ok {
 			anon, found := snap.anon[protoKey{q.Family, q.Protocol}]
 			if !found {
 				return filter{}, ReasonUnknownGame
 			}
-			g, _ = r.cfg.Catalogue.ByName(anon)
+			g, _ = r.conf().Catalogue.ByName(anon)
 		}
 		name, opts = g.Name, g.Options
-	} else if g, ok := r.cfg.Catalogue.ByName(name); ok {
+	} else if g, ok := r.conf().Catalogue.ByName(name); ok {
 		opts = g.Options
 	}
-	if !r.cfg.Policy.Accepts(name) {
+	if !r.conf().Policy.Accepts(name) {
 		return filter{}, ReasonGamePolicy
 	}
 	f := filter{family: q.Family, game: name, protocol: q.Protocol, anyProtocol: q.AnyProtocol,

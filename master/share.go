@@ -136,11 +136,11 @@ func shareRecheck(interval time.Duration) time.Duration {
 // (ReasonServerListFull) or one the configuration refuses; the
 // per-address limit was the verifying instance's to apply.
 func (r *Registry) Apply(now time.Time, s Server) (Change, Reason) {
-	a, why := classify(s.Addr, r.cfg.AllowLoopback, r.cfg.RefusePrivate, r.cfg.AddrMap)
+	a, why := classify(s.Addr, r.conf().AllowLoopback, r.conf().RefusePrivate, r.conf().AddrMap)
 	if why != OK {
 		return ChangeNone, why
 	}
-	if !r.cfg.Policy.Accepts(s.Game) {
+	if !r.conf().Policy.Accepts(s.Game) {
 		return ChangeNone, ReasonGamePolicy
 	}
 	if s.Protocol != int(int32(s.Protocol)) {
@@ -154,7 +154,7 @@ func (r *Registry) Apply(now time.Time, s Server) (Change, Reason) {
 		return ChangeNone, OK
 	}
 	if !ok {
-		if len(r.servers) >= r.cfg.MaxServers {
+		if len(r.servers) >= r.conf().MaxServers {
 			return ChangeNone, ReasonServerListFull
 		}
 		e = &entry{Addr: a, Family: s.Family, FirstSeen: stampOf(s.FirstSeen)}
@@ -176,13 +176,13 @@ func (r *Registry) Apply(now time.Time, s Server) (Change, Reason) {
 	reverified := e.restored()
 	// Its silence is timed from its verification there, unless that is
 	// Timeout ago already: then from now, as a restored server.
-	silentAgain := ver+stamp(r.cfg.Timeout) <= stampOf(now)
+	silentAgain := ver+stamp(r.conf().Timeout) <= stampOf(now)
 	verified := ver
 	if silentAgain {
 		verified = stampOf(now)
 	}
 	hbGame := e.hbGame
-	if g, ok := r.cfg.Catalogue.ByName(s.Game); ok && g.Anonymous && len(g.Heartbeats) > 0 && e.hbGame == nil {
+	if g, ok := r.conf().Catalogue.ByName(s.Game); ok && g.Anonymous && len(g.Heartbeats) > 0 && e.hbGame == nil {
 		hbGame = g
 	}
 	r.noteChangeLocked(e, listing || hbGame != e.hbGame, verified)

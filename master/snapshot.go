@@ -107,7 +107,7 @@ type snapOp struct {
 
 // opOf returns e's entry in the snapshot as e holds it now.
 func (r *Registry) opOf(e *entry, add bool) snapOp {
-	pub, _ := r.cfg.AddrMap.Map(e.Addr)
+	pub, _ := r.conf().AddrMap.Map(e.Addr)
 	var st uint8
 	if e.Empty() {
 		st |= stateEmpty
@@ -208,7 +208,7 @@ func (r *Registry) current(now time.Time) *snapshot {
 	if !r.dirty.Load() && nowNS < s.minExpire.Load() {
 		return s
 	}
-	if r.cfg.InlineSnapshot >= 0 && s.listed > r.cfg.InlineSnapshot {
+	if r.conf().InlineSnapshot >= 0 && s.listed > r.conf().InlineSnapshot {
 		if r.build.TryLock() {
 			r.rebuildLocked(nowNS, true, false)
 			r.build.Unlock()
@@ -239,13 +239,13 @@ func (r *Registry) Refresh(now time.Time) bool {
 	if !r.dirty.Load() && !r.waiting.Load() && nowNS < s.minExpire.Load() {
 		return false
 	}
-	if r.cfg.InlineSnapshot < 0 {
+	if r.conf().InlineSnapshot < 0 {
 		return false
 	}
 	r.mu.Lock()
 	n := len(r.servers)
 	r.mu.Unlock()
-	if n <= r.cfg.InlineSnapshot && s.listed <= r.cfg.InlineSnapshot {
+	if n <= r.conf().InlineSnapshot && s.listed <= r.conf().InlineSnapshot {
 		return false
 	}
 	r.build.Lock()
@@ -362,7 +362,7 @@ func (r *Registry) presizeLocked(nowNS int64, touched []*entry, d *delta) {
 // for Timeout (Expire removes such a one, or a verification brings it
 // back).
 func (r *Registry) snapExpiry(nowNS int64, e *entry) (int64, bool) {
-	exp := int64(e.expiry(r.cfg.Timeout))
+	exp := int64(e.expiry(r.conf().Timeout))
 	return exp, e.flags&flagRemoved == 0 && e.Listed && nowNS < exp
 }
 
@@ -401,7 +401,7 @@ func (r *Registry) expireSnapLocked(nowNS int64, limit int, put func(snapOp)) {
 		if e.flags&flagInSnap == 0 {
 			continue // out already (its removal recorded when it was touched)
 		}
-		if exp := int64(e.expiry(r.cfg.Timeout)); exp > nowNS {
+		if exp := int64(e.expiry(r.conf().Timeout)); exp > nowNS {
 			r.expq.push(exp, e)
 			e.flags |= flagQueued
 			continue
@@ -496,7 +496,7 @@ func (r *Registry) compactLocked() {
 			e.flags &^= flagQueued
 		case e.flags&flagKept == 0:
 			e.flags |= flagKept
-			kept = append(kept, expiryNode{at: int64(e.expiry(r.cfg.Timeout)), e: e})
+			kept = append(kept, expiryNode{at: int64(e.expiry(r.conf().Timeout)), e: e})
 		}
 	}
 	clear(r.expq[len(kept):])
@@ -526,7 +526,7 @@ func (r *Registry) nextSnapshot(base *snapshot, d *delta, minExp int64) *snapsho
 				delete(s.anonCounts, k)
 			}
 		}
-		s.anon = anonymousGames(s.anonCounts, r.cfg.Catalogue)
+		s.anon = anonymousGames(s.anonCounts, r.conf().Catalogue)
 	}
 
 	changed := map[groupKey]bool{}

@@ -179,7 +179,7 @@ func (m *snapModel) nextExpiry() int64 {
 	defer m.r.mu.Unlock()
 	next := int64(0)
 	for _, e := range m.r.servers {
-		if exp := int64(e.expiry(m.r.cfg.Timeout)); e.Listed && exp > m.now.UnixNano() && (next == 0 || exp < next) {
+		if exp := int64(e.expiry(m.r.conf().Timeout)); e.Listed && exp > m.now.UnixNano() && (next == 0 || exp < next) {
 			next = exp
 		}
 	}
@@ -205,7 +205,7 @@ func referenceSnapshot(r *Registry, now time.Time) refSnapshot {
 	ref := refSnapshot{groups: map[groupKey][]snapEntry{}, minExpire: math.MaxInt64}
 	counts := map[anonCount]int{}
 	for _, e := range r.servers {
-		exp := int64(e.LastVerified) + int64(r.cfg.Timeout)
+		exp := int64(e.LastVerified) + int64(r.conf().Timeout)
 		if !e.Listed || now.UnixNano() >= exp {
 			continue
 		}
@@ -213,7 +213,7 @@ func referenceSnapshot(r *Registry, now time.Time) refSnapshot {
 		if e.hbGame != nil && e.hbGame.Name == e.Game {
 			counts[anonCount{protoKey{e.Family, int(e.Protocol)}, e.hbGame}]++
 		}
-		pub, _ := r.cfg.AddrMap.Map(e.Addr)
+		pub, _ := r.conf().AddrMap.Map(e.Addr)
 		var st uint8
 		if e.Clients == 0 {
 			st |= stateEmpty
@@ -228,7 +228,7 @@ func referenceSnapshot(r *Registry, now time.Time) refSnapshot {
 	for _, es := range ref.groups {
 		slices.SortFunc(es, compareSnapEntries)
 	}
-	ref.anon, ref.counts = anonymousGames(counts, r.cfg.Catalogue), counts
+	ref.anon, ref.counts = anonymousGames(counts, r.conf().Catalogue), counts
 	return ref
 }
 

@@ -134,20 +134,20 @@ func (r *Registry) Heartbeat(now time.Time, src netip.AddrPort, hb Heartbeat) (P
 	var g *game.Game
 	if hb.Family == game.FamilyQ3 && hb.Tag != game.HeartbeatDarkPlaces {
 		var flat, ok bool
-		g, flat, ok = r.cfg.Catalogue.ByHeartbeat(hb.Tag)
+		g, flat, ok = r.conf().Catalogue.ByHeartbeat(hb.Tag)
 		if !ok {
 			return Probe{}, ReasonUnknownHeartbeat
 		}
 		if flat {
 			return r.Flatline(now, src)
 		}
-		if !r.cfg.Policy.Accepts(g.Name) {
+		if !r.conf().Policy.Accepts(g.Name) {
 			return Probe{}, ReasonGamePolicy
 		}
 	} else if hb.Family != game.FamilyQ3 && hb.Family != game.FamilyDoom3 {
 		return Probe{}, ReasonUnknownHeartbeat
 	}
-	src, why := classify(src, r.cfg.AllowLoopback, r.cfg.RefusePrivate, r.cfg.AddrMap)
+	src, why := classify(src, r.conf().AllowLoopback, r.conf().RefusePrivate, r.conf().AddrMap)
 	if why != OK {
 		return Probe{}, why
 	}
@@ -158,11 +158,11 @@ func (r *Registry) Heartbeat(now time.Time, src netip.AddrPort, hb Heartbeat) (P
 	if !ok {
 		k := addrKeyOf(src.Addr())
 		switch {
-		case len(r.servers) >= r.cfg.MaxServers:
+		case len(r.servers) >= r.conf().MaxServers:
 			return Probe{}, ReasonServerListFull
-		case r.pending >= r.cfg.MaxPending:
+		case r.pending >= r.conf().MaxPending:
 			return Probe{}, ReasonTooManyPending
-		case r.cfg.MaxServersPerAddress > 0 && int(r.perKey[k]) >= r.cfg.MaxServersPerAddress:
+		case r.conf().MaxServersPerAddress > 0 && int(r.perKey[k]) >= r.conf().MaxServersPerAddress:
 			return Probe{}, ReasonAddressFull
 		}
 		e = &entry{Addr: src, Family: hb.Family, FirstSeen: stampOf(now)}
@@ -257,7 +257,7 @@ func (r *Registry) Verify(now time.Time, src netip.AddrPort, rep Reply) (Server,
 	if c.reqs&want == 0 {
 		return Server{}, ChangeNone, ReasonUnsolicited
 	}
-	if !now.Before(c.sentAt.Add(r.cfg.ChallengeLifetime)) {
+	if !now.Before(c.sentAt.Add(r.conf().ChallengeLifetime)) {
 		return Server{}, ChangeNone, ReasonChallengeExpired
 	}
 	var why Reason
@@ -321,7 +321,7 @@ func (r *Registry) Verify(now time.Time, src netip.AddrPort, rep Reply) (Server,
 	// A new listing, a re-probe, a restored server or a game change set it.
 	if keep := c.cause == CauseHeartbeat || c.cause == CauseFlatline; !keep || !wasListed || e.NextProbe == 0 || gameChanged {
 		e.NextProbe = 0
-		if g, ok := r.cfg.Catalogue.ByName(e.Game); ok && g.Reprobe.Interval > 0 {
+		if g, ok := r.conf().Catalogue.ByName(e.Game); ok && g.Reprobe.Interval > 0 {
 			e.NextProbe = r.reprobeAtLocked(e, now, g.Reprobe.Interval)
 		} else if e.hbGame == nil {
 			e.NextProbe = r.reprobeAtLocked(e, now, game.DefaultReprobeInterval)
@@ -340,7 +340,7 @@ func (r *Registry) parseReplyLocked(e *entry, rep *Reply) (Server, Reason) {
 	var s Server
 	if e.Family == game.FamilyDoom3 {
 		s.Protocol = rep.Protocol
-		g, ok := r.cfg.Catalogue.ByProtocol(game.FamilyDoom3, rep.Protocol)
+		g, ok := r.conf().Catalogue.ByProtocol(game.FamilyDoom3, rep.Protocol)
 		if !ok {
 			return s, ReasonBadProtocol
 		}
@@ -430,7 +430,7 @@ func (r *Registry) parseReplyLocked(e *entry, rep *Reply) (Server, Reason) {
 		}
 		s.Gametype = gt
 	}
-	if !r.cfg.Policy.Accepts(s.Game) {
+	if !r.conf().Policy.Accepts(s.Game) {
 		return s, ReasonGamePolicy
 	}
 	return s, OK
