@@ -12,6 +12,7 @@ import (
 	"github.com/scout-discovery/scout/fleet"
 	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/internal/cli"
+	"github.com/scout-discovery/scout/internal/privdrop"
 	"github.com/scout-discovery/scout/master/store"
 	"github.com/scout-discovery/scout/masterd"
 )
@@ -65,6 +66,15 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err := m.Listen(); err != nil {
 		log.Error("listening", "err", err)
 		return 1
+	}
+	// Bound and opened: root is no longer needed (-u, -j).
+	drop := privdrop.Options{User: set.User, Jail: set.Jail}
+	if err := privdrop.Drop(drop); err != nil {
+		log.Error("dropping privileges", "err", err)
+		return 1
+	}
+	if drop != (privdrop.Options{}) {
+		log.Info("privileges dropped", "user", drop.User, "jail", drop.Jail)
 	}
 	if err := m.Run(ctx); err != nil {
 		log.Error("stopped", "err", err)

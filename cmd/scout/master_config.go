@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/scout-discovery/scout/game"
+	"github.com/scout-discovery/scout/internal/privdrop"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/masterd"
 	"github.com/scout-discovery/scout/protocol/q3"
@@ -32,9 +33,11 @@ type masterSetup struct {
 	Redis         string // --store redis://...
 	FleetID       string // --fleet-id
 	LogLevel      slog.Level
-	LogOff        bool // -v 0
-	LogJSON       bool // --log-format json
-	PrintGames    bool // a bare -g
+	LogOff        bool   // -v 0
+	LogJSON       bool   // --log-format json
+	PrintGames    bool   // a bare -g
+	User          string // -u: become this user after binding
+	Jail          string // -j: chroot here after binding
 }
 
 // masterArgs is scout master's options as they are read: most fill the
@@ -64,6 +67,9 @@ func parseMaster(ctx context.Context, args []string) (masterSetup, error) {
 	a, err := parseMasterArgs(args)
 	if err != nil {
 		return masterSetup{}, err
+	}
+	if err := (privdrop.Options{User: a.setup.User, Jail: a.setup.Jail}).Check(); err != nil {
+		return masterSetup{}, fmt.Errorf("%w: %v", errMasterUsage, err)
 	}
 	return a.resolve(ctx)
 }

@@ -173,8 +173,10 @@ var masterOptionSpecs = []optSpec{
 	ignoredOpt("hash-size", 'H'),
 	ignoredOpt("cl-hash-size", 0),
 	refusedOpt("daemon", 'D', argNone, "-D/--daemon is not supported: run scout master under a service manager (systemd, runit), which keeps it in the foreground"),
-	refusedOpt("jail-path", 'j', argOne, "-j/--jail-path is not supported: confine scout with the service manager (systemd RootDirectory=, ProtectSystem=)"),
-	refusedOpt("user", 'u', argOne, "-u/--user is not supported: start scout as an unprivileged user (systemd User= or DynamicUser=)"),
+	{long: "jail-path", short: 'j', arity: argOne, file: fileString, set: func(a *masterArgs, v []string) error { a.setup.Jail = v[0]; return nil },
+		help: "DIR: after binding, change the root directory to DIR (chroot; needs -u; as root)"},
+	{long: "user", short: 'u', arity: argOne, file: fileString, set: func(a *masterArgs, v []string) error { a.setup.User = v[0]; return nil },
+		help: "USER: after binding, become USER (a name, UID or UID:GID; as root)"},
 	refusedOpt("log", 'L', argNone, "-L/--log is not supported: scout logs to standard error; let the service manager keep it (or use --log-format json)"),
 	refusedOpt("log-file", 0, argOne, "--log-file is not supported: scout logs to standard error; redirect it"),
 
@@ -451,6 +453,6 @@ func masterUsage() string {
 		}
 		fmt.Fprintf(&b, "  %-28s %s\n", n, s.help)
 	}
-	b.WriteString("\nRefused, with the reason: -D/--daemon, -j/--jail-path, -u/--user, -L/--log, --log-file.\n")
+	b.WriteString("\nRefused, with the reason: -D/--daemon, -L/--log, --log-file.\n")
 	return b.String()
 }

@@ -71,7 +71,7 @@ func etProtocol(c masterd.Config, p int) bool {
 
 func TestParseArgs_Refusals(t *testing.T) {
 	for _, args := range [][]string{
-		{"-D"}, {"--daemon"}, {"-u", "nobody"}, {"-j", "/var/empty"}, {"-L"}, {"--log-file", "x"},
+		{"-D"}, {"--daemon"}, {"-u", "root"}, {"-j", "/var/empty"}, {"-u", "no-such-user-scout"}, {"-L"}, {"--log-file", "x"},
 		{"-n"}, {"-n", "x"}, {"--bogus"}, {"stray"}, {"-v", "7"}, {"--game-policy", "accept"}, {"-f=1"},
 		{"--log-format", "xml"}, {"-p", "70000"}, {"--hash-ports", "-N", "2"},
 	} {
@@ -134,7 +134,7 @@ func TestMasterConfig_FileEqualsFlags(t *testing.T) {
 		"max-packet-bytes": 1200, "entries-per-packet": 112, "eot-last-only": true, "out-rate": 5000000,
 		"out-burst": 600000, "read-buffer": 1048576, "victim-rate": 20000, "victim-burst": 800000,
 		"return-rate": 40000, "return-burst": 150000, "hb-throttle": 10, "hb-decay-time": 3, "verify-retries": 0,
-		"hash-size": 10, "cl-hash-size": 8
+		"hash-size": 10, "cl-hash-size": 8, "user": "65534:65534", "jail-path": "/var/empty"
 	}`, []string{
 		"-p", "27999", "-l", "127.0.0.1", "-l", "[::1]:5000", "-n", "100", "--max-pending", "50",
 		"-N", "4", "-f", "--fp-throttle", "6", "--fp-decay-time", "2", "--max-clients", "99",
@@ -148,7 +148,7 @@ func TestMasterConfig_FileEqualsFlags(t *testing.T) {
 		"--max-packet-bytes", "1200", "--entries-per-packet", "112", "--eot-last-only", "--out-rate", "5000000",
 		"--out-burst", "600000", "--read-buffer", "1048576", "--victim-rate", "20000", "--victim-burst", "800000",
 		"--return-rate", "40000", "--return-burst", "150000", "--hb-throttle", "10", "--hb-decay-time", "3", "--verify-retries", "0",
-		"-H", "10", "--cl-hash-size", "8",
+		"-H", "10", "--cl-hash-size", "8", "-u", "65534:65534", "-j", "/var/empty",
 	}}, {
 		// The options that exclude some of the above.
 		`{"store": "redis://127.0.0.1:1/0", "fleet-id": "fra-1", "hash-ports": true, "http-no-limit": true,
