@@ -258,18 +258,12 @@ func (h *Handler) HandlePacket(now time.Time, from netip.AddrPort, pkt []byte, d
 func parseQ3(pkt []byte) (q3.Message, Kind, Reason) {
 	word, known := q3.Command(pkt)
 	k := kindOfQ3(word, known)
-	m, err := q3.Parse(pkt)
+	m, err := q3.ParseQuery(pkt) // "getservers 84 " too, as dpmaster
 	switch {
 	case err == nil:
 		return m, k, OK
 	case errors.Is(err, q3.ErrUnknownCommand):
 		return nil, k, ReasonUnknownCommand
-	}
-	if gs, ok := m.(q3.GetServers); ok && errors.Is(err, q3.ErrTruncated) {
-		// Every word read, but the datagram ends in whitespace: "getservers
-		// 84 " as old Enemy Territory clients send. dpmaster answers it
-		// (its option loop skips empty words), and so does scout.
-		return gs, k, OK
 	}
 	return nil, k, ReasonMalformed
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -359,5 +360,16 @@ func TestDecode_CaptureFormatForced(t *testing.T) {
 	}
 	if code, recs, stderr := decodeRun(t, nil, "--format", "pcapng", pcap); code != 1 || len(recs) != 0 || !strings.Contains(stderr, pcap) {
 		t.Errorf("--format pcapng on a pcap: exit %d, %d records, stderr %q; want 1, none, the file named", code, len(recs), stderr)
+	}
+}
+
+// TestDecode_AcceptsEveryQueryTheMasterAnswers: the decoder reads queries
+// with the master's parser (q3.ParseQuery), so "getservers 20 " with its
+// trailing space, which the master answers, decodes without an error.
+func TestDecode_AcceptsEveryQueryTheMasterAnswers(t *testing.T) {
+	in := hex.EncodeToString([]byte("\xff\xff\xff\xffgetservers 20 ")) + "\n"
+	code, recs, stderr := decodeRun(t, []byte(in), "--format", "hex", "-")
+	if code != 0 || len(recs) != 1 || recs[0]["message"] != "getservers" || recs[0]["error"] != nil {
+		t.Fatalf("exit %d, records %v, stderr %q", code, recs, stderr)
 	}
 }

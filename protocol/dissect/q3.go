@@ -12,7 +12,7 @@ import (
 func decodeQ3(b []byte) Result {
 	r := Result{Family: Q3}
 	r.Message, _ = q3.Command(b)
-	m, err := q3.Parse(b)
+	m, err := q3.ParseQuery(b) // as the master reads it
 	r.Err = err
 	if m != nil {
 		r.Msg = m // with err set, what parsed before the defect

@@ -68,6 +68,23 @@ type Message interface {
 	AppendBinary(b []byte) ([]byte, error)
 }
 
+// ParseQuery parses b as a master reads it: as Parse, except that a
+// getservers or getserversExt line ending in whitespace without a
+// terminator ("getservers 84 ", as old Enemy Territory clients send) is
+// whole, as dpmaster reads it (its option loop skips the empty word).
+// Parse reports such a line ErrTruncated, since a datagram cut after a
+// space ends the same way. The master and the decoder read packets with
+// this one function, so the decoder accepts every query the master
+// answers.
+func ParseQuery(b []byte) (Message, error) {
+	m, err := Parse(b)
+	if gs, ok := m.(GetServers); ok && errors.Is(err, ErrTruncated) && gs.Terminator == TermNone &&
+		len(b) > 0 && b[len(b)-1] <= ' ' {
+		return gs, nil
+	}
+	return m, err
+}
+
 // Command words, spelled as the engines send them.
 const (
 	cmdHeartbeat             = "heartbeat"

@@ -19,12 +19,23 @@ import (
 // the oldest Nexuiz add the team between ping and name (`%d %d %d "%s"`),
 // kept in [Player.Extra]. Bots have ping 0. With no players the datagram
 // ends with the newline after the info string.
+//
+// Decoding is lenient about player lines, as quakestat and gamedig are: a
+// name runs from the first double quote to the last one on its line (a
+// name with a stray '"' keeps it), and a line that still does not read
+// (no quote, fewer than two numbers before the name, a NUL) costs that
+// line alone: it is kept as it came in BadLines and the other players
+// are read.
 type StatusResponse struct {
 	// Info is the server's info string (serverinfo cvars plus the echoed
 	// challenge), in wire order.
 	Info infostring.Info `json:"info"`
 	// Players are the connected clients, in wire order.
 	Players []Player `json:"players"`
+	// BadLines are the player lines that did not read, as sent (without
+	// their newline), in wire order; AppendBinary writes them back after
+	// the players.
+	BadLines []string `json:"bad_lines,omitempty"`
 }
 
 // Player is one line of a statusResponse.
@@ -38,15 +49,20 @@ type Player struct {
 	// the team); nil for Quake III, ET and RtCW.
 	Extra []int `json:"extra,omitempty"`
 	// Name is the player's name as sent, ^N colour codes and all; it may
-	// contain spaces but no double quote, newline or NUL.
+	// contain spaces and double quotes but no newline or NUL.
 	Name string `json:"name"`
 }
 
 // AppendBinary appends the response.
 func (r StatusResponse) AppendBinary(b []byte) ([]byte, error) {
 	for i, p := range r.Players {
-		if j := strings.IndexAny(p.Name, "\"\n\x00"); j >= 0 {
+		if j := strings.IndexAny(p.Name, "\n\x00"); j >= 0 {
 			return b, fmt.Errorf("%s: %w: player %d name has byte %#02x", cmdStatusResponse, ErrInvalid, i, p.Name[j])
+		}
+	}
+	for i, l := range r.BadLines {
+		if _, err := parsePlayer([]byte(l)); err == nil || strings.ContainsAny(l, "\n") {
+			return b, fmt.Errorf("%s: %w: bad line %d reads as a player, or holds a newline", cmdStatusResponse, ErrInvalid, i)
 		}
 	}
 	out := appendHeader(b, cmdStatusResponse)
@@ -67,6 +83,9 @@ func (r StatusResponse) AppendBinary(b []byte) ([]byte, error) {
 		out = append(out, ' ', '"')
 		out = append(out, p.Name...)
 		out = append(out, '"', '\n')
+	}
+	for _, l := range r.BadLines {
+		out = append(append(out, l...), '\n')
 	}
 	return out, nil
 }
@@ -94,17 +113,18 @@ func parseStatusResponse(body []byte) (Message, error) {
 		if nl < 0 {
 			return r, fmt.Errorf("%s: %w: player %d has no newline", cmdStatusResponse, ErrTruncated, len(r.Players))
 		}
-		p, err := parsePlayer(rest[:nl])
-		if err != nil {
-			return r, fmt.Errorf("%s: player %d: %w", cmdStatusResponse, len(r.Players), err)
+		if p, err := parsePlayer(rest[:nl]); err != nil {
+			r.BadLines = append(r.BadLines, string(rest[:nl])) // this line only
+		} else {
+			r.Players = append(r.Players, p)
 		}
-		r.Players = append(r.Players, p)
 		rest = rest[nl+1:]
 	}
 	return r, nil
 }
 
-// parsePlayer reads `score ping [extra...] "name"`.
+// parsePlayer reads `score ping [extra...] "name"`: the name runs from
+// the first quote to the last, which ends the line.
 func parsePlayer(ln []byte) (Player, error) {
 	var p Player
 	q := bytes.IndexByte(ln, '"')
@@ -112,7 +132,7 @@ func parsePlayer(ln []byte) (Player, error) {
 		return p, fmt.Errorf("%w: no opening quote before the name", ErrMalformed)
 	}
 	tail := ln[q+1:]
-	end := bytes.IndexByte(tail, '"')
+	end := bytes.LastIndexByte(tail, '"')
 	if end < 0 {
 		return p, fmt.Errorf("%w: no closing quote after the name", ErrMalformed)
 	}
