@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/scout-discovery/scout/probe"
+	"github.com/scout-discovery/scout/protocol/gametext"
 )
 
 // Display makes a server-controlled string safe for a terminal: control
@@ -28,9 +29,14 @@ func Display(s string) string {
 	}, s)
 }
 
-// Name is a server or player name for display: colour codes removed,
-// then made safe by Display.
-func Name(s string) string { return Display(probe.StripColours(s)) }
+// Name is a Quake III family server or player name for display: colour
+// codes removed, the bytes read as the game's font draws them
+// (gametext.Quake), then made safe by Display.
+func Name(s string) string { return Display(gametext.Quake.Plain(s)) }
+
+// NameFor is Name for a name of a probe dialect's game ("q3", "q4",
+// "gs4", "a2s": probe.Result.Game), read in that game's character set.
+func NameFor(game, s string) string { return Display(gametext.For(game).Plain(s)) }
 
 // Ping formats a round-trip time: tenths below 10 ms, whole milliseconds
 // above.
@@ -100,7 +106,7 @@ func Sort(rs []probe.Result, key string) bool {
 		by = func(a, b probe.Result) int { return cmp.Compare(b.NumPlayers, a.NumPlayers) }
 	case "name":
 		by = func(a, b probe.Result) int {
-			return cmp.Compare(strings.ToLower(Name(a.Name)), strings.ToLower(Name(b.Name)))
+			return cmp.Compare(strings.ToLower(NameFor(a.Game, a.Name)), strings.ToLower(NameFor(b.Game, b.Name)))
 		}
 	case "map":
 		by = func(a, b probe.Result) int { return cmp.Compare(strings.ToLower(a.Map), strings.ToLower(b.Map)) }
@@ -139,7 +145,7 @@ func Line(r probe.Result) string {
 		return fmt.Sprintf("%-*s  %s", addrWidth, r.Addr, Display(msg))
 	}
 	return fmt.Sprintf("%-*s  %-*s  %-*s  %*s  %-*s  %s", addrWidth, r.Addr,
-		nameWidth, clip(Name(r.Name), nameWidth), mapWidth, clip(Display(r.Map), mapWidth),
+		nameWidth, clip(NameFor(r.Game, r.Name), nameWidth), mapWidth, clip(Display(r.Map), mapWidth),
 		playersWidth, strconv.Itoa(r.NumPlayers)+"/"+strconv.Itoa(r.MaxPlayers),
 		typeWidth, clip(Display(r.GameType), typeWidth), Ping(r.RTT))
 }

@@ -17,8 +17,17 @@ func res(port uint16, name, m string, players, maxp int, rtt time.Duration) prob
 }
 
 func TestName_NeutralisesColoursAndControlBytes(t *testing.T) {
-	if got := Name("^1Red^7 \x1b[2J\tbox\xff"); got != "Red ?[2J?box\uFFFD" {
+	// The Quake font draws ESC as its digit glyph 9, a tab as a block
+	// and 0xFF as the arrow of 0x7F: no byte reaches the terminal as a
+	// control.
+	if got := Name("^1Red^7 \x1b[2J\tbox\xff"); got != "Red 9[2J▪box←" {
 		t.Fatalf("Name = %q", got)
+	}
+	if got := NameFor("q4", "^1M\xfcller\x1b[2J\x85"); got != "Müller?[2J?" {
+		t.Fatalf("NameFor(q4) = %q", got)
+	}
+	if got := NameFor("a2s", "caf\xc3\xa9 \x1b]0;x\x07"); got != "café ?]0;x?" {
+		t.Fatalf("NameFor(a2s) = %q", got)
 	}
 }
 

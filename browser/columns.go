@@ -31,7 +31,7 @@ const Gap = "  "
 const maxNameWidth = 48
 
 var columns = []column{
-	{title: "NAME", width: 16, cell: func(r probe.Result) string { return Name(r.Name) }},
+	{title: "NAME", width: 16, cell: func(r probe.Result) string { return NameFor(r.Game, r.Name) }},
 	{title: "MAP", width: 14, drop: 3, cell: func(r probe.Result) string { return Display(r.Map) }},
 	{title: "PLAYERS", width: 8, right: true, drop: 0, cell: func(r probe.Result) string {
 		return strconv.Itoa(r.NumPlayers) + "/" + strconv.Itoa(r.MaxPlayers)

@@ -1,7 +1,7 @@
 package discover
 
 import (
-	"github.com/scout-discovery/scout/probe"
+	"github.com/scout-discovery/scout/protocol/gametext"
 	"github.com/scout-discovery/scout/protocol/infostring"
 )
 
@@ -12,14 +12,23 @@ type ServerJSON struct {
 	Type       string          `json:"type"` // "server"
 	Address    string          `json:"address"`
 	Game       string          `json:"game"`
+	// Name is the server's name in Unicode as its game draws it
+	// (gametext: Quake III's font, Latin-1, UTF-8), colour codes kept;
+	// NamePlain without them; NameRaw the exact bytes it sent, in
+	// base64 (RFC 4648, standard alphabet): JSON strings are UTF-8, the
+	// games' names are not.
 	Name       string          `json:"name"`
-	NamePlain  string          `json:"name_plain"` // colour codes removed
+	NamePlain  string          `json:"name_plain"`
+	NameRaw    []byte          `json:"name_raw"`
 	Map        string          `json:"map"`
 	GameType   string          `json:"gametype"`
 	Protocol   string          `json:"protocol"`
 	NumPlayers int             `json:"numplayers"`
 	MaxPlayers int             `json:"maxplayers"`
 	Info       infostring.Info `json:"info"`
+	// StatusInfo: the statusResponse's values of the keys its
+	// infoResponse gave another (probe.Result.StatusInfo).
+	StatusInfo infostring.Info `json:"status_info,omitempty"`
 	Players    *[]PlayerJSON   `json:"players,omitempty"` // absent: no player list was asked for or sent
 	RTTms      float64         `json:"rtt_ms"`
 	Attempts   int             `json:"attempts"`
@@ -29,8 +38,9 @@ type ServerJSON struct {
 
 // PlayerJSON is one player of a ServerJSON's "players".
 type PlayerJSON struct {
-	Name      string  `json:"name"`
-	NamePlain string  `json:"name_plain"`
+	Name      string  `json:"name"`       // as ServerJSON.Name
+	NamePlain string  `json:"name_plain"` // as ServerJSON.NamePlain
+	NameRaw   []byte  `json:"name_raw"`   // as ServerJSON.NameRaw
 	Score     int     `json:"score"`
 	Ping      int     `json:"ping"`
 	Team      string  `json:"team,omitempty"`
@@ -40,8 +50,9 @@ type PlayerJSON struct {
 // JSON returns s as its line of `scout servers --json`. Info and Masters
 // are empty, never null.
 func (s Server) JSON() ServerJSON {
-	j := ServerJSON{Type: "server", Address: s.Addr.String(), Game: s.Game, Name: s.Name,
-		NamePlain: probe.StripColours(s.Name), Map: s.Map, GameType: s.GameType, Protocol: s.Protocol,
+	cs := gametext.For(s.Game)
+	j := ServerJSON{Type: "server", Address: s.Addr.String(), Game: s.Game, Name: cs.Decode(s.Name),
+		NamePlain: cs.Plain(s.Name), NameRaw: []byte(s.Name), StatusInfo: s.StatusInfo, Map: s.Map, GameType: s.GameType, Protocol: s.Protocol,
 		NumPlayers: s.NumPlayers, MaxPlayers: s.MaxPlayers, Info: s.Info,
 		RTTms: float64(s.RTT.Nanoseconds()) / 1e6, Attempts: s.Attempts, Masters: s.Masters}
 	if j.Info == nil {
@@ -53,7 +64,7 @@ func (s Server) JSON() ServerJSON {
 	if s.Players != nil {
 		ps := make([]PlayerJSON, len(s.Players))
 		for i, p := range s.Players {
-			ps[i] = PlayerJSON{Name: p.Name, NamePlain: probe.StripColours(p.Name), Score: p.Score, Ping: p.Ping,
+			ps[i] = PlayerJSON{Name: cs.Decode(p.Name), NamePlain: cs.Plain(p.Name), NameRaw: []byte(p.Name), Score: p.Score, Ping: p.Ping,
 				Team: p.Team, TimeS: p.Time.Seconds()}
 		}
 		j.Players = &ps

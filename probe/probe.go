@@ -155,6 +155,11 @@ type Result struct {
 	// those of earlier ones, and a key already present is not repeated.
 	// The challenge scout sent is not included.
 	Info infostring.Info
+	// StatusInfo holds the keys of a Quake III statusResponse that its
+	// infoResponse (kept in Info) gave another value, with the
+	// statusResponse's value: OpenArena's "gamename" is "Quake3Arena" in
+	// one and "baseoa" in the other. Nil when no key differs.
+	StatusInfo infostring.Info
 	// Players is the player list, nil when the server did not send one.
 	Players []Player
 	// Rules holds the server's variables, in wire order, where the

@@ -165,10 +165,14 @@ func (q3Dialect) handle(st *step, rep reply, res *Result) ([]step, bool, error) 
 		if st.kind != q3Info {
 			return nil, false, errors.New("q3: infoResponse to getstatus")
 		}
+		res.StatusInfo = differs(m.Info, res.Info) // a statusResponse came first
 		res.Info = mergeInfo(m.Info, res.Info)
 	case q3.StatusResponse:
 		if st.kind != q3Status {
 			return nil, false, errors.New("q3: statusResponse to getinfo")
+		}
+		if res.Info != nil {
+			res.StatusInfo = differs(res.Info, m.Info)
 		}
 		res.Info = mergeInfo(res.Info, m.Info)
 		res.Players = make([]Player, 0, len(m.Players))
@@ -189,6 +193,25 @@ func (q3Dialect) handle(st *step, rep reply, res *Result) ([]step, bool, error) 
 		res.NumPlayers, _ = strconv.Atoi(first(res.Info, "clients"))
 	}
 	return nil, true, nil
+}
+
+// differs returns the pairs of status whose key info has with another
+// value (keys compared without regard to case), the challenge left out;
+// nil when there are none.
+func differs(info, status infostring.Info) infostring.Info {
+	var out infostring.Info
+	for _, p := range status {
+		if strings.EqualFold(p.Key, "challenge") {
+			continue
+		}
+		for _, q := range info {
+			if strings.EqualFold(p.Key, q.Key) && p.Value != q.Value {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // mergeInfo returns a followed by the pairs of b whose keys a lacks,

@@ -250,3 +250,39 @@ func FuzzQ3Parse(f *testing.F) {
 		}
 	})
 }
+
+// TestQ3_InfoAndStatusKeysBothKept: where a server's infoResponse and
+// statusResponse give a key different values (OpenArena's gamename:
+// Quake3Arena and baseoa, in these captures), Info keeps the
+// infoResponse's and StatusInfo the statusResponse's, whichever came
+// first.
+func TestQ3_InfoAndStatusKeysBothKept(t *testing.T) {
+	info, err := Q3.parse(xxd(t, "openarena_infoResponse_nochallenge.hex"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, err := Q3.parse(xxd(t, "openarena_statusResponse_3bots.hex"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, order := range [][]reply{{info, status}, {status, info}} {
+		var res Result
+		for _, r := range order {
+			st := step{kind: r.kind}
+			if _, _, err := Q3.handle(&st, r, &res); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if v, _ := res.Info.Get("gamename"); v != "Quake3Arena" {
+			t.Errorf("Info gamename %q, want the infoResponse's Quake3Arena", v)
+		}
+		if v, ok := res.StatusInfo.Get("gamename"); !ok || v != "baseoa" {
+			t.Errorf("StatusInfo %v, want the statusResponse's gamename baseoa", res.StatusInfo)
+		}
+		for _, p := range res.StatusInfo {
+			if v, _ := res.Info.Get(p.Key); v == p.Value {
+				t.Errorf("StatusInfo holds %s=%q, which Info has too", p.Key, p.Value)
+			}
+		}
+	}
+}

@@ -160,7 +160,7 @@ func (o *output) line(r probe.Result) {
 		return
 	}
 	for _, p := range r.Players {
-		o.println(fmt.Sprintf("    %-32s  score %4d  ping %3d", browser.Name(p.Name), p.Score, p.Ping))
+		o.println(fmt.Sprintf("    %-32s  score %4d  ping %3d", browser.NameFor(r.Game, p.Name), p.Score, p.Ping))
 	}
 }
 

@@ -249,7 +249,7 @@ func (f filters) show(r probe.Result) bool {
 		return true
 	}
 	t := strings.ToLower(f.Text)
-	has := func(s string) bool { return strings.Contains(strings.ToLower(browser.Name(s)), t) }
+	has := func(s string) bool { return strings.Contains(strings.ToLower(browser.NameFor(r.Game, s)), t) }
 	if has(r.Name) || has(r.Map) || strings.Contains(r.Addr.String(), t) {
 		return true
 	}
@@ -714,7 +714,7 @@ func (m Model) detailsLines() []string {
 			if p.Ping == 0 {
 				ping = "bot?"
 			}
-			body = append(body, browser.Fit(browser.Name(p.Name), nw, false)+browser.Gap+browser.Fit(fmt.Sprint(p.Score), 6, true)+browser.Gap+browser.Fit(ping, 6, true))
+			body = append(body, browser.Fit(browser.NameFor(r.Game, p.Name), nw, false)+browser.Gap+browser.Fit(fmt.Sprint(p.Score), 6, true)+browser.Gap+browser.Fit(ping, 6, true))
 		}
 	}
 	body = append(body, "", headerStyle.Render("SETTINGS"))
@@ -729,7 +729,7 @@ func (m Model) detailsLines() []string {
 	}
 	room := max(m.height-2, 1)
 	scroll := max(min(m.scroll, len(body)-room), 0)
-	lines := []string{titleStyle.Render(browser.Clip(browser.Name(r.Name), m.width))}
+	lines := []string{titleStyle.Render(browser.Clip(browser.NameFor(r.Game, r.Name), m.width))}
 	lines = append(lines, body[scroll:min(scroll+room, len(body))]...)
 	for len(lines) < m.height-1 {
 		lines = append(lines, "")

@@ -13,6 +13,7 @@ import (
 	"github.com/scout-discovery/scout/discover"
 	"github.com/scout-discovery/scout/internal/cli"
 	"github.com/scout-discovery/scout/probe"
+	"github.com/scout-discovery/scout/protocol/gametext"
 	"github.com/scout-discovery/scout/protocol/infostring"
 )
 
@@ -149,8 +150,10 @@ type queryServerJSON struct {
 	Address    string            `json:"address"` // the resolved address
 	Query      string            `json:"query"`   // the address as given
 	Game       string            `json:"game"`
-	Name       string            `json:"name"`
+	Name       string            `json:"name"`       // as the game draws it (discover.ServerJSON.Name)
 	NamePlain  string            `json:"name_plain"` // colour codes removed
+	NameRaw    []byte            `json:"name_raw"`   // the bytes sent, base64
+	StatusInfo infostring.Info   `json:"status_info,omitempty"`
 	Map        string            `json:"map"`
 	GameType   string            `json:"gametype"`
 	Protocol   string            `json:"protocol"`
@@ -166,15 +169,18 @@ type queryServerJSON struct {
 }
 
 type queryPlayerJSON struct {
-	Name  string  `json:"name"`
-	Score int     `json:"score"`
-	Ping  int     `json:"ping"`
-	Team  string  `json:"team,omitempty"`
-	Time  float64 `json:"time_s,omitempty"`
+	Name    string  `json:"name"`
+	NameRaw []byte  `json:"name_raw"`
+	Score   int     `json:"score"`
+	Ping    int     `json:"ping"`
+	Team    string  `json:"team,omitempty"`
+	Time    float64 `json:"time_s,omitempty"`
 }
 
 func queryJSON(given string, r probe.Result) queryServerJSON {
-	j := queryServerJSON{Query: given, Game: r.Game, Name: r.Name, NamePlain: probe.StripColours(r.Name),
+	cs := gametext.For(r.Game)
+	j := queryServerJSON{Query: given, Game: r.Game, Name: cs.Decode(r.Name), NamePlain: cs.Plain(r.Name),
+		NameRaw: []byte(r.Name), StatusInfo: r.StatusInfo,
 		Map: r.Map, GameType: r.GameType, Protocol: r.Protocol, NumPlayers: r.NumPlayers,
 		MaxPlayers: r.MaxPlayers, Info: r.Info, Players: []queryPlayerJSON{}, Rules: r.Rules,
 		RTTms: float64(r.RTT.Microseconds()) / 1000, Attempts: r.Attempts}
@@ -185,7 +191,7 @@ func queryJSON(given string, r probe.Result) queryServerJSON {
 		j.Info = infostring.Info{}
 	}
 	for _, p := range r.Players {
-		j.Players = append(j.Players, queryPlayerJSON{Name: p.Name, Score: p.Score, Ping: p.Ping,
+		j.Players = append(j.Players, queryPlayerJSON{Name: cs.Decode(p.Name), NameRaw: []byte(p.Name), Score: p.Score, Ping: p.Ping,
 			Team: p.Team, Time: p.Time.Seconds()})
 	}
 	if r.Err != nil {
@@ -224,10 +230,10 @@ func queryTable(w io.Writer, addrs []discover.HostPort, results []probe.Result) 
 			fmt.Fprintf(tw, "%s\t%s\t\t\t\t\n", addr, "error: "+r.Err.Error())
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", addr, browser.Name(r.Name), browser.Display(r.Map),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", addr, browser.NameFor(r.Game, r.Name), browser.Display(r.Map),
 			r.NumPlayers, r.MaxPlayers, browser.Display(r.GameType), browser.Ping(r.RTT))
 		for _, p := range r.Players {
-			fmt.Fprintf(tw, "\t  %s\tscore %d\tping %d\t\t\n", browser.Name(p.Name), p.Score, p.Ping)
+			fmt.Fprintf(tw, "\t  %s\tscore %d\tping %d\t\t\n", browser.NameFor(r.Game, p.Name), p.Score, p.Ping)
 		}
 		for _, kv := range r.Rules {
 			fmt.Fprintf(tw, "\t  rule %s\t%s\t\t\t\n", browser.Display(kv.Key), browser.Display(kv.Value))

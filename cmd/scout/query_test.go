@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -72,7 +73,7 @@ func TestQuery_TableGoesOnPastDeadServers(t *testing.T) {
 	}
 	text := out.String()
 	deadMsg, _ := deadError(t, "getinfo", 1)
-	for _, want := range []string{"Red ?[2Jbox", "q3dm17", "2/12", "Alice", "score 7", "ping 33",
+	for _, want := range []string{"Red 9[2Jbox", "q3dm17", "2/12", "Alice", "score 7", "ping 33",
 		dead.String(), "error: " + deadMsg} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
@@ -101,7 +102,7 @@ func TestQuery_JSONLines(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[1]), &failed); err != nil {
 		t.Fatal(err)
 	}
-	if ok.Address != srv.String() || ok.Name != "^1Red^7 \x1b[2Jbox" || ok.NamePlain != "Red \x1b[2Jbox" ||
+	if ok.Address != srv.String() || ok.Name != "^1Red^7 9[2Jbox" || ok.NamePlain != "Red 9[2Jbox" || string(ok.NameRaw) != "^1Red^7 \x1b[2Jbox" ||
 		ok.NumPlayers != 2 || ok.MaxPlayers != 12 || ok.GameType != "4" || ok.Protocol != "68" ||
 		ok.RTTms <= 0 || ok.Attempts != 1 || ok.Error != "" || len(ok.Players) != 2 || ok.Players[0].Name != "^2Alice" {
 		t.Errorf("answered server: %+v", ok)
@@ -251,9 +252,10 @@ func TestQuery_UT3(t *testing.T) {
 		j.RTTms <= 0 || j.Attempts != 1 || j.Error != "" {
 		t.Errorf("server: %+v", j)
 	}
-	want := []queryPlayerJSON{{Name: "Reaper", Score: 25, Ping: 48, Team: "0"}, {Name: "Malcolm", Score: 17, Ping: 61, Team: "1"},
-		{Name: "Lauren", Score: 3, Ping: 95, Team: "0"}}
-	if !slices.Equal(j.Players, want) {
+	want := []queryPlayerJSON{{Name: "Reaper", NameRaw: []byte("Reaper"), Score: 25, Ping: 48, Team: "0"},
+		{Name: "Malcolm", NameRaw: []byte("Malcolm"), Score: 17, Ping: 61, Team: "1"},
+		{Name: "Lauren", NameRaw: []byte("Lauren"), Score: 3, Ping: 95, Team: "0"}}
+	if !reflect.DeepEqual(j.Players, want) {
 		t.Errorf("players %+v, want %+v", j.Players, want)
 	}
 	if v, _ := j.Info.Get("s32779"); v != "2" {
@@ -288,8 +290,8 @@ func TestQuery_Source(t *testing.T) {
 		j.RTTms <= 0 || j.Attempts != 1 || j.Error != "" {
 		t.Errorf("server: %+v", j)
 	}
-	want := []queryPlayerJSON{{Name: "Alice", Score: 12, Time: 61.5}, {Name: "Bob", Score: -2, Time: 3}}
-	if !slices.Equal(j.Players, want) {
+	want := []queryPlayerJSON{{Name: "Alice", NameRaw: []byte("Alice"), Score: 12, Time: 61.5}, {Name: "Bob", NameRaw: []byte("Bob"), Score: -2, Time: 3}}
+	if !reflect.DeepEqual(j.Players, want) {
 		t.Errorf("players %+v, want %+v", j.Players, want)
 	}
 	if v, _ := j.Info.Get("game"); v != "Counter-Strike: Source" {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net"
 	"net/netip"
@@ -80,7 +81,7 @@ func TestServers_JSONStreamAndSummaryOverLoopback(t *testing.T) {
 		}
 		byAddr[l["address"].(string)] = l
 	}
-	if l := byAddr[s2.String()]; l == nil || l["map"] != "q3dm17" || l["name_plain"] != "Red \x1b[2Jbox" ||
+	if l := byAddr[s2.String()]; l == nil || l["map"] != "q3dm17" || l["name_plain"] != "Red 9[2Jbox" || l["name_raw"] != base64.StdEncoding.EncodeToString([]byte("^1Red^7 \x1b[2Jbox")) ||
 		l["rtt_ms"].(float64) <= 0 {
 		t.Errorf("server 2: %v", l)
 	}
@@ -143,7 +144,7 @@ func TestServers_PlainLinesFilteredAndSorted(t *testing.T) {
 		t.Fatalf("escape bytes reached the output: %q", text)
 	}
 	lines := strings.Split(strings.TrimSpace(text), "\n")
-	if len(lines) != 6 || !strings.HasPrefix(lines[0], "ADDRESS") || !strings.Contains(lines[1], "Red ?[2Jbox") ||
+	if len(lines) != 6 || !strings.HasPrefix(lines[0], "ADDRESS") || !strings.Contains(lines[1], "Red 9[2Jbox") ||
 		!strings.Contains(lines[1], "2/12") || !strings.Contains(lines[3], "end marker") ||
 		!strings.Contains(lines[4], "2 servers listed: 2 answered, 0 silent, 0 unreachable, 0 stopped, 0 not probed") {
 		t.Fatalf("output:\n%s", text)
