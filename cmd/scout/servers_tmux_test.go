@@ -49,7 +49,7 @@ var termMaps = []string{"q3dm17", "q3dm6", "q3tourney2", "q3ctf1", "oa_dm1"}
 // answer the master alone) and, with openArena, a real OpenArena server.
 func startTermWorld(t *testing.T, bin string, answering, silent int, openArena bool) termWorld {
 	t.Helper()
-	m := startMaster(t, bin, "-l", "127.0.0.1", "-p", "0", "--allow-loopback")
+	m := startMaster(t, bin, "-l", "127.0.0.1", "-p", "0", "--list-loopback")
 	w := termWorld{master: netip.MustParseAddrPort(m.waitLog(t, "listening", "port", "master")["addr"].(string))}
 	for i := range answering + silent {
 		name := fmt.Sprintf("^%dServer %02d ^7%s", 1+i%7, i, []string{"Arena", "Frag Fest", "Rail Only", "Duel"}[i%4])
