@@ -117,7 +117,13 @@ func masterDeps(set masterSetup, log *slog.Logger) (masterd.Deps, func(), error)
 		deps.Fleet = node
 	case set.State != "":
 		s, err := store.Open(set.State, store.Options{Timeout: storeTimeout, RefuseDamaged: set.RefuseDamaged})
-		if err != nil {
+		var locked *store.LockedError
+		switch {
+		case errors.As(err, &locked):
+			log.Error("the state file is in use: another master (or another program) has it open; stop it, or give this master another --state",
+				"path", set.State, "holder_pid", locked.PID, "err", err)
+			return deps, nil, errStateFile
+		case err != nil:
 			log.Error("opening the state file", "path", set.State, "err", err)
 			return deps, nil, errStateFile
 		}

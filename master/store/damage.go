@@ -85,7 +85,8 @@ func (e *DamagedError) Error() string {
 // (see the package doc) is moved aside and replaced by an empty database,
 // which Store.Damage then reports; with o.RefuseDamaged, Open returns the
 // *DamagedError instead. Other failures (permissions, the lock held by
-// another process past o.Timeout) are plain errors and touch nothing.
+// another process past o.Timeout, a *LockedError) are errors and touch
+// nothing.
 func Open(path string, o Options) (*Store, error) {
 	db, dmg, err := openChecked(path, o.Timeout)
 	if err != nil {
@@ -157,7 +158,9 @@ func openChecked(path string, timeout time.Duration) (db *bolt.DB, dmg *DamagedE
 		}
 		return nil, damaged(DamageCorrupt, "bbolt failed opening it: %v", p), nil
 	case err == nil:
-	case openErr != nil, errors.Is(err, berrors.ErrTimeout):
+	case errors.Is(err, berrors.ErrTimeout):
+		return nil, nil, &LockedError{Path: path, Waited: timeout, PID: lockHolder(path)}
+	case openErr != nil:
 		return nil, nil, fmt.Errorf("store: open %s: %w", path, err)
 	case errors.Is(err, berrors.ErrInvalid):
 		return nil, damaged(DamageNotBolt, "%v", err), nil
