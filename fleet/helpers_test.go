@@ -179,7 +179,7 @@ func startInstance(t testing.TB, fc Config, reprobe time.Duration) *instance {
 func startInstanceTimeout(t testing.TB, fc Config, reprobe, timeout time.Duration) *instance {
 	t.Helper()
 	in := &instance{log: &syncBuffer{}}
-	log := masterd.NewLogger(in.log, -4, false)
+	log := masterd.NewLogger(in.log, slog.Level(-4), false)
 	fc.Logger = log
 	node, err := New(fc)
 	if err != nil {

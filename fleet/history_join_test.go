@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"strings"
 	"testing"
@@ -104,7 +105,7 @@ func TestFleet_JoinWritesNoHistoryBack(t *testing.T) {
 	m, err := masterd.NewMaster(now, masterd.Config{
 		Listen:     []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
 		Reloadable: masterd.Reloadable{Registry: master.Config{AllowLoopback: true, MaxServersPerAddress: -1, Catalogue: catalogue(t, 0)}},
-	}, masterd.Deps{Fleet: node, Logger: masterd.NewLogger(&syncBuffer{}, -4, false)})
+	}, masterd.Deps{Fleet: node, Logger: masterd.NewLogger(&syncBuffer{}, slog.Level(-4), false)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/scout-discovery/scout/game"
@@ -163,7 +164,7 @@ func CheckMOTD(s string) error {
 // A Handler is safe for concurrent use: each socket's goroutine may call
 // it. It holds no mutable state of its own beyond atomic counters.
 type Handler struct {
-	cfg   HandlerConfig
+	cfg   atomic.Pointer[HandlerConfig] // SetConfig replaces it; read through conf
 	deps  HandlerDeps
 	reg   *Registry
 	stats Stats
@@ -176,34 +177,61 @@ func NewHandler(cfg HandlerConfig, deps HandlerDeps) (*Handler, error) {
 	if deps.Registry == nil {
 		return nil, errors.New("master: handler without a registry")
 	}
+	if deps.Landmark != "" {
+		if _, err := q3.EncodeLandmarksResponses(deps.Landmark, nil, 0); err != nil {
+			return nil, errors.New("master: landmark id: " + err.Error())
+		}
+	}
+	cfg, err := checkHandlerConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	log := deps.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h := &Handler{deps: deps, reg: deps.Registry, log: log, drops: newDropLog()}
+	h.cfg.Store(&cfg)
+	return h, nil
+}
+
+// checkHandlerConfig fills cfg's defaults and refuses what cannot be sent.
+func checkHandlerConfig(cfg HandlerConfig) (HandlerConfig, error) {
 	if cfg.MaxPacketBytes == 0 {
 		cfg.MaxPacketBytes = q3.DefaultMaxBytes
 	}
 	if cfg.MaxProbesPerTick == 0 {
 		cfg.MaxProbesPerTick = DefaultMaxProbesPerTick
 	}
-	if deps.Landmark != "" {
-		if _, err := q3.EncodeLandmarksResponses(deps.Landmark, nil, 0); err != nil {
-			return nil, errors.New("master: landmark id: " + err.Error())
-		}
-	}
 	if err := CheckMOTD(cfg.MOTD); err != nil {
-		return nil, fmt.Errorf("master: %w", err)
+		return cfg, fmt.Errorf("master: %w", err)
 	}
 	// Check the split options once, with a worst-case (IPv6) entry.
 	probe := []netip.AddrPort{netip.MustParseAddrPort("[2001:db8::1]:1")}
 	if _, err := q3.EncodeServersResponses(probe, q3.SplitOptions{Ext: true, End: q3.EndEOT, MaxBytes: cfg.MaxPacketBytes, MaxEntries: cfg.MaxEntries}); err != nil {
-		return nil, err
+		return cfg, err
 	}
 	if cfg.MaxPacketBytes > 65507 {
-		return nil, errors.New("master: server-list packets cannot exceed 65507 bytes")
+		return cfg, errors.New("master: server-list packets cannot exceed 65507 bytes")
 	}
-	log := deps.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Handler{cfg: cfg, deps: deps, reg: deps.Registry, log: log, drops: newDropLog()}, nil
+	return cfg, nil
 }
+
+// SetConfig replaces the handler's settings while it runs (a reload):
+// packet layout, MOTD, peer and upstream masters. The replies built after
+// it follow the new settings; a cached answer in the old layout is not
+// sent again once the registry's listing changes.
+func (h *Handler) SetConfig(cfg HandlerConfig) error {
+	cfg, err := checkHandlerConfig(cfg)
+	if err != nil {
+		return err
+	}
+	h.cfg.Store(&cfg)
+	return nil
+}
+
+// conf is the settings in force; SetConfig replaces them whole.
+func (h *Handler) conf() *HandlerConfig { return h.cfg.Load() }
 
 // Stats returns the handler's counters.
 func (h *Handler) Stats() *Stats { return &h.stats }
@@ -212,7 +240,7 @@ func (h *Handler) Stats() *Stats { return &h.stats }
 func (h *Handler) Registry() *Registry { return h.reg }
 
 // Config returns the handler's settings, with their defaults filled in.
-func (h *Handler) Config() HandlerConfig { return h.cfg }
+func (h *Handler) Config() HandlerConfig { return *h.conf() }
 
 // Deps returns what the handler works with.
 func (h *Handler) Deps() HandlerDeps { return h.deps }
@@ -422,7 +450,7 @@ func (h *Handler) Tick(now time.Time, dst []Outgoing) []Outgoing {
 			}
 		}
 	}
-	for _, p := range h.reg.DueProbes(now, nil, h.cfg.MaxProbesPerTick) {
+	for _, p := range h.reg.DueProbes(now, nil, h.conf().MaxProbesPerTick) {
 		dst = h.probe(now, p, dst)
 	}
 	if h.deps.Landmark != "" {

@@ -71,7 +71,7 @@ func (h *Handler) getServers(now time.Time, from netip.AddrPort, m q3.GetServers
 		end = q3.EndNUL // Q3Master notes: protocols 43/45 end with one NUL
 	}
 	form := replyForm{split: q3.SplitOptions{
-		Ext: m.Ext, End: end, MaxEntries: h.cfg.MaxEntries, MaxBytes: h.cfg.MaxPacketBytes,
+		Ext: m.Ext, End: end, MaxEntries: h.conf().MaxEntries, MaxBytes: h.conf().MaxPacketBytes,
 	}}
 	outK := KindServersResponse
 	if m.Ext {
@@ -84,7 +84,7 @@ func (h *Handler) getServers(now time.Time, from netip.AddrPort, m q3.GetServers
 			landmarks |= lmPeers
 		}
 	}
-	return h.reply(now, from, outK, f, form, !h.cfg.EndOnLastOnly, landmarks, dst)
+	return h.reply(now, from, outK, f, form, !h.conf().EndOnLastOnly, landmarks, dst)
 }
 
 // sendList sends a cached server-list reply, all or nothing: its bytes
@@ -147,7 +147,7 @@ func (h *Handler) q4GetServers(now time.Time, from netip.AddrPort, m *q4.GetServ
 	default:
 		return h.drop(dst, k, from, why)
 	}
-	form := replyForm{q4: true, split: q3.SplitOptions{MaxBytes: min(h.cfg.MaxPacketBytes, q4.MaxServersPacketLen)}}
+	form := replyForm{q4: true, split: q3.SplitOptions{MaxBytes: min(h.conf().MaxPacketBytes, q4.MaxServersPacketLen)}}
 	return h.reply(now, from, KindQ4Servers, f, form, true, 0, dst)
 }
 
@@ -206,7 +206,7 @@ func (h *Handler) HandleMOTD(now time.Time, from netip.AddrPort, pkt []byte, dst
 	if len(c) > MaxMOTDChallengeLen || strings.ContainsRune(c, '"') {
 		return h.drop(dst, k, from, ReasonMalformed)
 	}
-	b, err := q3.MOTD{Info: infostring.Info{{Key: "challenge", Value: c}, {Key: "motd", Value: h.cfg.MOTD}}}.AppendBinary(nil)
+	b, err := q3.MOTD{Info: infostring.Info{{Key: "challenge", Value: c}, {Key: "motd", Value: h.conf().MOTD}}}.AppendBinary(nil)
 	if err != nil {
 		return h.drop(dst, k, from, ReasonMalformed)
 	}

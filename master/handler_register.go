@@ -81,7 +81,7 @@ func (h *Handler) verify(now time.Time, from netip.AddrPort, k Kind, rep Reply, 
 // as Q3Master's register. It runs once per verified check, so at most
 // about once per heartbeat or re-probe interval per server.
 func (h *Handler) forward(now time.Time, s Server, dst []Outgoing) []Outgoing {
-	if len(h.cfg.Upstreams) == 0 || s.Family != game.FamilyQ3 {
+	if len(h.conf().Upstreams) == 0 || s.Family != game.FamilyQ3 {
 		return dst
 	}
 	pub, _ := h.reg.Config().AddrMap.Map(s.Addr)
@@ -92,7 +92,7 @@ func (h *Handler) forward(now time.Time, s Server, dst []Outgoing) []Outgoing {
 	if err != nil {
 		return dst
 	}
-	for _, up := range h.cfg.Upstreams {
+	for _, up := range h.conf().Upstreams {
 		dst = h.send(now, up, nil, dst, Outgoing{To: up, Kind: KindRegister, Payload: b})
 	}
 	return dst
@@ -117,7 +117,7 @@ func (h *Handler) register(now time.Time, from netip.AddrPort, m q3.Register, ds
 }
 
 func (h *Handler) isPeer(a netip.AddrPort) bool {
-	for _, p := range h.cfg.Peers {
+	for _, p := range h.conf().Peers {
 		if p.Addr().Unmap() == a.Addr() && (p.Port() == 0 || p.Port() == a.Port()) {
 			return true
 		}

@@ -102,7 +102,7 @@ var landmarkPing = q3.LandmarkPing()
 func (h *Handler) sendLandmarks(now time.Time, to netip.AddrPort, f filter, peers bool, dst []Outgoing) []Outgoing {
 	var outs []Outgoing
 	for _, run := range h.reg.landmarkEntries(now, f, h.deps.Landmark) {
-		pkts, err := q3.EncodeLandmarksResponses(run.id, run.entries, h.cfg.MaxPacketBytes)
+		pkts, err := q3.EncodeLandmarksResponses(run.id, run.entries, h.conf().MaxPacketBytes)
 		if err != nil {
 			h.log.Error("encoding landmark RTTs", "landmark", run.id, "err", err)
 			continue
@@ -133,7 +133,7 @@ func (h *Handler) appendPeerRows(now time.Time, to netip.AddrPort, outs []Outgoi
 		for _, e := range row.RTTs {
 			es = append(es, q3.LandmarkPeerEntry{Peer: e.Landmark, RTT: e.RTT, Age: max(0, now.Sub(e.Measured))})
 		}
-		pkts, err := q3.EncodeLandmarkPeersResponses(row.Landmark, es, h.cfg.MaxPacketBytes)
+		pkts, err := q3.EncodeLandmarkPeersResponses(row.Landmark, es, h.conf().MaxPacketBytes)
 		if err != nil {
 			h.log.Error("encoding landmark peer RTTs", "landmark", row.Landmark, "err", err)
 			continue

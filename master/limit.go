@@ -109,6 +109,19 @@ func (l *SourceLimiter) sweepLocked(now stamp) bool {
 	return false
 }
 
+// SetLimits changes the throttle, decay and table size while the limiter
+// is in use (a reload), with NewSourceLimiter's bounds. Sources already
+// tracked keep their backlog, now draining at the new decay.
+func (l *SourceLimiter) SetLimits(throttle int, decay time.Duration, max int) error {
+	if throttle < 2 || decay <= 0 || max <= 0 {
+		return fmt.Errorf("master: flood protection throttle %d (>= 2), decay %v (> 0), table %d (> 0)", throttle, decay, max)
+	}
+	l.mu.Lock()
+	l.decay, l.tolerance, l.max = decay, time.Duration(throttle-2)*decay, max
+	l.mu.Unlock()
+	return nil
+}
+
 // Len returns the number of sources tracked.
 func (l *SourceLimiter) Len() int {
 	l.mu.Lock()
@@ -153,6 +166,19 @@ func NewByteBudget(rate, burst int) (*ByteBudget, error) {
 	return b, nil
 }
 
+// SetLimits changes the rate and the burst while the budget is in use (a
+// reload); both must be positive.
+func (b *ByteBudget) SetLimits(rate, burst int) error {
+	if rate <= 0 || burst <= 0 {
+		return fmt.Errorf("master: outbound budget %d B/s, burst %d B: both must be positive", rate, burst)
+	}
+	b.mu.Lock()
+	b.perByte, b.burst = 1e9/float64(rate), burst
+	b.tolerance = b.cost(burst)
+	b.mu.Unlock()
+	return nil
+}
+
 func (b *ByteBudget) cost(n int) time.Duration {
 	return time.Duration(float64(n)*b.perByte + 0.5)
 }
@@ -161,12 +187,12 @@ func (b *ByteBudget) cost(n int) time.Duration {
 // OK, ReasonBudgetExhausted, or ReasonReplyTooLarge when n exceeds the
 // burst (it could never pass).
 func (b *ByteBudget) Reserve(now time.Time, n int) Reason {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if n > b.burst {
 		return ReasonReplyTooLarge
 	}
 	c := b.cost(n)
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	if !take(&b.tat, now.UnixNano(), int64(c), int64(b.tolerance)) {
 		return ReasonBudgetExhausted
 	}

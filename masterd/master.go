@@ -43,6 +43,11 @@ type Master struct {
 	httpLn       net.Listener
 
 	closeOnce sync.Once
+
+	// reloadMu serialises Reload; running is the run-time configuration
+	// in force (Config holds the one the master started with).
+	reloadMu sync.Mutex
+	running  Reloadable
 }
 
 // NewMaster builds a master from cfg working with deps: registry,
@@ -79,7 +84,7 @@ func NewMaster(now time.Time, cfg Config, deps Deps) (*Master, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Master{Config: cfg, Registry: reg, Log: log, History: hist, API: api, deps: deps}
+	m := &Master{Config: cfg, Registry: reg, Log: log, History: hist, API: api, deps: deps, running: cfg.Reloadable}
 	if len(cfg.LandmarkPeers) > 0 {
 		if err := m.setLandmarkPeers(now, lm); err != nil {
 			return nil, err
@@ -403,8 +408,9 @@ func (m *Master) Close() error {
 }
 
 // NewLogger returns a text (or, with json, a JSON) logger writing records
-// of level and above to w.
-func NewLogger(w io.Writer, level slog.Level, json bool) *slog.Logger {
+// of level and above to w; a *slog.LevelVar as level lets a reload change
+// it.
+func NewLogger(w io.Writer, level slog.Leveler, json bool) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
 	if json {
 		return slog.New(slog.NewJSONHandler(w, opts))

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/scout-discovery/scout/fleet"
@@ -33,6 +36,11 @@ var errStateFile = errors.New("the state file could not be opened")
 // run until ctx ends. As dpmaster, a bad option or option value exits
 // with status 1 and says which.
 func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	// SIGHUP reloads: caught from the start, so a start-up that takes long
+	// (a fleet's first read) is not ended by one.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	set, err := parseMaster(ctx, args)
 	switch {
 	case errors.Is(err, errMasterHelp):
@@ -46,9 +54,11 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		printGames(stdout, cmp.Or(set.Config.Registry.Catalogue, game.Default()))
 		return 0
 	}
+	level := new(slog.LevelVar)
+	level.Set(set.LogLevel)
 	log := slog.New(slog.DiscardHandler)
 	if !set.LogOff {
-		log = masterd.NewLogger(stderr, set.LogLevel, set.LogJSON)
+		log = masterd.NewLogger(stderr, level, set.LogJSON)
 	}
 	deps, closeDeps, err := masterDeps(set, log)
 	if err != nil {
@@ -76,6 +86,7 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if drop != (privdrop.Options{}) {
 		log.Info("privileges dropped", "user", drop.User, "jail", drop.Jail)
 	}
+	go reloadOnHUP(ctx, hup, args, set, m, level, log)
 	if err := m.Run(ctx); err != nil {
 		log.Error("stopped", "err", err)
 		return 1
@@ -134,4 +145,51 @@ func masterDeps(set masterSetup, log *slog.Logger) (masterd.Deps, func(), error)
 		return deps, func() { s.Close() }, nil
 	}
 	return deps, func() {}, nil
+}
+
+// reloadOnHUP reads the command line and its --config file again at each
+// SIGHUP and applies what may change while the master runs
+// (masterd.Master.Reload, and the log level), logging what changed and
+// what needs a restart. A configuration that does not parse, or that the
+// master cannot run with, is logged and changes nothing.
+func reloadOnHUP(ctx context.Context, hup <-chan os.Signal, args []string, running masterSetup, m *masterd.Master, level *slog.LevelVar, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		set, err := parseMaster(ctx, args)
+		if err != nil {
+			log.Error("reload refused: the configuration does not parse; nothing changed", "err", err)
+			continue
+		}
+		changed, restart, err := m.Reload(time.Now(), set.Config)
+		if err != nil {
+			log.Error("reload refused: nothing changed", "err", err)
+			continue
+		}
+		if set.LogLevel != running.LogLevel {
+			level.Set(set.LogLevel)
+			changed = append(changed, "verbose")
+		}
+		for _, f := range []struct {
+			name string
+			same bool
+		}{
+			{"state", set.State == running.State}, {"refuse-damaged-state", set.RefuseDamaged == running.RefuseDamaged},
+			{"store", set.Redis == running.Redis}, {"fleet-id", set.FleetID == running.FleetID},
+			{"log-format", set.LogJSON == running.LogJSON}, {"verbose 0", set.LogOff == running.LogOff},
+			{"user", set.User == running.User}, {"jail-path", set.Jail == running.Jail},
+		} {
+			if !f.same {
+				restart = append(restart, f.name)
+			}
+		}
+		running.LogLevel = set.LogLevel
+		log.Info("reloaded", "changed", changed, "servers", len(m.Registry.Servers(nil)))
+		if len(restart) > 0 {
+			log.Warn("changed in the configuration, needs a restart to apply", "options", restart)
+		}
+	}
 }
