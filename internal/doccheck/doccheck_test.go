@@ -213,7 +213,7 @@ func topLevel(t *testing.T) (dirs, files map[string]bool) {
 	return dirs, files
 }
 
-var pathRE = regexp.MustCompile(`(?:^|[\s(=,'"])(?:\./)?((?:[A-Za-z0-9_.-]+/)+[A-Za-z0-9_.*-]*)`)
+var pathRE = regexp.MustCompile(`(?:^|[\s(=,'"])(?:\./)?((?:[A-Za-z0-9_.-]+/)+[A-Za-z0-9_.*@-]*)`)
 
 // TestDocs_PathsExist: a path of the tree named in code (a block or a
 // span) exists. Paths are recognised by their first folder, a top-level
@@ -529,6 +529,7 @@ var otherFlags = []string{
 	"allow-loopback", // dpmaster's
 	"ignore-missing", "loglevel", "no-audit", "no-fund", "check", "snapshot", "clean",
 	"skip", "tags", "timeout", "version", "help",
+	"now", "name", // systemctl enable --now, podman run --name
 }
 
 // TestDocs_ScoutCommands: every scout and scout-lab command the docs show
