@@ -26,6 +26,11 @@
 //	                  keeping the day (history.go)
 //	PREFIX rtts       hash: landmark RTTs, one per server and landmark
 //	PREFIX landmarks  hash: the live landmarks' descriptions (landmarks.go)
+//	PREFIX removed    sorted set: server address -> the version (ms) of
+//	                  its last removal, kept Config.RemovedTTL (15
+//	                  minutes): a write of an older verification that
+//	                  comes after the removal (an instance's queue,
+//	                  written when Redis answers again) lists nothing
 //	PREFIX epoch      string: a random id set by the first full read of
 //	                  a registry (SET NX); a Redis that lost its data has
 //	                  none, or another's (fullread.go)
@@ -38,8 +43,13 @@
 // verification and drops the other (put: write only if the version is
 // newer than the one held; removal: delete only if the one held is no
 // newer than the version removed, so a removal never undoes a verification
-// made elsewhere meanwhile). Each script writes the hash and appends to
-// the stream in one atomic step, or does nothing and appends nothing.
+// made elsewhere meanwhile). A removal's version is the server's last
+// verification, or, for a server that said it was shutting down (a
+// flatline) and did not answer its check, the time of that check
+// (master.Removal.Version): a shutdown the master was told about
+// outweighs a re-probe another instance made before it. Each script
+// writes the hash and appends to the stream in one atomic step, or does
+// nothing and appends nothing.
 //
 // # Work shared, not repeated
 //
@@ -75,7 +85,9 @@
 //     at each other instance, its share of an XREAD that returns up to
 //     Config.ReadCount changes;
 //   - a re-probe: none to send it; its verification is the line above; an
-//     unanswered one that drops the server, one EVALSHA (HGET, HDEL, XADD);
+//     unanswered one that drops the server, one EVALSHA (TIME, ZSCORE,
+//     ZADD, ZREMRANGEBYSCORE, HGET, HDEL, XADD); a put of a server the
+//     hash does not hold also reads its removal (ZSCORE);
 //   - per instance, every Config.Beat: one EVALSHA (TIME, ZSCORE, ZADD,
 //     ZRANGE, HMGET, GET of the epoch; ZRANGEBYSCORE once it has beaten for Config.Dead
 //     since Redis last failed it; HSET of its description when it is a
@@ -114,7 +126,14 @@
 // up: it reads the stream from the last change it applied, or, when the
 // stream was trimmed past it (XINFO STREAM: its first entry is after that change) or
 // started again, reads the whole hash in pages of Config.PageSize (HSCAN)
-// and drops the servers it lists that the hash no longer holds. Startup
+// and drops the servers it lists that the hash no longer holds, but not
+// its own: those verified since the read began, and those whose writes
+// were queued, in flight when the read began, or taken from the queue
+// while it ran (the read may have passed their place in the hash before
+// they landed), unless Redis refused them (a newer record or a removal);
+// each server dropped is logged at debug level. An instance cut off from
+// Redis for the fleet's dead time reports itself alone
+// (scout_fleet_instances 1), as the others report it gone. Startup
 // reads the hash in the same pages, then the stream from where it stood
 // before the read. A read of the hash cut short (a join given up at
 // masterd.FleetJoinTimeout, a round trip timing out while Redis is busy)

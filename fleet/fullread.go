@@ -33,9 +33,10 @@ type fullRead struct {
 	start  time.Time // the first attempt's start
 	drop   bool      // remove what the hash no longer holds (a catch-up)
 	seen   map[netip.AddrPort]struct{}
-	read   int  // records applied
-	tries  int  // attempts
-	done   bool // every page applied
+	spare  map[netip.AddrPort]struct{} // this instance's own writes since the read began (Node.sparing)
+	read   int                         // records applied
+	tries  int                         // attempts
+	done   bool                        // every page applied
 }
 
 // resync reads the whole hash into the registry, in pages, then (with
@@ -64,21 +65,12 @@ func (n *Node) resync(ctx context.Context, drop bool) error {
 		n.partial = fr // every page applied (done): the next attempt reads none
 		return err
 	}
+	if h := n.hooks; h != nil && h.afterPages != nil {
+		h.afterPages()
+	}
 	removed := 0
 	if fr.drop {
-		n.mu.Lock()
-		for _, s := range n.reg.Servers(nil) {
-			if _, ok := fr.seen[s.Addr]; ok || !s.LastVerified.Before(fr.start) {
-				continue
-			}
-			if _, queued := n.queue[s.Addr]; queued {
-				continue
-			}
-			if n.reg.ApplyRemoval(s.Addr, s.LastVerified) {
-				removed++
-			}
-		}
-		n.mu.Unlock()
+		removed = n.dropUnseen(fr)
 	}
 	n.lastID, n.epoch = fr.lastID, fr.epoch
 	n.read.Store(true)
@@ -87,6 +79,33 @@ func (n *Node) resync(ctx context.Context, drop bool) error {
 	n.log.Info("read the shared registry", "servers", fr.read, "landmark_rtts", rtts, "removed", removed, "attempts", fr.tries,
 		"took", time.Since(fr.start).Round(time.Millisecond), "stream_id", fr.lastID)
 	return nil
+}
+
+// dropUnseen removes the listed servers fr did not see in the hash,
+// unless verified here since fr began, or written by this instance since
+// (queued, in flight, or taken from the queue while fr read: the read may
+// have passed their place before they landed; see Node.sparing). Each is
+// logged.
+func (n *Node) dropUnseen(fr *fullRead) int {
+	removed := 0
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, s := range n.reg.Servers(nil) {
+		if _, ok := fr.seen[s.Addr]; ok || !s.LastVerified.Before(fr.start) {
+			continue
+		}
+		_, queued := n.queue[s.Addr]
+		_, spared := fr.spare[s.Addr]
+		if queued || spared {
+			continue
+		}
+		if n.reg.ApplyRemoval(s.Addr, s.LastVerified) {
+			removed++
+			n.log.Debug("removed: no longer in the shared registry", "server", s.Addr, "last_verified", s.LastVerified)
+		}
+	}
+	n.sparing = nil
+	return removed
 }
 
 // synced reports whether the registry holds the hash: a full read done,
@@ -113,6 +132,13 @@ func (n *Node) startRead(ctx context.Context, drop bool) (*fullRead, error) {
 	}
 	if drop {
 		fr.seen = make(map[netip.AddrPort]struct{})
+		fr.spare = make(map[netip.AddrPort]struct{})
+		n.mu.Lock()
+		for a := range n.writing {
+			fr.spare[a] = struct{}{}
+		}
+		n.sparing = fr.spare
+		n.mu.Unlock()
 	}
 	return fr, nil
 }

@@ -58,7 +58,7 @@ func (n *Node) Collect(ch chan<- prometheus.Metric) {
 	if n.Up() {
 		up = 1
 	}
-	gauge(d("instances", "Live instances of the fleet seen at the last beat, this one included."), float64(len(live)))
+	gauge(d("instances", "Live instances of the fleet this one sees: those of its last beat, this one included, while that beat is less than the fleet's dead time old; 1 (itself) after, while it is cut off from Redis."), float64(n.LiveNow(time.Now())))
 	gauge(d("redis_up", "1 if the last Redis round trip succeeded, 0 while Redis is unreachable (answers come from memory)."), up)
 	gauge(d("queued_writes", "Writes waiting for Redis (one per address at most)."), float64(n.Queued()))
 	share := 1.0

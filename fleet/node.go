@@ -54,6 +54,13 @@ const (
 	MaxBackoff = 2 * time.Second
 	// StopTimeout bounds writing the queue when the instance stops.
 	StopTimeout = 2 * time.Second
+	// DefaultRemovedTTL is how long a removal is remembered in Redis
+	// (PREFIX removed), so that a write of an older verification that
+	// arrives after it (an instance's queue written when Redis came back)
+	// cannot list the server again: the registry's default silence
+	// Timeout, after which such a record would be taken as silent and
+	// re-verified at once anyway (master.Registry.Apply).
+	DefaultRemovedTTL = 15 * time.Minute
 )
 
 // Config configures a Node. Zero fields mean their defaults.
@@ -76,7 +83,10 @@ type Config struct {
 	// registry's MaxServers (set at Join).
 	MaxQueued int
 	Timeout   time.Duration
-	Logger    *slog.Logger
+	// RemovedTTL is how long a removal is remembered in Redis; 0 means
+	// DefaultRemovedTTL.
+	RemovedTTL time.Duration
+	Logger     *slog.Logger
 	// Landmark, if set, makes this instance one of the fleet's landmarks
 	// (landmarks.go): its RTT to each server it verifies is shared with
 	// the verification's write, and its description with its beat. Its
@@ -103,6 +113,7 @@ type Node struct {
 	rtts   string // landmark RTTs (landmarks.go)
 	lms    string // landmark descriptions (landmarks.go)
 	epochK string // the registry's epoch (fullread.go)
+	gone   string // recent removals (PREFIX removed)
 	put    *redis.Script
 	del    *redis.Script
 	beat   *redis.Script
@@ -122,13 +133,23 @@ type Node struct {
 	// done (Ready); read by the HTTP server, so atomic.
 	read atomic.Bool
 
-	mu      sync.Mutex
-	queue   map[netip.AddrPort]op
-	writing int // writes taken from queue by a pipeline not yet done
+	mu    sync.Mutex
+	queue map[netip.AddrPort]op
+	// writing is the writes taken from queue by a pipeline not yet done.
+	writing map[netip.AddrPort]op
+	// sparing, while a full read that drops what the hash does not hold
+	// is under way (fullread.go), collects the addresses whose writes
+	// were in flight when it began or were taken from the queue since:
+	// the read may have passed their place in the hash before they
+	// landed, and they are this instance's own, not gone.
+	sparing map[netip.AddrPort]struct{}
 	live    []string
-	peers   []master.Landmark // the other live landmarks' descriptions
-	lmAddr  string            // this landmark's address, if its description had none (SetLandmarkAddress)
-	downAt  time.Time         // when Redis became unreachable; zero while up
+	// lastBeat is when the last beat succeeded (this process's clock);
+	// the live set is as old as it.
+	lastBeat time.Time
+	peers    []master.Landmark // the other live landmarks' descriptions
+	lmAddr   string            // this landmark's address, if its description had none (SetLandmarkAddress)
+	downAt   time.Time         // when Redis became unreachable; zero while up
 	// beatEpoch is the registry's epoch as the last beat read it: a Redis
 	// flushed under a follower whose XREAD goes on blocking is seen there.
 	beatEpoch    string
@@ -140,6 +161,14 @@ type Node struct {
 	beating time.Time
 
 	stats stats
+	hooks *nodeHooks // nil but in tests
+}
+
+// nodeHooks are the points where a test holds a node to order its steps
+// (the writer against a full read) deterministically.
+type nodeHooks struct {
+	beforeWrite func() // a batch taken from the queue, before it is written
+	afterPages  func() // a full read's pages applied, before it drops what it did not see
 }
 
 // New returns a node for cfg. It does not connect yet.
@@ -173,6 +202,7 @@ func New(cfg Config) (*Node, error) {
 	orDur(&cfg.Dead, DefaultDead)
 	orDur(&cfg.Block, DefaultBlock)
 	orDur(&cfg.Timeout, DefaultTimeout)
+	orDur(&cfg.RemovedTTL, DefaultRemovedTTL)
 	orInt(&cfg.PageSize, DefaultPageSize)
 	orInt(&cfg.ReadCount, DefaultReadCount)
 	if cfg.Landmark != nil {
@@ -194,21 +224,23 @@ func New(cfg Config) (*Node, error) {
 	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = cfg.Timeout, cfg.Timeout, cfg.Timeout
 	opt.MaxRetries = -1 // the node retries with its own backoff, and says so
 	n := &Node{
-		cfg:    cfg,
-		rdb:    redis.NewClient(opt),
-		log:    cfg.Logger.With("fleet", cfg.ID),
-		hash:   cfg.Prefix + "servers",
-		stream: cfg.Prefix + "changes",
-		insts:  cfg.Prefix + "instances",
-		rtts:   cfg.Prefix + "rtts",
-		lms:    cfg.Prefix + "landmarks",
-		epochK: cfg.Prefix + "epoch",
-		put:    redis.NewScript(putScript),
-		del:    redis.NewScript(delScript),
-		beat:   redis.NewScript(beatScript),
-		hist:   redis.NewScript(histScript),
-		wake:   make(chan struct{}, 1),
-		queue:  make(map[netip.AddrPort]op),
+		cfg:     cfg,
+		rdb:     redis.NewClient(opt),
+		log:     cfg.Logger.With("fleet", cfg.ID),
+		hash:    cfg.Prefix + "servers",
+		stream:  cfg.Prefix + "changes",
+		insts:   cfg.Prefix + "instances",
+		rtts:    cfg.Prefix + "rtts",
+		lms:     cfg.Prefix + "landmarks",
+		epochK:  cfg.Prefix + "epoch",
+		gone:    cfg.Prefix + "removed",
+		put:     redis.NewScript(putScript),
+		del:     redis.NewScript(delScript),
+		beat:    redis.NewScript(beatScript),
+		hist:    redis.NewScript(histScript),
+		wake:    make(chan struct{}, 1),
+		queue:   make(map[netip.AddrPort]op),
+		writing: make(map[netip.AddrPort]op),
 	}
 	n.stats.init()
 	return n, nil
@@ -217,19 +249,32 @@ func New(cfg Config) (*Node, error) {
 // ID returns the instance's name in the fleet.
 func (n *Node) ID() string { return n.cfg.ID }
 
-// The scripts. Versions are 20-digit strings, compared as strings. put
+// The scripts. Versions are 20-digit strings, compared as strings. A
+// removal is remembered for Config.RemovedTTL in a sorted set (PREFIX
+// removed: address -> the removal's version in milliseconds), and put
+// writes nothing older than a removal remembered (returns 0): an
+// instance's queue, written when Redis answers again after an outage, may
+// hold a verification made before another instance removed the server
+// (a flatline: the server said it was shutting down), and must not list
+// it again. put
 // also writes this instance's landmark RTT to the server, if it sends one
-// (ARGV[5] the rtts field, ARGV[6] its value: landmarks.go), whether or
+// (ARGV[5] the rtts field, ARGV[6] its value: landmarks.go; ARGV[7] is the
+// version in milliseconds), whether or
 // not the record itself was newer, and says so in the stream entry (l, r);
 // it returns 1 when the record was written, 2 when only the RTT was, 0
-// when nothing was. del also removes the server's RTT fields of the
-// landmarks named in ARGV[5..]. beat writes this instance's landmark
+// when nothing was. del (ARGV[5] the version in milliseconds, ARGV[6]
+// RemovedTTL in milliseconds) also removes the server's RTT fields of the
+// landmarks named in ARGV[7..]. beat writes this instance's landmark
 // description (ARGV[3], if any), forgets the dead instances' and returns
 // the live instances and their descriptions, and the registry's epoch
 // ("" if none: fullread.go).
 const (
 	putScript = `local cur = redis.call('HGET', KEYS[1], ARGV[1])
 local newer = not cur or string.sub(cur, 1, 20) < string.sub(ARGV[2], 1, 20)
+if newer and not cur then
+  local gone = redis.call('ZSCORE', KEYS[4], ARGV[1])
+  if gone and tonumber(gone) >= tonumber(ARGV[7]) then newer = false end
+end
 local rtt = ARGV[5] ~= ''
 if rtt then redis.call('HSET', KEYS[3], ARGV[5], ARGV[6]) end
 if newer then
@@ -246,10 +291,16 @@ if rtt then
   return 2
 end
 return 0`
-	delScript = `local cur = redis.call('HGET', KEYS[1], ARGV[1])
+	delScript = `local t = redis.call('TIME')
+local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local v = math.min(tonumber(ARGV[5]), ms)
+local prev = redis.call('ZSCORE', KEYS[4], ARGV[1])
+if not prev or tonumber(prev) < v then redis.call('ZADD', KEYS[4], v, ARGV[1]) end
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', ms - tonumber(ARGV[6]))
+local cur = redis.call('HGET', KEYS[1], ARGV[1])
 if not cur or string.sub(cur, 1, 20) > ARGV[2] then return 0 end
 redis.call('HDEL', KEYS[1], ARGV[1])
-for k = 5, #ARGV do redis.call('HDEL', KEYS[3], ARGV[1] .. ' ' .. ARGV[k]) end
+for k = 7, #ARGV do redis.call('HDEL', KEYS[3], ARGV[1] .. ' ' .. ARGV[k]) end
 redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'a', ARGV[1], 'd', ARGV[2], 'i', ARGV[4])
 return 1`
 	beatScript = `local t = redis.call('TIME')
@@ -318,12 +369,12 @@ func (n *Node) Refresh(s master.Server) { n.Put(s) }
 // configuration now refuses).
 func (n *Node) Delete(a netip.AddrPort) { n.enqueue(a, op{ver: 1<<63 - 1}) }
 
-// Remove removes the record of r.Addr unless it is newer than
-// r.LastVerified.
+// Remove removes the record of r.Addr unless it is newer than the
+// removal's version (master.Removal.Version).
 func (n *Node) Remove(r master.Removal) {
 	var ver int64
-	if !r.LastVerified.IsZero() {
-		ver = r.LastVerified.UnixNano()
+	if v := r.Version(); !v.IsZero() {
+		ver = v.UnixNano()
 	}
 	n.enqueue(r.Addr, op{ver: ver})
 }
@@ -348,7 +399,7 @@ func (n *Node) enqueue(a netip.AddrPort, o op) {
 func (n *Node) Queued() int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return len(n.queue) + n.writing
+	return len(n.queue) + len(n.writing)
 }
 
 // Live returns the live instances last seen, this one included.
@@ -356,6 +407,21 @@ func (n *Node) Live() []string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return slices.Clone(n.live)
+}
+
+// LiveNow returns how many instances this one knows to be live at now:
+// those of its last beat while that beat is less than Dead old, else one,
+// itself. An instance cut off from Redis cannot tell whether the others
+// still beat, and they take it for dead after Dead: it goes on
+// re-probing its last share (Live), but does not report a fleet it no
+// longer sees.
+func (n *Node) LiveNow(now time.Time) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.lastBeat.IsZero() || now.Sub(n.lastBeat) >= n.cfg.Dead {
+		return 1
+	}
+	return max(len(n.live), 1)
 }
 
 // Up reports whether the last Redis round trip succeeded.
@@ -513,6 +579,7 @@ func (n *Node) doBeat(ctx context.Context) error {
 	if n.beating.IsZero() {
 		n.beating = start
 	}
+	n.lastBeat = start
 	changed := !slices.Equal(live, n.live)
 	n.live = live
 	n.peers = peers

@@ -52,22 +52,28 @@ func (n *Node) flush(ctx context.Context) error {
 		}
 		batch[a] = o
 		delete(n.queue, a)
+		n.writing[a] = o
+		if n.sparing != nil {
+			n.sparing[a] = struct{}{}
+		}
 	}
-	n.writing = len(batch)
 	n.mu.Unlock()
 	if len(batch) == 0 {
 		return nil
 	}
 	defer func() {
 		n.mu.Lock()
-		n.writing = 0
+		clear(n.writing)
 		n.mu.Unlock()
 	}()
-	err := n.write(ctx, batch)
+	if h := n.hooks; h != nil && h.beforeWrite != nil {
+		h.beforeWrite()
+	}
+	superseded, err := n.write(ctx, batch)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		// Redis started again and forgot the scripts: load them.
 		if err = n.loadScripts(ctx); err == nil {
-			err = n.write(ctx, batch)
+			superseded, err = n.write(ctx, batch)
 		}
 	}
 	if err != nil {
@@ -77,9 +83,19 @@ func (n *Node) flush(ctx context.Context) error {
 				n.queue[a] = o
 			}
 		}
-		n.writing = 0
 		n.mu.Unlock()
 		return err
+	}
+	if len(superseded) > 0 {
+		// A write Redis refused (a newer record, or a removal since)
+		// does not stand for a server this instance still lists.
+		n.mu.Lock()
+		if n.sparing != nil {
+			for _, a := range superseded {
+				delete(n.sparing, a)
+			}
+		}
+		n.mu.Unlock()
 	}
 	n.succeeded()
 	return nil
@@ -96,37 +112,43 @@ func (n *Node) loadScripts(ctx context.Context) error {
 
 // write runs batch's scripts in one pipeline; it fails as a whole if any
 // failed (the scripts are idempotent: a put or a removal done twice
-// leaves what it left once).
-func (n *Node) write(ctx context.Context, batch map[netip.AddrPort]op) error {
+// leaves what it left once). It returns the puts Redis did not take (a
+// newer record, or a removal since).
+func (n *Node) write(ctx context.Context, batch map[netip.AddrPort]op) (superseded []netip.AddrPort, err error) {
 	start := time.Now()
 	pipe := n.rdb.Pipeline()
-	keys := []string{n.hash, n.stream, n.rtts}
+	keys := []string{n.hash, n.stream, n.rtts, n.gone}
+	addrs := make([]netip.AddrPort, 0, len(batch))
 	var ids []any // the landmarks whose records a removal deletes
 	for a, o := range batch {
+		addrs = append(addrs, a)
 		if o.srv != nil {
 			field, value := n.putRTT(a, *o.srv)
-			pipe.EvalSha(ctx, n.put.Hash(), keys, a.String(), encode(*o.srv), n.cfg.StreamLen, n.cfg.ID, field, value)
+			pipe.EvalSha(ctx, n.put.Hash(), keys, a.String(), encode(*o.srv), n.cfg.StreamLen, n.cfg.ID, field, value, o.ver/1e6)
 		} else {
 			if ids == nil {
 				ids = n.landmarkIDs()
 			}
-			args := append([]any{a.String(), fmtVersion(o.ver), n.cfg.StreamLen, n.cfg.ID}, ids...)
+			args := append([]any{a.String(), fmtVersion(o.ver), n.cfg.StreamLen, n.cfg.ID, o.ver / 1e6, n.cfg.RemovedTTL.Milliseconds()}, ids...)
 			pipe.EvalSha(ctx, n.del.Hash(), keys, args...)
 		}
 	}
 	cmds, err := pipe.Exec(ctx)
 	n.stats.observe(start)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for _, c := range cmds {
+	for i, c := range cmds {
 		if v, _ := c.(*redis.Cmd).Int(); v == 1 {
 			n.stats.written.Add(1)
 		} else {
 			n.stats.superseded.Add(1)
+			if batch[addrs[i]].srv != nil {
+				superseded = append(superseded, addrs[i])
+			}
 		}
 	}
-	return nil
+	return superseded, nil
 }
 
 // follow applies the other instances' changes until ctx ends, catching up
@@ -319,10 +341,15 @@ func (n *Node) streamLostSince(ctx context.Context, id string) (loss, error) {
 }
 
 // applyMessage applies one change of another instance: a put (v), its
-// landmark RTT (l, r) if any, or a removal (d).
+// landmark RTT (l, r) if any, or a removal (d). This instance's own
+// removals are applied too: a put of another instance may have come
+// before one in the stream (written while this one's removal waited for
+// Redis), and the removal, later in the stream, is the one that stands.
 func (n *Node) applyMessage(now time.Time, m redis.XMessage) {
 	if id, _ := m.Values["i"].(string); id == n.cfg.ID {
-		return
+		if _, removal := m.Values["d"]; !removal {
+			return
+		}
 	}
 	addr, _ := m.Values["a"].(string)
 	v, put := m.Values["v"].(string)

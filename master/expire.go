@@ -113,6 +113,7 @@ func (r *Registry) Expire(now time.Time, dst []Removal) []Removal {
 	for _, e := range r.servers {
 		a := e.Addr
 		why := OK
+		var shutdown time.Time
 		if c := e.chk; c != nil && !now.Before(c.sentAt.Add(r.conf().ChallengeLifetime)) {
 			e.chk = nil
 			switch {
@@ -120,6 +121,7 @@ func (r *Registry) Expire(now time.Time, dst []Removal) []Removal {
 				why = ReasonChallengeTimedOut
 			case c.cause == CauseFlatline:
 				why = ReasonCheckUnanswered
+				shutdown = c.sentAt
 			default:
 				e.Missed = uint8(min(int(e.Missed)+1, MaxMissedCount))
 				if int(e.Missed) >= r.conf().MaxMissedProbes {
@@ -140,7 +142,7 @@ func (r *Registry) Expire(now time.Time, dst []Removal) []Removal {
 			continue
 		}
 		r.removeLocked(a, e)
-		dst = append(dst, Removal{Addr: a, Listed: e.Listed, Reason: why, LastVerified: e.LastVerified.Time()})
+		dst = append(dst, Removal{Addr: a, Listed: e.Listed, Reason: why, LastVerified: e.LastVerified.Time(), Shutdown: shutdown})
 	}
 	return dst
 }

@@ -89,6 +89,11 @@ func TestRegistry_FlatlineDoesNotDelistLiveServer(t *testing.T) {
 	if len(rem) != 1 || rem[0].Reason != ReasonCheckUnanswered || !rem[0].Listed {
 		t.Errorf("removal = %v", rem)
 	}
+	// Its version in a fleet is the shutdown's check, newer than the
+	// last verification: it undoes any check made before the shutdown.
+	if len(rem) == 1 && (!rem[0].Shutdown.Equal(sent) || !rem[0].Version().Equal(sent) || !rem[0].LastVerified.Before(sent)) {
+		t.Errorf("removal = %+v, want Shutdown and Version %v", rem[0], sent)
+	}
 }
 
 func TestRegistry_PendingExpires(t *testing.T) {

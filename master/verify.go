@@ -125,6 +125,21 @@ type Removal struct {
 	// not verified since, its restoration): in a fleet, the removal only
 	// applies to a record no newer.
 	LastVerified time.Time
+	// Shutdown, for a server dropped because it said it was shutting
+	// down (a flatline) and its check went unanswered, is when that check
+	// was sent; zero otherwise. A shutdown the master was told about
+	// outweighs any verification made before it: in a fleet, another
+	// instance's re-probe made before it must not list the server again.
+	Shutdown time.Time
+}
+
+// Version is the newest verification the removal undoes: Shutdown if
+// set, else LastVerified.
+func (r Removal) Version() time.Time {
+	if r.Shutdown.After(r.LastVerified) {
+		return r.Shutdown
+	}
+	return r.LastVerified
 }
 
 // Heartbeat handles a heartbeat from src. It returns the probe to send, or

@@ -2,6 +2,7 @@ package masterd
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/scout-discovery/scout/history"
@@ -32,13 +33,35 @@ type HistoryFleet interface {
 // with the next sample).
 const FleetHistoryInterval = time.Second
 
+// MaxHistoryRetry is the longest wait between two tries to read the
+// fleet's history back while the store does not answer (an instance
+// started while Redis is down): the waits double from
+// FleetHistoryInterval to it, and only the first failure is logged as a
+// warning, the others at debug level.
+const MaxHistoryRetry = time.Minute
+
+// historyRetry is the wait before the next try to read the fleet's
+// history after failed tries in a row.
+func historyRetry(failed int) time.Duration {
+	d := FleetHistoryInterval
+	for range min(failed, 16) {
+		d *= 2
+	}
+	return min(d, MaxHistoryRetry)
+}
+
 // loadFleetHistory reads the days History keeps at now from hf into
-// m.History, and reports whether it did.
-func (m *Master) loadFleetHistory(ctx context.Context, hf HistoryFleet, now time.Time) bool {
+// m.History, and reports whether it did. A failure is logged as a
+// warning when warn is set, at debug level otherwise.
+func (m *Master) loadFleetHistory(ctx context.Context, hf HistoryFleet, now time.Time, warn bool) bool {
 	first := history.KeepFrom(now)
 	days, corrupt, err := hf.LoadHistory(ctx, first, first+history.RetentionDays-1)
 	if err != nil {
-		m.Log.Warn("reading the fleet's history: serving this instance's until it answers", "err", err)
+		level := slog.LevelDebug
+		if warn {
+			level = slog.LevelWarn
+		}
+		m.Log.Log(ctx, level, "reading the fleet's history: serving this instance's until it answers", "err", err)
 		return false
 	}
 	m.History.Load(days)
@@ -51,11 +74,17 @@ func (m *Master) loadFleetHistory(ctx context.Context, hf HistoryFleet, now time
 // FleetHistoryInterval until ctx ends, then once more (within
 // StopTimeout of the fleet's). Until the history has been read back
 // (loaded false: the store was unreachable at start) it tries that
-// first; the writes merge, so a write before it erases nothing.
+// first, backing off (historyRetry); the writes merge, so a write before
+// it erases nothing.
 func (m *Master) keepFleetHistory(ctx context.Context, hf HistoryFleet, loaded bool) {
 	t := time.NewTicker(FleetHistoryInterval)
 	defer t.Stop()
 	var pruned time.Time
+	failed := 0
+	if !loaded {
+		failed = 1 // NewMaster's try, logged
+	}
+	next := time.Now().Add(historyRetry(failed))
 	for {
 		select {
 		case <-ctx.Done():
@@ -66,8 +95,11 @@ func (m *Master) keepFleetHistory(ctx context.Context, hf HistoryFleet, loaded b
 		case <-t.C:
 		}
 		now := time.Now()
-		if !loaded {
-			loaded = m.loadFleetHistory(ctx, hf, now)
+		if !loaded && !now.Before(next) {
+			if loaded = m.loadFleetHistory(ctx, hf, now, failed == 0); !loaded {
+				failed++
+				next = now.Add(historyRetry(failed))
+			}
 		}
 		if now.Sub(pruned) >= historyPrune {
 			m.History.Prune(now)

@@ -179,7 +179,7 @@ func (m *Master) joinFleet(now time.Time, obs master.Observer) error {
 		// seconds, delaying the fleet's verifications behind it.
 		m.History.OnChange(nil)
 		ctx, cancel := context.WithTimeout(context.Background(), FleetJoinTimeout)
-		m.fleetHistory = m.loadFleetHistory(ctx, hf, now)
+		m.fleetHistory = m.loadFleetHistory(ctx, hf, now, true)
 		cancel()
 	}
 	return nil
