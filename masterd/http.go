@@ -42,6 +42,7 @@ func (m *Master) HTTPHandler() http.Handler {
 	reg.MustRegister(apiMetrics(m)...)
 	mux := http.NewServeMux()
 	mux.Handle("/api/", m.API)
+	mux.Handle("/servers/", m.API) // a server's own page, rendered on the server
 	if m.deps.Fleet != nil {
 		reg.MustRegister(m.deps.Fleet)
 	}

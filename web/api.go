@@ -287,6 +287,8 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 		route = a.meta
 	case path == "/api/v1/landmarks":
 		route = a.landmarks
+	case strings.HasPrefix(path, "/servers/"):
+		route = a.serverPage
 	default:
 		writeError(w, &Error{Status: http.StatusNotFound, Code: "not_found",
 			Message: fmt.Sprintf("%q: no such path; see /api/v1/servers, /api/v1/servers/{address}, /api/v1/ranking, /api/v1/meta, /api/v1/landmarks", clip(path))})
@@ -336,7 +338,9 @@ func (a *API) answer(w http.ResponseWriter, r *http.Request, etag string, modifi
 		writeError(w, e)
 		return
 	}
-	h.Set("Content-Type", "application/json")
+	if h.Get("Content-Type") == "" {
+		h.Set("Content-Type", "application/json")
+	}
 	out := b.plain
 	if acceptsGzip(r) {
 		out = c.gzipped(key, b)

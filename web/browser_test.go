@@ -401,3 +401,46 @@ func jsQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// TestBrowser_PlayersFlagsLinksPhone: the players column shows people of
+// the slots with the bots apart, as the API counts them; countries are
+// text (no flag emoji, which needs a colour emoji font); a shared
+// #server=ADDRESS link lands on the server's own page; at phone width the
+// panel's address is one line.
+func TestBrowser_PlayersFlagsLinksPhone(t *testing.T) {
+	s := startScout(t)
+	ctx := newBrowser(t, desktopWidth, desktopHeight)
+	def := s.list(t, "")
+	do(t, ctx, "loading the page", chromedp.Navigate(s.base+"/"), poll(rowsAre(def.addresses())))
+	var oa struct{ Players, Bots, MaxPlayers int }
+	var d map[string]any
+	s.get(t, "/api/v1/servers/"+url.PathEscape(s.oa.String()), &d)
+	oa.Players, oa.Bots, oa.MaxPlayers = int(d["players"].(float64)), int(d["bots"].(float64)), int(d["max_players"].(float64))
+	oaRow := fmt.Sprintf(`#servers tbody tr[data-address=%q]`, s.oa.String())
+	cell := eval[string](t, ctx, `document.querySelector(`+jsQuote(oaRow+" .c-players")+`).textContent`)
+	want := fmt.Sprintf("%d/%d", oa.Players-oa.Bots, oa.MaxPlayers)
+	if oa.Bots > 0 {
+		want += fmt.Sprintf("+%d bot", oa.Bots)
+	}
+	if !strings.HasPrefix(cell, want) {
+		t.Errorf("OpenArena's players cell %q, want it to start %q (API: %d players, %d bots)", cell, want, oa.Players, oa.Bots)
+	}
+	if n := eval[int](t, ctx, `[...document.querySelectorAll("#servers tbody, select")].map(e => e.textContent).join("").match(/[\u{1F1E6}-\u{1F1FF}]/gu)?.length ?? 0`); n != 0 {
+		t.Errorf("%d regional-indicator (flag emoji) characters in the page", n)
+	}
+
+	do(t, ctx, "following a shared #server= link", chromedp.Navigate("about:blank"),
+		chromedp.Navigate(s.base+"/#server="+url.QueryEscape(s.oa.String())),
+		poll(`location.pathname === `+jsQuote("/servers/"+s.oa.String())), chromedp.WaitVisible(`#server-name`))
+	if title := eval[string](t, ctx, `document.title`); !strings.HasPrefix(title, "OpenArena peer") {
+		t.Errorf("the server page's title %q", title)
+	}
+
+	phone := newBrowser(t, 390, 844)
+	do(t, phone, "opening a panel at phone width", chromedp.Navigate(s.base+"/"), poll(rowsAre(def.addresses())),
+		chromedp.Click(oaRow+" a.open"), chromedp.WaitVisible(`#detail-addr`))
+	lines := eval[int](t, phone, `(() => { const e = document.querySelector("#detail-addr"); const r = document.createRange(); r.selectNodeContents(e); return new Set([...r.getClientRects()].map(x => Math.round(x.top))).size })()`)
+	if lines != 1 {
+		t.Errorf("the panel's address takes %d lines at 390 px", lines)
+	}
+}

@@ -193,8 +193,12 @@ function fillRow(tr, s) {
     const frac = s.max_players > 0 ? Math.min(1, s.players / s.max_players) : 0;
     const meter = el("span", { class: "meter", "aria-hidden": "true" }, el("span", { style: null }));
     meter.firstChild.style.width = (frac * 100).toFixed(0) + "%";
-    return [el("span", { class: "num" + (full ? " full" : s.players === 0 ? " zero" : ""),
-      title: s.bots ? `${s.bots} of them bots` : null, text: `${s.players}/${s.max_players}` }), meter];
+    // Humans of the slots, the bots apart: a server of bots is no game.
+    const humans = Math.max(0, s.players - (s.bots ?? 0));
+    const num = el("span", { class: "num" + (full ? " full" : humans === 0 ? " zero" : ""),
+      title: `${humans} ${humans === 1 ? "person" : "people"}, ${s.bots ?? 0} bots, ${s.max_players} slots`,
+      text: `${humans}/${s.max_players}` });
+    return s.bots ? [num, el("span", { class: "bots", text: `+${s.bots} bot${s.bots === 1 ? "" : "s"}` }), meter] : [num, meter];
   });
   set("gametype", `${s.game}/${s.gametype ?? ""}`, () => {
     const name = gametypeName(s.game, s.gametype);
@@ -348,6 +352,14 @@ tbody.addEventListener("click", ev => {
   const tr = ev.target.closest("tr[data-address]");
   if (tr) show(tr.dataset.address, tr);
 });
+
+// A shared #server=ADDRESS link goes to the server's own page, which the
+// master renders with its title and description (link previews); the
+// panel opened from the list keeps the fragment.
+{
+  const m = /^#server=(.+)$/.exec(location.hash);
+  if (m) location.replace("/servers/" + decodeURIComponent(m[1]));
+}
 
 syncForm();
 writeURL(false);

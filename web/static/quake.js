@@ -85,19 +85,17 @@ export function countryName(cc) {
   try { return displayNames?.of(cc) ?? cc; } catch { return cc; }
 }
 
-// flag is the regional-indicator emoji pair of a two-letter code (no
-// image, so nothing is fetched); "" for an unknown country.
+// flag is a country as text: its two-letter code, "" for an unknown
+// country. Flag emoji need a colour emoji font, which a stock desktop
+// (Debian's, Windows') lacks: they show as empty boxes or letter pairs.
 export function flag(cc) {
-  if (!/^[A-Z]{2}$/.test(cc ?? "")) return "";
-  return String.fromCodePoint(0x1f1e6 + cc.charCodeAt(0) - 65, 0x1f1e6 + cc.charCodeAt(1) - 65);
+  return /^[A-Z]{2}$/.test(cc ?? "") ? cc : "";
 }
 
-// countryCell is the flag with the code beside it (a flag alone is
-// unreadable where the system has no flag glyphs, as on Windows).
+// countryCell is the country's code in a badge, its name in the title.
 export function countryCell(cc) {
   const known = /^[A-Z]{2}$/.test(cc ?? "");
   return el("span", { class: "country", title: countryName(cc) },
-    el("span", { class: "flag", "aria-hidden": "true", text: flag(cc) }),
     el("span", { class: "cc", text: known ? cc : "–" }));
 }
 

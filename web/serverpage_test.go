@@ -1,0 +1,67 @@
+package web_test
+
+import (
+	"fmt"
+	"html"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/scout-discovery/scout/lab/world"
+	"github.com/scout-discovery/scout/web"
+)
+
+// TestServerPage_RenderedForLinkPreviews: /servers/ADDRESS is HTML made
+// on the server, with the server's name, humans, bots and slots in its
+// title and description (what a forum's or a chat's preview shows), its
+// hostile name escaped, and the API's caching (ETag, 304, gzip); an
+// unknown server is a 404, a bad address a 400.
+func TestServerPage_RenderedForLinkPreviews(t *testing.T) {
+	w := testWorld()
+	w.Servers = append(w.Servers, server(6, world.Q3A, "1.0.0.9:27960", `<script>alert(1)</script>'x`, "q3dm1", 8))
+	f := start(t, w, 0, web.Config{}, nil)
+	alpha := f.pub["^1Alpha ^7Arena"].String()
+
+	var d web.DetailJSON
+	f.getJSON(t, "/api/v1/servers/"+alpha, &d)
+	humans, bots := d.Players-d.Bots, d.Bots
+	title := fmt.Sprintf("Alpha Arena · q3dm17 · %d/16 — scout", humans)
+	botText := ""
+	if bots > 0 {
+		botText = fmt.Sprintf(" and %d bots", bots)
+	}
+
+	r, b := f.get(t, "/servers/"+alpha, "Accept-Encoding", "gzip")
+	if r.StatusCode != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") || r.Header.Get("Content-Encoding") != "gzip" {
+		t.Fatalf("%d %v", r.StatusCode, r.Header)
+	}
+	page := string(b)
+	for _, want := range []string{
+		"<title>" + title + "</title>",
+		fmt.Sprintf(`<meta name="description" content="Quake3Arena server %s on q3dm17: %d players%s of 16 slots, map q3dm17, country AU.">`, alpha, humans, botText),
+		`<meta property="og:title" content="` + title + `">`,
+		`<link rel="canonical" href="/servers/` + alpha + `">`,
+		fmt.Sprintf("%d of 16 slots", humans),
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q:\n%s", want, page)
+		}
+	}
+	etag := r.Header.Get("ETag")
+	if r, _ := f.get(t, "/servers/"+alpha, "If-None-Match", etag); r.StatusCode != 304 {
+		t.Errorf("If-None-Match %s: %d, want 304", etag, r.StatusCode)
+	}
+
+	hostile := f.pub[`<script>alert(1)</script>'x`].String()
+	_, b = f.get(t, "/servers/"+hostile)
+	if strings.Contains(string(b), "<script>alert") || !strings.Contains(string(b), html.EscapeString(`<script>alert(1)</script>'x`)) {
+		t.Errorf("a hostile name is not escaped:\n%s", b)
+	}
+
+	if r, _ := f.get(t, "/servers/192.0.2.1:27960"); r.StatusCode != 404 {
+		t.Errorf("an unknown server: %d, want 404", r.StatusCode)
+	}
+	if r, _ := f.get(t, "/servers/"+url.PathEscape("not an address")); r.StatusCode != 400 {
+		t.Errorf("a bad address: %d, want 400", r.StatusCode)
+	}
+}
