@@ -444,3 +444,24 @@ func TestBrowser_PlayersFlagsLinksPhone(t *testing.T) {
 		t.Errorf("the panel's address takes %d lines at 390 px", lines)
 	}
 }
+
+// TestBrowser_GamesSummary: the games section shows the API's summary,
+// one row a game.
+func TestBrowser_GamesSummary(t *testing.T) {
+	s := startScout(t)
+	ctx := newBrowser(t, desktopWidth, desktopHeight)
+	var g struct {
+		Games []struct{ Game string } `json:"games"`
+	}
+	s.get(t, "/api/v1/games", &g)
+	if len(g.Games) == 0 {
+		t.Fatal("no games in /api/v1/games")
+	}
+	var want []string
+	for _, x := range g.Games {
+		want = append(want, x.Game)
+	}
+	do(t, ctx, "opening the games section", chromedp.Navigate(s.base+"/"), chromedp.WaitVisible(`#games summary`),
+		chromedp.Click(`#games summary`), poll(fmt.Sprintf(
+			`JSON.stringify([...document.querySelectorAll("#games tbody tr")].map(r => r.dataset.game)) === %q`, jsonString(want))))
+}

@@ -65,3 +65,29 @@ func TestServerPage_RenderedForLinkPreviews(t *testing.T) {
 		t.Errorf("a bad address: %d, want 400", r.StatusCode)
 	}
 }
+
+// TestAPI_GamesSummary: /api/v1/games over a real master: every game of
+// the list with its servers, people and busiest maps, cached like the
+// list (ETag, 304).
+func TestAPI_GamesSummary(t *testing.T) {
+	f := start(t, testWorld(), 0, web.Config{}, nil)
+	var g web.GamesJSON
+	r := f.getJSON(t, "/api/v1/games", &g)
+	servers := 0
+	for _, s := range g.Games {
+		servers += s.Servers
+		if len(s.Maps) == 0 || len(s.Maps) > web.MaxBusiestMaps {
+			t.Errorf("%s: %d busiest maps", s.Game, len(s.Maps))
+		}
+	}
+	// Bravo's OpenArena heartbeats as Quake III (QuakeArena-1): three games.
+	if servers != 6 || len(g.Games) != 3 || g.Games[0].Game != "Quake3Arena" {
+		t.Fatalf("games %+v", g.Games)
+	}
+	if q := g.Games[0]; q.Servers != 4 || q.Maps[0].Map != "q3dm6" {
+		t.Errorf("Quake3Arena %+v: want 4 servers, q3dm6 (Echo and Foxtrot) busiest", q)
+	}
+	if r2, _ := f.get(t, "/api/v1/games", "If-None-Match", r.Header.Get("ETag")); r2.StatusCode != 304 {
+		t.Errorf("If-None-Match: %d", r2.StatusCode)
+	}
+}
