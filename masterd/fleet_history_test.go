@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,7 +62,7 @@ func (l *lockedBuffer) String() string {
 func TestFleetHistory_StoreDownBacksOffAndWarnsOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var log lockedBuffer
-		m := &Master{History: history.New(), Log: NewLogger(&log, 0, false)}
+		m := &Master{History: history.New(), Log: NewLogger(&log, slog.LevelInfo, false)}
 		hf := &failingHistory{}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
