@@ -289,11 +289,13 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 		route = a.landmarks
 	case path == "/api/v1/games":
 		route = a.games
+	case path == "/api/v1/players":
+		route = a.players
 	case strings.HasPrefix(path, "/servers/"):
 		route = a.serverPage
 	default:
 		writeError(w, &Error{Status: http.StatusNotFound, Code: "not_found",
-			Message: fmt.Sprintf("%q: no such path; see /api/v1/servers, /api/v1/servers/{address}, /api/v1/ranking, /api/v1/meta, /api/v1/landmarks, /api/v1/games", clip(path))})
+			Message: fmt.Sprintf("%q: no such path; see /api/v1/servers, /api/v1/servers/{address}, /api/v1/ranking, /api/v1/meta, /api/v1/landmarks, /api/v1/games, /api/v1/players", clip(path))})
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {

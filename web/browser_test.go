@@ -465,3 +465,17 @@ func TestBrowser_GamesSummary(t *testing.T) {
 		chromedp.Click(`#games summary`), poll(fmt.Sprintf(
 			`JSON.stringify([...document.querySelectorAll("#games tbody tr")].map(r => r.dataset.game)) === %q`, jsonString(want))))
 }
+
+// TestBrowser_FindAPlayer: typing part of a bot's name finds it on the
+// OpenArena server, linked to that server's page.
+func TestBrowser_FindAPlayer(t *testing.T) {
+	s := startScout(t)
+	ctx := newBrowser(t, desktopWidth, desktopHeight)
+	do(t, ctx, "searching for a player", chromedp.Navigate(s.base+"/"), chromedp.WaitVisible(`#player-search summary`),
+		chromedp.Click(`#player-search summary`), chromedp.SendKeys(`#player-search input`, "sarg"),
+		poll(fmt.Sprintf(`[...document.querySelectorAll("#player-search tbody tr")].some(r => r.dataset.address === %q)`, s.oa.String())))
+	href := eval[string](t, ctx, fmt.Sprintf(`document.querySelector('#player-search tbody tr[data-address=%q] a').getAttribute("href")`, s.oa.String()))
+	if href != "/servers/"+s.oa.String() {
+		t.Errorf("the result links to %q", href)
+	}
+}

@@ -1,6 +1,8 @@
 package web
 
 import (
+	"fmt"
+	"net/netip"
 	"reflect"
 	"testing"
 )
@@ -26,5 +28,30 @@ func TestSummarize_PeopleServersAndBusiestMaps(t *testing.T) {
 	}
 	if got := summarize(nil); len(got) != 0 {
 		t.Errorf("no rows: %+v", got)
+	}
+}
+
+func TestFindPlayers_SubstringOfThePlainNameAcrossServers(t *testing.T) {
+	rows := []row{
+		{ServerJSON: ServerJSON{Address: "192.0.2.1:27960", NamePlain: "One", Game: "et", Map: "oasis"}},
+		{ServerJSON: ServerJSON{Address: "192.0.2.2:27960", NamePlain: "Two", Game: "et", Map: "radar"}},
+	}
+	rows[0].reg = netip.MustParseAddrPort("192.0.2.1:27960")
+	rows[1].reg = netip.MustParseAddrPort("192.0.2.2:27960")
+	lists := map[netip.AddrPort][]PlayerJSON{
+		rows[0].reg: {{Name: "^1Sarge", NamePlain: "Sarge", Ping: 0}, {Name: "Bob", NamePlain: "Bob", Ping: 40}},
+		rows[1].reg: {{Name: "^3sargeant", NamePlain: "sargeant", Ping: 55}},
+	}
+	total, found := findPlayers(rows, "sarge", func(a netip.AddrPort) []PlayerJSON { return lists[a] })
+	if total != 2 || len(found) != 2 || found[0].Server.Address != "192.0.2.1:27960" || !found[0].Bot ||
+		found[1].NamePlain != "sargeant" || found[1].Bot || found[1].Server.Map != "radar" {
+		t.Errorf("found %d: %+v", total, found)
+	}
+	many := map[netip.AddrPort][]PlayerJSON{}
+	for i := range MaxPlayerResults + 5 {
+		many[rows[0].reg] = append(many[rows[0].reg], PlayerJSON{NamePlain: fmt.Sprintf("bob%d", i), Ping: 1})
+	}
+	if total, found := findPlayers(rows, "bob", func(a netip.AddrPort) []PlayerJSON { return many[a] }); total != MaxPlayerResults+5 || len(found) != MaxPlayerResults {
+		t.Errorf("a common name: total %d, %d found; want every one counted and %d listed", total, len(found), MaxPlayerResults)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/scout-discovery/scout/lab/world"
 	"github.com/scout-discovery/scout/web"
@@ -89,5 +90,37 @@ func TestAPI_GamesSummary(t *testing.T) {
 	}
 	if r2, _ := f.get(t, "/api/v1/games", "If-None-Match", r.Header.Get("ETag")); r2.StatusCode != 304 {
 		t.Errorf("If-None-Match: %d", r2.StatusCode)
+	}
+}
+
+// TestAPI_PlayerSearch: /api/v1/players finds a player by part of the
+// name, colour codes ignored, on whichever server, and refuses a name too
+// short or too long.
+func TestAPI_PlayerSearch(t *testing.T) {
+	f := start(t, testWorld(), time.Second, web.Config{MinRefresh: -1}, nil)
+	// Player lists come with the re-probes (getstatus), a second apart.
+	alpha := f.pub["^1Alpha ^7Arena"].String()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var d web.DetailJSON
+		if f.getJSON(t, "/api/v1/servers/"+alpha, &d); len(d.PlayerList) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no player list for Alpha")
+		}
+		<-tick.C
+	}
+	var p web.PlayersJSON
+	f.getJSON(t, "/api/v1/players?name=BO", &p)
+	if p.Total != 1 || len(p.Players) != 1 || p.Players[0].NamePlain != "Bob" || p.Players[0].Server.Address != alpha {
+		t.Fatalf("name=BO: %+v", p)
+	}
+	for _, q := range []string{"name=b", "name=" + strings.Repeat("x", 33), "", "name=ab&name=cd", "nam=bob"} {
+		if r, _ := f.get(t, "/api/v1/players?"+q); r.StatusCode != 400 {
+			t.Errorf("%q: %d, want 400", q, r.StatusCode)
+		}
 	}
 }
