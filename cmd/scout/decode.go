@@ -75,12 +75,10 @@ func decodeMain(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	var opts decodeOptions
 	var err error
 	if opts.format, err = parseFormat(*format); err != nil {
-		fmt.Fprintf(stderr, "scout decode: %v\n", err)
-		return 2
+		return cli.UsageError(fs, "%v", err)
 	}
 	if opts.hint.Family, err = dissect.ParseFamily(*proto); err != nil {
-		fmt.Fprintf(stderr, "scout decode: %v\n", err)
-		return 2
+		return cli.UsageError(fs, "%v", err)
 	}
 	opts.pretty = *pretty
 

@@ -72,8 +72,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	bad := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "scout demo: "+format+"\n", a...)
-		return 2
+		return cli.UsageError(fs, ""+format+"", a...)
 	}
 	if fs.NArg() > 0 {
 		return bad("unexpected argument %q", fs.Arg(0))

@@ -47,7 +47,7 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprint(stdout, masterUsage())
 		return 0
 	case err != nil:
-		fmt.Fprintf(stderr, "scout master: %v\n", err)
+		fmt.Fprintf(stderr, "scout master: %v\nRun 'scout master -h' for its options.\n", err)
 		return 1
 	}
 	if set.PrintGames {

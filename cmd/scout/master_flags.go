@@ -370,7 +370,7 @@ func splitOpt(arg string) (spec optSpec, name string, inline *string, err error)
 		return spec, name, nil, fmt.Errorf("%w: unexpected argument %q", errMasterUsage, arg)
 	}
 	if !ok {
-		return spec, name, nil, fmt.Errorf("%w: unknown option %q (scout master -h lists them)", errMasterUsage, name)
+		return spec, name, nil, fmt.Errorf("%w: unknown option %q", errMasterUsage, name)
 	}
 	return spec, name, inline, nil
 }
@@ -454,5 +454,7 @@ func masterUsage() string {
 		fmt.Fprintf(&b, "  %-28s %s\n", n, s.help)
 	}
 	b.WriteString("\nRefused, with the reason: -D/--daemon, -L/--log, --log-file.\n")
+	b.WriteString("\nExit status (dpmaster's): 0 after -h or a clean stop (SIGINT, SIGTERM); 1 for a bad\n")
+	b.WriteString("option, option value or --config file, or a failure to start or to run.\n")
 	return b.String()
 }

@@ -39,13 +39,11 @@ func parseServersFlags(args []string, stderr io.Writer) (servers.Config, int, bo
 		return servers.Config{}, code, false
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "scout servers: unexpected argument %q (masters go with --master)\n", fs.Arg(0))
-		return servers.Config{}, 2, false
+		return servers.Config{}, cli.UsageError(fs, "unexpected argument %q (masters go with --master)", fs.Arg(0)), false
 	}
 	cfg, err := f.Config()
 	if err != nil {
-		fmt.Fprintf(stderr, "scout servers: %v\n", err)
-		return cfg, 2, false
+		return cfg, cli.UsageError(fs, "%v", err), false
 	}
 	return cfg, 0, true
 }

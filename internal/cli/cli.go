@@ -10,7 +10,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
+	"strings"
 )
 
 // Command is one subcommand.
@@ -53,6 +55,10 @@ func (cs *Commands) Run(ctx context.Context, args []string, stdout, stderr io.Wr
 		return 2
 	}
 	switch args[0] {
+	case "--version", "-version", "-V":
+		if c, ok := cs.byName["version"]; ok {
+			return c.Run(ctx, args[1:], stdout, stderr)
+		}
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 {
 			if c, ok := cs.byName[args[1]]; ok {
@@ -64,8 +70,7 @@ func (cs *Commands) Run(ctx context.Context, args []string, stdout, stderr io.Wr
 	}
 	c, ok := cs.byName[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "%s: unknown subcommand %q\n\n", cs.Prog, args[0])
-		cs.usage(stderr)
+		fmt.Fprintf(stderr, "%s: unknown subcommand %q\nRun '%s help' for the subcommands.\n", cs.Prog, args[0], cs.Prog)
 		return 2
 	}
 	return c.Run(ctx, args[1:], stdout, stderr)
@@ -87,9 +92,14 @@ func (cs *Commands) usage(w io.Writer) {
 	fmt.Fprintf(w, "Run '%s <subcommand> -h' for the flags of one subcommand.\n", cs.Prog)
 }
 
+// ExitHelp is the exit statuses a subcommand's help gives unless its
+// about text states its own (a paragraph starting "Exit status:").
+const ExitHelp = "Exit status: 0 success, 1 failure, 2 usage error (a bad flag or argument)."
+
 // NewFlags returns a flag set for subcommand name of prog that prints its
 // usage to w. synopsis is the line after "usage: PROG NAME", and about is
-// a paragraph printed before the flag list.
+// a paragraph printed before the flag list. Flags are written --flag in
+// the help (the flag package accepts -flag and --flag alike).
 func NewFlags(prog, name, synopsis, about string, w io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(prog+" "+name, flag.ContinueOnError)
 	fs.SetOutput(w)
@@ -99,22 +109,75 @@ func NewFlags(prog, name, synopsis, about string, w io.Writer) *flag.FlagSet {
 			fmt.Fprintf(w, "%s\n\n", about)
 		}
 		fmt.Fprintln(w, "Flags:")
-		fs.PrintDefaults()
+		PrintDefaults(w, fs)
+		if !strings.Contains(about, "Exit status:") {
+			fmt.Fprintf(w, "\n%s\n", ExitHelp)
+		}
 	}
 	return fs
 }
 
+// PrintDefaults writes fs's flags as the flag package does, but spelled
+// --flag, as scout's help and docs write them. A flag whose usage is ""
+// is a hidden alias and not listed.
+func PrintDefaults(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		if f.Usage == "" {
+			return
+		}
+		name, usage := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if name != "" {
+			line += " " + name
+		}
+		usage = strings.ReplaceAll(usage, "\n", "\n    \t")
+		switch f.DefValue {
+		case "", "0", "false", "0s", "[]":
+		default:
+			if fmt.Sprintf("%T", f.Value) == "*flag.stringValue" {
+				usage += fmt.Sprintf(" (default %q)", f.DefValue)
+			} else {
+				usage += fmt.Sprintf(" (default %v)", f.DefValue)
+			}
+		}
+		fmt.Fprintf(w, "%s\n    \t%s\n", line, usage)
+	})
+}
+
 // ParseFlags parses args into fs. When it returns done, the caller
-// returns code at once: 0 after -h, 2 after a usage error (already
-// reported).
+// returns code at once: 0 after -h (the help printed), 2 after a usage
+// error (the error printed, then one line naming -h, not the whole help).
 func ParseFlags(fs *flag.FlagSet, args []string) (code int, done bool) {
+	full, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard) // the error is reported below, with the command's name
 	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = full
 	switch {
 	case err == nil:
 		return 0, false
 	case errors.Is(err, flag.ErrHelp):
+		full()
 		return 0, true
 	default:
-		return 2, true
+		return UsageError(fs, "%s", dashes.ReplaceAllString(err.Error(), "$1--$2")), true
 	}
+}
+
+// UsageError reports a usage error of fs's subcommand (an argument the
+// flags cannot check) as the flag package reports a bad flag: the error
+// on one line, then one naming -h. It returns 2, the exit status.
+func UsageError(fs *flag.FlagSet, format string, a ...any) int {
+	fmt.Fprintf(fs.Output(), "%s: %s\n%s\n", fs.Name(), fmt.Sprintf(format, a...), hint(fs))
+	return 2
+}
+
+// dashes finds the flag names in the flag package's errors ("flag
+// provided but not defined: -x", "invalid value "1s" for flag -n: ..."),
+// which it writes -flag, to write them --flag as the help does.
+var dashes = regexp.MustCompile(`(: |flag )-([A-Za-z0-9])`)
+
+func hint(fs *flag.FlagSet) string {
+	return fmt.Sprintf("Run '%s -h' for its flags.", fs.Name())
 }

@@ -69,8 +69,7 @@ func runDiscobench(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return code
 	}
 	bad := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "scout-lab discobench: "+format+"\n", a...)
-		return 2
+		return cli.UsageError(fs, ""+format+"", a...)
 	}
 	var err error
 	if cfg.RTTMin, cfg.RTTMax, err = world.ParseRange(*delay); err != nil || cfg.Runs < 1 || cfg.Runs > 20 {

@@ -28,7 +28,7 @@ UDP port --port+i with its HTTP (/metrics, /servers, /api/, the page) on
 Without --redis it starts its own redis-server (Debian's redis-server
 package) on a free loopback port, with its append-only file in a
 temporary directory removed at the end. Arguments after "--" go to every
-scout master (for example --allow-loopback to list servers on loopback).
+scout master (for example --list-loopback to list servers on loopback).
 The masters are --scout's: the scout binary beside this program, or on
 the PATH.
 It prints one line per instance and runs until interrupted, then stops
@@ -50,8 +50,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	extra := fs.Args()
 	if *n < 1 || *n > 64 || *port < 1 || *port+*n > 65536 || *httpPort < 1 || *httpPort+*n > 65536 {
-		fmt.Fprintln(stderr, "scout-lab fleet: --instances 1-64, and ports that fit")
-		return 2
+		return cli.UsageError(fs, "--instances 1-64, and ports that fit")
 	}
 	self, err := scoutPath(*scoutBin)
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -49,25 +50,20 @@ func runLandmarks(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return code
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "scout-lab landmarks: unexpected argument %q\n", fs.Arg(0))
-		return 2
+		return cli.UsageError(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	if *kmin < 1 || *kmax < *kmin || *kmax > len(evaluate.HubCities) {
-		fmt.Fprintf(stderr, "scout-lab landmarks: --k %d --k-max %d: want 1 <= k <= k-max <= %d\n", *kmin, *kmax, len(evaluate.HubCities))
-		return 2
+		return cli.UsageError(fs, "--k %d --k-max %d: want 1 <= k <= k-max <= %d", *kmin, *kmax, len(evaluate.HubCities))
 	}
 	r := evaluate.Rule(*rule)
 	if r != evaluate.Hubs && r != evaluate.KCenter {
-		fmt.Fprintf(stderr, "scout-lab landmarks: --rule %q: hubs or kcenter\n", *rule)
-		return 2
+		return cli.UsageError(fs, "--rule %q: hubs or kcenter", *rule)
 	}
 	if *drop < 0 || *drop >= *kmax {
-		fmt.Fprintf(stderr, "scout-lab landmarks: --drop %d: want 0 to k-max-1\n", *drop)
-		return 2
+		return cli.UsageError(fs, "--drop %d: want 0 to k-max-1", *drop)
 	}
 	if !(*threshold > 0) || !(*quant > 0 && *quant <= 1) {
-		fmt.Fprintln(stderr, "scout-lab landmarks: --threshold must be positive and --margin-quantile in (0, 1]")
-		return 2
+		return cli.UsageError(fs, "--threshold must be positive and --margin-quantile in (0, 1]")
 	}
 	m, err := mesh.LoadWonderProxy(*data)
 	if err != nil {
@@ -75,7 +71,7 @@ func runLandmarks(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return 1
 	}
 	if *rtt != "" {
-		return printMeshRTTs(m, *rtt, stdout, stderr)
+		return printMeshRTTs(fs, m, *rtt, stdout)
 	}
 	opt := evaluate.Options{Threshold: *threshold, MarginQuantile: *quant, Region: latency.Region, Drop: *drop, Repair: *repair, KeepClient: *keepClient}
 	fmt.Fprintf(stdout, "WonderProxy mesh, %d cities; rule %s, repair %v, client kept %v, drop %d, threshold %.0f ms, margin at the %.4g quantile\n\n", m.Len(), r, *repair, *keepClient, *drop, *threshold, *quant)
@@ -105,18 +101,16 @@ func runLandmarks(ctx context.Context, args []string, stdout, stderr io.Writer) 
 
 // printMeshRTTs prints the mesh's RTT from one city to each of a list, as
 // --rtt FROM:TO,TO... names them.
-func printMeshRTTs(m *mesh.Mesh, spec string, stdout, stderr io.Writer) int {
+func printMeshRTTs(fs *flag.FlagSet, m *mesh.Mesh, spec string, stdout io.Writer) int {
 	from, tos, ok := strings.Cut(spec, ":")
 	i := m.Index(from)
 	if !ok || i < 0 {
-		fmt.Fprintf(stderr, "scout-lab landmarks: --rtt %q: want FROM:TO,TO... with WonderProxy city names\n", spec)
-		return 2
+		return cli.UsageError(fs, "--rtt %q: want FROM:TO,TO... with WonderProxy city names", spec)
 	}
 	for _, to := range strings.Split(tos, ",") {
 		j := m.Index(to)
 		if j < 0 {
-			fmt.Fprintf(stderr, "scout-lab landmarks: --rtt: no city %q in the mesh\n", to)
-			return 2
+			return cli.UsageError(fs, "--rtt: no city %q in the mesh", to)
 		}
 		fmt.Fprintf(stdout, "%s -> %s: %.0f ms\n", m.Cities[i].Name, m.Cities[j].Name, m.RTT(i, j))
 	}

@@ -148,8 +148,7 @@ func parseLoadFlags(args []string, stderr io.Writer) (cfg bench.Config, code int
 		return cfg, code, false
 	}
 	if err := f.config(fs, &cfg, fl); err != nil {
-		fmt.Fprintf(stderr, "scout-lab load: %v\n", err)
-		return cfg, 2, false
+		return cfg, cli.UsageError(fs, "%v", err), false
 	}
 	return cfg, 0, true
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/scout-discovery/scout/internal/cli/clitest"
 )
 
 func TestRun_UnknownSubcommandIsUsageError(t *testing.T) {
@@ -17,18 +19,18 @@ func TestRun_UnknownSubcommandIsUsageError(t *testing.T) {
 	}
 }
 
-func TestRun_EverySubcommandHasHelp(t *testing.T) {
-	if len(commands.All()) == 0 {
-		t.Fatal("no subcommands registered")
-	}
-	for name, c := range commands.All() {
+// Every subcommand's -h lists its flags as --flag and gives its exit
+// statuses; a bad flag prints the error and one line naming -h.
+func TestRun_EverySubcommandsHelpAndBadFlag(t *testing.T) {
+	clitest.Check(t, &commands, nil)
+}
+
+// --version is the version subcommand.
+func TestRun_VersionFlag(t *testing.T) {
+	for _, args := range [][]string{{"--version"}, {"version"}} {
 		var out, errb bytes.Buffer
-		code := c.Run(context.Background(), []string{"-h"}, &out, &errb)
-		if code != 0 {
-			t.Errorf("scout-lab %s -h: exit %d, want 0 (stderr %q)", name, code, errb.String())
-		}
-		if out.Len()+errb.Len() == 0 {
-			t.Errorf("scout-lab %s -h printed nothing", name)
+		if code := run(context.Background(), args, &out, &errb); code != 0 || !strings.Contains(out.String(), "Apache-2.0") {
+			t.Errorf("%s %q: exit %d, stdout %q, stderr %q", "scout-lab", args, code, out.String(), errb.String())
 		}
 	}
 }

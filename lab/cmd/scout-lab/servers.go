@@ -34,8 +34,7 @@ func runServers(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return code
 	}
 	bad := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "scout-lab servers: "+format+"\n", a...)
-		return 2
+		return cli.UsageError(fs, ""+format+"", a...)
 	}
 	if fs.NArg() > 0 {
 		return bad("unexpected argument %q (masters go with --master)", fs.Arg(0))

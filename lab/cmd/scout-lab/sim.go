@@ -112,8 +112,7 @@ func parseSimFlags(args []string, stderr io.Writer) (o report.Options, notes []s
 		return o, nil, code, false
 	}
 	bad := func(format string, a ...any) (report.Options, []string, int, bool) {
-		fmt.Fprintf(stderr, "scout-lab sim: "+format+"\n", a...)
-		return o, nil, 2, false
+		return o, nil, cli.UsageError(fs, format, a...), false
 	}
 	var err error
 	if err = checkSimFlags(fs, &o, *loss); err != nil {

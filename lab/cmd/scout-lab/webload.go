@@ -74,8 +74,7 @@ func runWebload(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return code
 	}
 	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "scout-lab webload: "+format+"\n", a...)
-		return 2
+		return cli.UsageError(fs, ""+format+"", a...)
 	}
 	ma, err := netip.ParseAddrPort(*masterAddr)
 	if err != nil || !ma.Addr().Is4() || !ma.Addr().IsLoopback() {

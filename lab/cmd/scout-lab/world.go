@@ -176,8 +176,7 @@ func parseWorldFlags(args []string, stderr io.Writer) (r worldRun, code int, ok 
 		return r, code, false
 	}
 	bad := func(format string, a ...any) (worldRun, int, bool) {
-		fmt.Fprintf(stderr, "scout-lab world: "+format+"\n", a...)
-		return r, 2, false
+		return r, cli.UsageError(fs, format, a...), false
 	}
 	var err error
 	if r.cfg.Access, err = lf.link(); err != nil {
@@ -228,8 +227,7 @@ func runWorldGenerate(args []string, stdout, stderr io.Writer) int {
 	}
 	w, err := gen.generate()
 	if err != nil {
-		fmt.Fprintf(stderr, "scout-lab world generate: %v\n", err)
-		return 2
+		return cli.UsageError(fs, "%v", err)
 	}
 	if err := w.Write(stdout); err != nil {
 		fmt.Fprintf(stderr, "scout-lab world generate: %v\n", err)
