@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/probe"
 	"github.com/scout-discovery/scout/protocol/gametext"
 )
@@ -70,7 +71,7 @@ func (f Filter) Show(r probe.Result) bool {
 		return false
 	case f.MaxPing > 0 && r.RTT > f.MaxPing:
 		return false
-	case f.GameType != "" && !strings.EqualFold(r.GameType, f.GameType):
+	case f.GameType != "" && !strings.EqualFold(r.GameType, f.GameType) && !strings.EqualFold(GameType(r), f.GameType):
 		return false
 	case f.Map != "" && !strings.Contains(strings.ToLower(r.Map), strings.ToLower(f.Map)):
 		return false
@@ -78,6 +79,23 @@ func (f Filter) Show(r probe.Result) bool {
 		return false
 	}
 	return true
+}
+
+// GameType is the server's game type as the page shows it: by name where
+// the game's numbers have names ("CTF" for Quake III Arena's 4, game.Game's
+// Gametypes), else as the server wrote it, made displayable.
+func GameType(r probe.Result) string {
+	if r.Game == "q3" {
+		p, _ := strconv.Atoi(r.Protocol)
+		g, ok := game.Default().ByGamenameProtocol(GameName(r), p)
+		if !ok {
+			g, ok = game.Default().ByProtocol(game.FamilyQ3, p)
+		}
+		if ok {
+			return Display(g.GametypeName(r.GameType))
+		}
+	}
+	return Display(r.GameType)
 }
 
 // GameName is the game or mod a server names in its info (its gamename,
@@ -125,7 +143,7 @@ const (
 	nameWidth    = 32
 	mapWidth     = 16
 	playersWidth = 7
-	typeWidth    = 8
+	typeWidth    = 12
 )
 
 // Header is the heading of Line's columns.
@@ -147,7 +165,7 @@ func Line(r probe.Result) string {
 	return fmt.Sprintf("%-*s  %-*s  %-*s  %*s  %-*s  %s", addrWidth, r.Addr,
 		nameWidth, clip(NameFor(r.Game, r.Name), nameWidth), mapWidth, clip(Display(r.Map), mapWidth),
 		playersWidth, strconv.Itoa(r.NumPlayers)+"/"+strconv.Itoa(r.MaxPlayers),
-		typeWidth, clip(Display(r.GameType), typeWidth), Ping(r.RTT))
+		typeWidth, clip(GameType(r), typeWidth), Ping(r.RTT))
 }
 
 // clip cuts s to at most n runes, marking a cut with '~'.

@@ -79,3 +79,40 @@ func TestSort(t *testing.T) {
 		t.Error("unknown key accepted")
 	}
 }
+
+// A Quake III-family server's game type is shown by name where its game
+// names its numbers, as the page does; others as the server wrote it.
+func TestGameType_ByNameAsOnThePage(t *testing.T) {
+	q3 := func(gamename, protocol, gt string) probe.Result {
+		r := probe.Result{Game: "q3", Protocol: protocol, GameType: gt}
+		if gamename != "" {
+			r.Info = infostring.Info{{Key: "gamename", Value: gamename}}
+		}
+		return r
+	}
+	for _, c := range []struct {
+		r    probe.Result
+		want string
+	}{
+		{q3("Quake3Arena", "71", "4"), "CTF"},  // OpenArena 0.8.8 on Debian
+		{q3("", "68", "0"), "Free for all"},    // id's Q3A 1.32 sends no gamename
+		{q3("et", "84", "4"), "Campaign"},      // Enemy Territory's 4
+		{q3("wolfmp", "60", "5"), "Objective"}, // RtCW
+		{q3("et", "84", "0"), "0"},             // a number without a name
+		{q3("Xonotic", "3", "dm"), "dm"},       // DarkPlaces servers send names
+		{q3("baseoa", "99", "4"), "4"},         // an unknown game
+		{probe.Result{Game: "q4", GameType: "Tourney"}, "Tourney"},
+		{q3("Quake3Arena", "68", "04"), "04"}, // not the number's text
+	} {
+		if got := GameType(c.r); got != c.want {
+			t.Errorf("%s %s %q: %q, want %q", GameName(c.r), c.r.Protocol, c.r.GameType, got, c.want)
+		}
+	}
+	// --gametype takes the name or the number.
+	r := q3("Quake3Arena", "68", "4")
+	for _, f := range []string{"ctf", "4"} {
+		if !(Filter{GameType: f}).Show(probe.Result{Game: r.Game, Protocol: r.Protocol, GameType: r.GameType, Info: r.Info, RTT: time.Millisecond}) {
+			t.Errorf("--gametype %s hides a CTF server", f)
+		}
+	}
+}

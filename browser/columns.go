@@ -39,7 +39,7 @@ var columns = []column{
 	{title: "PING", width: 7, right: true, cell: func(r probe.Result) string { return Ping(r.RTT) }},
 	{title: "ADDRESS", width: 21, drop: 4, cell: func(r probe.Result) string { return r.Addr.String() }},
 	{title: "GAME", width: 10, drop: 5, cell: func(r probe.Result) string { return Display(GameName(r)) }},
-	{title: "TYPE", width: 8, drop: 6, cell: func(r probe.Result) string { return Display(r.GameType) }},
+	{title: "TYPE", width: 12, drop: 6, cell: func(r probe.Result) string { return GameType(r) }},
 }
 
 // sortColumn is the column each order sorts by.

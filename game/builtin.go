@@ -37,6 +37,9 @@ func Builtin() []*Game {
 			// protocol" fallback.
 			Heartbeats: []string{"QuakeArena-1"},
 			Gamenames:  []string{"Quake3Arena"},
+			// 0-4 are id's; 5 and up OpenArena's extra modes.
+			Gametypes: []string{"Free for all", "Tournament", "Single player", "Team DM", "CTF", "One-flag CTF",
+				"Overload", "Harvester", "Elimination", "CTF Elimination", "Last man standing", "Double domination", "Domination"},
 			Protocols:  []int{66, 67, 68, 71},
 			Reprobe:    Reprobe{Requests: GetStatus, Interval: Q3AReprobeInterval},
 			GamePort:   PortQ3Server,
@@ -54,6 +57,7 @@ func Builtin() []*Game {
 			Heartbeats: []string{"Wolfenstein-1"},
 			Flatlines:  []string{"WolfFlatline-1"},
 			Gamenames:  []string{"wolfmp"},
+			Gametypes:  []string{5: "Objective", 6: "Stopwatch", 7: "Checkpoint"},
 			Protocols:  []int{50, 59, 60},
 			Reprobe:    Reprobe{Requests: GetStatus, Interval: Q3AReprobeInterval},
 			GamePort:   PortQ3Server,
@@ -67,6 +71,7 @@ func Builtin() []*Game {
 			Heartbeats: []string{"EnemyTerritory-1"},
 			Flatlines:  []string{"ETFlatline-1"},
 			Gamenames:  []string{"et"},
+			Gametypes:  []string{2: "Objective", 3: "Stopwatch", 4: "Campaign", 5: "Last man standing"},
 			Protocols:  []int{72, 80, 83, 84},
 			// ET clients expect the whole list whatever they ask
 			// (dpmaster's built-in options for "et").

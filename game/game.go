@@ -37,6 +37,7 @@ package game
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -180,6 +181,11 @@ type Game struct {
 	// infoResponse. For a named game, Name is among them. Empty means the
 	// game's servers send no gamename (the master uses Name).
 	Gamenames []string
+	// Gametypes names its game types as players read them, by the number
+	// its servers send (g_gametype; "" where a number has no name). Nil
+	// for a game whose servers send a name, or whose numbers scout does
+	// not know: GametypeName then gives the server's text.
+	Gametypes []string
 	// Protocols are its network protocol numbers. For FamilyDoom3 they are
 	// versions, major<<16 | minor (Quake 4 1.4.2 is 2.85 = 0x20055).
 	Protocols []int
@@ -253,3 +259,14 @@ const (
 	PortQuake4      = 28004 // Quake 4 servers
 	PortDoom3       = 27666 // Doom 3 servers
 )
+
+// GametypeName is gametype gt (as a server sends it) as players read it:
+// the name of its number in Gametypes ("CTF" for Quake III Arena's 4), or
+// gt itself when it is not a number with a name.
+func (g *Game) GametypeName(gt string) string {
+	n, err := strconv.Atoi(gt)
+	if err != nil || n < 0 || n >= len(g.Gametypes) || g.Gametypes[n] == "" || strconv.Itoa(n) != gt {
+		return gt
+	}
+	return g.Gametypes[n]
+}

@@ -287,3 +287,23 @@ func TestParseProperties_Reprobe(t *testing.T) {
 		}
 	}
 }
+
+// GametypeName names the numbers a game names and passes anything else
+// through as the server sent it.
+func TestGame_GametypeName(t *testing.T) {
+	c := Default()
+	q3, _ := c.ByName("Quake3Arena")
+	et, _ := c.ByName("et")
+	for _, x := range []struct {
+		g        *Game
+		gt, want string
+	}{
+		{q3, "4", "CTF"}, {q3, "0", "Free for all"}, {q3, "12", "Domination"}, {q3, "13", "13"},
+		{q3, "-1", "-1"}, {q3, "04", "04"}, {q3, "+4", "+4"}, {q3, "ctf", "ctf"}, {q3, "", ""},
+		{et, "4", "Campaign"}, {et, "0", "0"}, {et, "99999999999999999999", "99999999999999999999"},
+	} {
+		if got := x.g.GametypeName(x.gt); got != x.want {
+			t.Errorf("%s %q: %q, want %q", x.g.Name, x.gt, got, x.want)
+		}
+	}
+}

@@ -137,7 +137,7 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 	fs.BoolVar(&opt.Filter.HideEmpty, "hide-empty", false, "hide servers without players")
 	fs.BoolVar(&opt.Filter.HideFull, "hide-full", false, "hide full servers")
 	fs.DurationVar(&opt.Filter.MaxPing, "max-ping", 0, "hide servers slower than this (e.g. 150ms)")
-	fs.StringVar(&opt.Filter.GameType, "gametype", "", "show only this game type (as the server writes it)")
+	fs.StringVar(&opt.Filter.GameType, "gametype", "", "show only this game type, by name (CTF) or as the server writes it (4)")
 	fs.StringVar(&opt.Filter.Map, "map", "", "show only maps containing this")
 	fs.StringVar(&opt.Filter.GameName, "gamename", "", "show only this game or mod (gamename/game key)")
 	fs.StringVar(&opt.Sort, "sort", "", "order: ping, players, name or map (plain output waits for the end)")

@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/web"
 )
 
@@ -155,4 +159,50 @@ func TestPage_HostileNamesStayText(t *testing.T) {
 		t.Fatalf("a name ran script: window.pwned = %v", got)
 	}
 	screenshot(t, ctx, "fixture.png", false)
+}
+
+// The page names game types with its own table (static/quake.js); the
+// CLI with the catalogue's (game.Game.Gametypes). They must say the same.
+func TestPage_GametypeNamesAreTheCatalogues(t *testing.T) {
+	js, err := os.ReadFile("static/quake.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := regexp.MustCompile(`(?s)const GAMETYPES = \{(.*?)\n\};`).FindSubmatch(js)
+	if block == nil {
+		t.Fatal("no GAMETYPES table in static/quake.js")
+	}
+	entries := regexp.MustCompile(`(?s)(\w+): (\[.*?\])`).FindAllSubmatch(block[1], -1)
+	seen := map[string]bool{}
+	for _, e := range entries {
+		var names []*string
+		if err := json.Unmarshal(e[2], &names); err != nil {
+			t.Fatalf("%s: %v", e[1], err)
+		}
+		g, ok := game.Default().ByName(string(e[1]))
+		if !ok {
+			t.Errorf("the page names the game types of %s, which the catalogue does not know", e[1])
+			continue
+		}
+		seen[g.Name] = true
+		var page []string
+		for _, n := range names {
+			page = append(page, ptrString(n))
+		}
+		if !slices.Equal(page, g.Gametypes) {
+			t.Errorf("%s: the page says %q, the catalogue %q", g.Name, page, g.Gametypes)
+		}
+	}
+	for _, g := range game.Default().Games() {
+		if len(g.Gametypes) > 0 && !seen[g.Name] {
+			t.Errorf("the catalogue names %s's game types, the page does not", g.Name)
+		}
+	}
+}
+
+func ptrString(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }

@@ -695,7 +695,7 @@ func (m Model) detailsLines() []string {
 		fmt.Sprintf("map      %s", browser.Display(r.Map)),
 		fmt.Sprintf("players  %d/%d", r.NumPlayers, r.MaxPlayers),
 		fmt.Sprintf("ping     %s", browser.Ping(r.RTT)),
-		fmt.Sprintf("game     %s  type %s  protocol %s", browser.Display(cmpOr(browser.GameName(r), r.Game)), browser.Display(r.GameType), browser.Display(r.Protocol)),
+		fmt.Sprintf("game     %s  type %s  protocol %s", browser.Display(cmpOr(browser.GameName(r), r.Game)), browser.GameType(r), browser.Display(r.Protocol)),
 		fmt.Sprintf("masters  %s", browser.Display(strings.Join(m.masters[r.Addr], ", "))),
 		"",
 	}
