@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/scout-discovery/scout/probe"
 )
 
 // HostPort is a master's or a server's address as a user gave it: a
@@ -76,4 +78,33 @@ func (hp HostPort) Resolve(ctx context.Context) (netip.AddrPort, error) {
 		}
 	}
 	return netip.AddrPortFrom(best.Unmap(), hp.Port), nil
+}
+
+// QueryHosts asks the servers hosts names with dialect d, by p, and
+// returns a result per host in their order: a host that does not resolve
+// gets its error in its result, unprobed. err is set when nothing could
+// be queried at all.
+func QueryHosts(ctx context.Context, p *probe.Prober, d probe.Dialect, hosts []HostPort) ([]probe.Result, error) {
+	results := make([]probe.Result, len(hosts))
+	var targets []probe.Target
+	var index []int // targets[j] is hosts[index[j]]
+	for i, h := range hosts {
+		results[i].Game = d.Name()
+		ap, err := h.Resolve(ctx)
+		if err != nil {
+			results[i].Err = err
+			continue
+		}
+		results[i].Addr = ap
+		targets = append(targets, probe.Target{Addr: ap, Dialect: d})
+		index = append(index, i)
+	}
+	got, _, err := p.Query(ctx, targets)
+	if err != nil && len(got) == 0 {
+		return results, err
+	}
+	for j, r := range got {
+		results[index[j]] = r
+	}
+	return results, nil
 }

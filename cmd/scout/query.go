@@ -78,49 +78,27 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	game, ok := queryGames[strings.ToLower(*gameName)]
 	switch {
 	case !ok:
-		fmt.Fprintf(stderr, "scout query: unknown game %q (q3, q4, doom3, ut3, source)\n", *gameName)
-		return 2
+		return cli.UsageError(fs, "unknown game %q (q3, q4, doom3, ut3, source)", *gameName)
 	case fs.NArg() == 0:
-		fmt.Fprintln(stderr, "scout query: no server address given")
-		fs.Usage()
-		return 2
+		return cli.UsageError(fs, "no server address given")
 	case *timeout <= 0 || *retries < 0:
-		fmt.Fprintln(stderr, "scout query: --timeout must be positive and --retries not negative")
-		return 2
+		return cli.UsageError(fs, "--timeout must be positive and --retries not negative")
 	}
 	// Parse every address before sending anything: a typo is a usage error.
 	addrs := make([]discover.HostPort, fs.NArg())
 	for i, a := range fs.Args() {
 		qa, err := discover.ParseHostPort(a, game.port)
 		if err != nil {
-			fmt.Fprintf(stderr, "scout query: %v\n", err)
-			return 2
+			return cli.UsageError(fs, "%v", err)
 		}
 		addrs[i] = qa
 	}
 
-	results := make([]probe.Result, len(addrs))
-	var targets []probe.Target
-	var index []int // targets[j] is addrs[index[j]]
-	for i, qa := range addrs {
-		results[i].Game = game.dialect.Name()
-		ap, err := qa.Resolve(ctx)
-		if err != nil {
-			results[i].Err = err
-			continue
-		}
-		results[i].Addr = ap
-		targets = append(targets, probe.Target{Addr: ap, Dialect: game.dialect})
-		index = append(index, i)
-	}
 	p := &probe.Prober{Timeout: *timeout, Attempts: *retries + 1}
-	got, _, err := p.Query(ctx, targets)
-	if err != nil && len(got) == 0 {
+	results, err := discover.QueryHosts(ctx, p, game.dialect, addrs)
+	if err != nil {
 		fmt.Fprintf(stderr, "scout query: %v\n", err)
 		return 1
-	}
-	for j, r := range got {
-		results[index[j]] = r
 	}
 
 	answered := false
@@ -231,7 +209,7 @@ func queryTable(w io.Writer, addrs []discover.HostPort, results []probe.Result) 
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", addr, browser.NameFor(r.Game, r.Name), browser.Display(r.Map),
-			r.NumPlayers, r.MaxPlayers, browser.Display(r.GameType), browser.Ping(r.RTT))
+			r.NumPlayers, r.MaxPlayers, browser.GameType(r), browser.Ping(r.RTT))
 		for _, p := range r.Players {
 			fmt.Fprintf(tw, "\t  %s\tscore %d\tping %d\t\t\n", browser.NameFor(r.Game, p.Name), p.Score, p.Ping)
 		}
