@@ -107,7 +107,7 @@ func TestContainer_BinaryAnswers(t *testing.T) {
 	if out, err := exec.Command(podman, "cp", name+":/usr/bin/scout", bin).CombinedOutput(); err != nil {
 		t.Fatalf("podman cp: %v\n%s", err, out)
 	}
-	m := masterproc.Start(t, bin, "-l", "127.0.0.1", "-p", "0", "--motd-port", "0", "--allow-loopback",
+	m := masterproc.Start(t, bin, "-l", "127.0.0.1", "-p", "0", "--motd-port", "0", "--list-loopback",
 		"--state", filepath.Join(t.TempDir(), "master.db"))
 	addr := m.Addr(t, "master")
 	srv := masterproc.NewServer(t)
@@ -134,7 +134,7 @@ func TestContainer_Run(t *testing.T) {
 	tag := buildImage(t, podman)
 	port := peer.FreeUDPPort(t)
 	name := fmt.Sprintf("scout-run-%d", os.Getpid())
-	args := []string{"-l", fmt.Sprintf("127.0.0.1:%d", port), "--motd-port", "0", "--allow-loopback",
+	args := []string{"-l", fmt.Sprintf("127.0.0.1:%d", port), "--motd-port", "0", "--list-loopback",
 		"--state", "/var/lib/scout/master.db", "--log-format", "json", "-v", "4"}
 	var tried []string
 	started := false

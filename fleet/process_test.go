@@ -47,7 +47,7 @@ func buildScout(t testing.TB) string {
 func startScout(t testing.TB, bin, url, id string, extra ...string) *scoutProc {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"master", "--log-format", "json", "-v", "3", "-l", "127.0.0.1", "-p", "0",
-		"--allow-loopback", "--hash-ports", "--hb-throttle", "1000000", "--no-flood-protection",
+		"--list-loopback", "--hash-ports", "--hb-throttle", "1000000", "--no-flood-protection",
 		"--store", url, "--fleet-id", id, "--http", "127.0.0.1:0"}, extra...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

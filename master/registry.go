@@ -90,7 +90,7 @@ type Config struct {
 	// VerifyRetryDelay is the wait before the first retry, doubling for
 	// each next; default DefaultVerifyRetryDelay.
 	VerifyRetryDelay time.Duration
-	AllowLoopback    bool // accept servers on loopback addresses (tests only)
+	AllowLoopback    bool // list servers at loopback addresses (a master and its servers on one host); default: refused
 	RefusePrivate    bool // refuse unmapped servers on private / link-local addresses
 	Catalogue        *game.Catalogue
 	Policy           game.Policy

@@ -47,7 +47,7 @@ func TestMaster_BackupRestore(t *testing.T) {
 	}
 	bin := masterproc.Binary(t)
 	dir := t.TempDir()
-	a := masterproc.Start(t, bin, "-l", "127.0.0.1", "-p", "0", "--motd-port", "0", "--allow-loopback",
+	a := masterproc.Start(t, bin, "-l", "127.0.0.1", "-p", "0", "--motd-port", "0", "--list-loopback",
 		"--state", filepath.Join(dir, "a.db"), "--http", "127.0.0.1:0")
 	addr := a.Addr(t, "master")
 	web := "http://" + a.Addr(t, "http").String()
@@ -71,7 +71,7 @@ func TestMaster_BackupRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The first master goes on running: the copy is a file of its own.
-	b := masterproc.Start(t, bin, "-l", "127.0.0.1", "-p", "0", "--motd-port", "0", "--allow-loopback",
+	b := masterproc.Start(t, bin, "-l", "127.0.0.1", "-p", "0", "--motd-port", "0", "--list-loopback",
 		"--state", copyPath, "--refuse-damaged-state")
 	if n := b.WaitLog(t, "restored")["servers"]; n != float64(1) {
 		t.Fatalf("the copy restored %v servers, want 1", n)

@@ -46,7 +46,7 @@ func metric(tb testing.TB, httpAddr, name string) float64 {
 // written, by /metrics), and how
 // long the stop took, SIGTERM to exit.
 func runPersist(b *testing.B, bin string, fleet *loadgen.Fleet, rate int, src netip.Addr, args ...string) (listed, persisted, stop time.Duration) {
-	args = append([]string{"-l", "127.0.0.1", "-p", "0", "--allow-loopback", "--http", "127.0.0.1:0", "-v", "3"}, args...)
+	args = append([]string{"-l", "127.0.0.1", "-p", "0", "--list-loopback", "--http", "127.0.0.1:0", "-v", "3"}, args...)
 	m := startMaster(b, bin, args...)
 	addr := netip.MustParseAddrPort(m.waitLog(b, "listening", "port", "master")["addr"].(string))
 	httpAddr := m.waitLog(b, "listening", "port", "http")["addr"].(string)
@@ -108,7 +108,7 @@ func BenchmarkMaster_Persistence(b *testing.B) {
 		src = netip.AddrFrom4([4]byte{127, 97, byte(src.As4()[2] + 1), 1})
 
 		t0 := time.Now()
-		m := startMaster(b, bin, "-l", "127.0.0.1", "-p", "0", "--allow-loopback", "--state", state, "-v", "3")
+		m := startMaster(b, bin, "-l", "127.0.0.1", "-p", "0", "--list-loopback", "--state", state, "-v", "3")
 		if r := m.waitLog(b, "restored")["servers"]; r != float64(n) {
 			b.Fatalf("restored %v servers", r)
 		}

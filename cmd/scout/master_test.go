@@ -173,7 +173,7 @@ func TestMaster_RestartKeepsList(t *testing.T) {
 	}
 	bin := buildScout(t)
 	state := filepath.Join(t.TempDir(), "state.db")
-	args := []string{"-l", "127.0.0.1", "-p", "0", "--allow-loopback", "--state", state}
+	args := []string{"-l", "127.0.0.1", "-p", "0", "--list-loopback", "--state", state}
 
 	m1 := startMaster(t, bin, args...)
 	addr := netip.MustParseAddrPort(m1.waitLog(t, "listening", "port", "master")["addr"].(string))
@@ -190,7 +190,7 @@ func TestMaster_RestartKeepsList(t *testing.T) {
 	m1.cmd.Process.Signal(syscall.SIGKILL)
 	m1.cmd.Wait()
 
-	m2 := startMaster(t, bin, "-l", "127.0.0.1:"+itoa(addr.Port()), "--allow-loopback", "--state", state)
+	m2 := startMaster(t, bin, "-l", "127.0.0.1:"+itoa(addr.Port()), "--list-loopback", "--state", state)
 	if n := m2.waitLog(t, "restored")["servers"]; n != float64(1) {
 		t.Fatalf("restored %v servers", n)
 	}

@@ -45,7 +45,7 @@ while [ ! -s "$tmp/map.json" ]; do
 	i=$((i + 1)); [ $i -lt 300 ] || { cat "$tmp/world.log"; exit 1; }
 	sleep 0.1
 done
-setsid "$tmp/scout" master -l 127.0.0.1 -p "$udp" --allow-loopback --world-map "$tmp/map.json" \
+setsid "$tmp/scout" master -l 127.0.0.1 -p "$udp" --list-loopback --world-map "$tmp/map.json" \
 	-g Quake3Arena reprobe=5s -g et reprobe=5s -g wolfmp reprobe=5s --http "127.0.0.1:$http" -v 2 >"$tmp/master.log" 2>&1 &
 pids="$pids $!"
 if [ -x /usr/games/openarena-server ]; then

@@ -9,7 +9,7 @@
 // quakestat knows nothing of package loopnat, so every address it is
 // given must be one it can reach directly on loopback. An [Env] therefore
 // runs an identity world: a scout master on 127.0.0.1 with
-// --allow-loopback and no address translation, and a world of emulated
+// --list-loopback and no address translation, and a world of emulated
 // servers (package world) heartbeating to it from their own loopback
 // sockets. The master lists each server by the source address of its
 // verified heartbeat, which is its loopback address: no public-looking

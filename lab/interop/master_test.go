@@ -26,7 +26,7 @@ func TestMaster_OpenArenaQstat(t *testing.T) {
 	}
 	port := peer.FreeUDPPort(t)
 	master := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port)
-	cmd := exec.Command(bin, "master", "-l", master.String(), "--allow-loopback", "--log-format", "json", "-v", "4")
+	cmd := exec.Command(bin, "master", "-l", master.String(), "--list-loopback", "--log-format", "json", "-v", "4")
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

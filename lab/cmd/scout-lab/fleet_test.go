@@ -98,7 +98,7 @@ func (l *syncLines) String() string {
 func startFleetProc(t *testing.T, bin, scout string, port, httpPort int) (*fleetProc, error) {
 	t.Helper()
 	f := &fleetProc{httpPort: httpPort, sawThree: make(chan struct{}), inUse: make(chan struct{}), exited: make(chan struct{})}
-	f.cmd = exec.Command(bin, "fleet", "--scout", scout, "--port", strconv.Itoa(port), "--http-port", strconv.Itoa(httpPort), "--", "--allow-loopback", "--log-format", "json")
+	f.cmd = exec.Command(bin, "fleet", "--scout", scout, "--port", strconv.Itoa(port), "--http-port", strconv.Itoa(httpPort), "--", "--list-loopback", "--log-format", "json")
 	// Its instances and redis-server are its children: a group of their
 	// own, so that a failed test stops them all, not scout-lab fleet alone.
 	f.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
