@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -87,9 +88,9 @@ func (f Filter) Show(r probe.Result) bool {
 func GameType(r probe.Result) string {
 	if r.Game == "q3" {
 		p, _ := strconv.Atoi(r.Protocol)
-		g, ok := game.Default().ByGamenameProtocol(GameName(r), p)
+		g, ok := catalogue().ByGamenameProtocol(GameName(r), p)
 		if !ok {
-			g, ok = game.Default().ByProtocol(game.FamilyQ3, p)
+			g, ok = catalogue().ByProtocol(game.FamilyQ3, p)
 		}
 		if ok {
 			return Display(g.GametypeName(r.GameType))
@@ -97,6 +98,9 @@ func GameType(r probe.Result) string {
 	}
 	return Display(r.GameType)
 }
+
+// catalogue is the built-in games, built once.
+var catalogue = sync.OnceValue(game.Default)
 
 // GameName is the game or mod a server names in its info (its gamename,
 // game, si_game or folder key), "" when it names none.
