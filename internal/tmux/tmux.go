@@ -97,14 +97,16 @@ func (s *Session) Type(text string) {
 	s.run("send-keys", "-l", text)
 }
 
-// WaitExit waits until the program has exited and tmux has shown all it
-// wrote (tmux then prints "Pane is dead" under it), and returns the last
-// screenful the program left, without that line and the blank lines
-// before it: on exit, tmux scrolls the screen to put its line at the
-// bottom.
+// WaitExit waits until the program has exited (tmux marks the pane dead
+// once it has read everything the program wrote), and returns the last
+// screenful the program left, without tmux's "Pane is dead" line and the
+// blank lines before it: on exit, tmux may scroll the screen to put its
+// line at the bottom.
 func (s *Session) WaitExit(within time.Duration) []string {
 	s.t.Helper()
-	s.WaitFor("the program's exit", within, Contains("Pane is dead"))
+	s.WaitFor("the program's exit", within, func([]string) bool {
+		return strings.TrimSpace(s.run("display-message", "-p", "#{pane_dead}")) == "1"
+	})
 	h := program(s.History())
 	return h[max(len(h)-s.Height, 0):]
 }
