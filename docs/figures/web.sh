@@ -5,11 +5,13 @@
 # scout master --http, plus Debian's OpenArena server with three bots when
 # it is installed, then has headless Chromium (Debian's chromium) take
 # docs/figures/web.png (1280 px wide, pings estimated from Australia),
-# web-detail.png (the detail panel of the OpenArena server, or of the
-# best-filled one) and
-# web-phone.png (390 px). Flags need a colour
-# emoji font (Debian's fonts-noto-color-emoji); without one they show as
-# letters. About 30 s. Everything it starts is stopped when it ends.
+# web-server.png (the OpenArena server's own page, /servers/ADDRESS, or the
+# best-filled server's) and web-phone.png (390 px). Countries are text, so
+# no emoji font is needed. The browser tests draw the same page and the
+# detail panel with chromedp: SCOUT_WEB_SHOTS=$PWD/docs/figures go test
+# -run TestBrowser_ServerList ./web writes web.png, web-detail.png,
+# web-phone.png and web-phone-detail.png. About 30 s. Everything it starts
+# is stopped when it ends.
 set -eu
 out=docs/figures
 tmp=$(mktemp -d)
@@ -81,6 +83,6 @@ shot() { # WIDTH HEIGHT FILE URL
 		--window-size="$1,$2" --virtual-time-budget=4000 --screenshot="$3" "$4" >/dev/null 2>&1
 }
 shot 1280 900 "$out/web.png" "$web/?from=AU"
-shot 1280 860 "$out/web-detail.png" "$web/?empty=false&from=AU#server=$top"
+shot 1280 860 "$out/web-server.png" "$web/servers/$top"
 shot 390 844 "$out/web-phone.png" "$web/?from=AU"
-ls -l "$out"/web*.png
+ls -l "$out"/web.png "$out"/web-server.png "$out"/web-phone.png
