@@ -478,8 +478,11 @@ func (v *view) encodeList(q *ListQuery) []byte {
 	hi := min(lo+q.PerPage, len(idx))
 	for _, i := range idx[lo:hi] {
 		s := v.rows[i].ServerJSON
-		if ms, ok := pingEstimate(from, fromOK, &v.rows[i]); ok {
+		if ms, low, ok := pingRange(from, fromOK, &v.rows[i]); ok {
 			s.PingEstimateMs = &ms
+			if len(v.rows[i].via) > 0 {
+				s.PingLowMs = &low
+			}
 		}
 		out.Servers = append(out.Servers, s)
 	}

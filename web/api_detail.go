@@ -84,8 +84,11 @@ func (a *API) detail(w http.ResponseWriter, r *http.Request, now time.Time, clie
 	d := DetailJSON{ServerJSON: row.ServerJSON, Info: map[string]string{}, PlayerList: []PlayerJSON{},
 		History: HistoryJSON{ResolutionS: int(history.Resolution / time.Second), Points: []history.Point{}}}
 	if fc, ok := latency.MainCity(from); ok {
-		if ms, ok := pingEstimate(fc, true, row); ok {
+		if ms, low, ok := pingRange(fc, true, row); ok {
 			d.PingEstimateMs = &ms
+			if len(row.via) > 0 {
+				d.PingLowMs = &low
+			}
 		}
 	}
 	for _, p := range row.info {

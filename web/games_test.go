@@ -5,6 +5,9 @@ import (
 	"net/netip"
 	"reflect"
 	"testing"
+	"time"
+
+	"github.com/scout-discovery/scout/latency"
 )
 
 func TestSummarize_PeopleServersAndBusiestMaps(t *testing.T) {
@@ -53,5 +56,36 @@ func TestFindPlayers_SubstringOfThePlainNameAcrossServers(t *testing.T) {
 	}
 	if total, found := findPlayers(rows, "bob", func(a netip.AddrPort) []PlayerJSON { return many[a] }); total != MaxPlayerResults+5 || len(found) != MaxPlayerResults {
 		t.Errorf("a common name: total %d, %d found; want every one counted and %d listed", total, len(found), MaxPlayerResults)
+	}
+}
+
+// TestPingRange_LandmarksTellServersOfOneCountryApart: two German servers
+// the country model gives one figure; a landmark in Frankfurt that
+// measured them 5 and 40 ms away gives two: the triangle's upper bounds
+// through it, each with its lower bound.
+func TestPingRange_LandmarksTellServersOfOneCountryApart(t *testing.T) {
+	de, _ := latency.MainCity("DE")
+	au, _ := latency.MainCity("AU")
+	fra := latency.City{Name: "Frankfurt", Lat: 50.11, Lon: 8.68}
+	near := row{city: de, hasCity: true, via: []viaLandmark{{at: fra, rtt: 5 * time.Millisecond}}}
+	far := row{city: de, hasCity: true, via: []viaLandmark{{at: fra, rtt: 40 * time.Millisecond}}}
+	plain := row{city: de, hasCity: true}
+	e1, l1, ok1 := pingRange(au, true, &near)
+	e2, l2, ok2 := pingRange(au, true, &far)
+	e3, l3, ok3 := pingRange(au, true, &plain)
+	if !ok1 || !ok2 || !ok3 || e1 >= e2 || l3 != e3 {
+		t.Fatalf("near %d (>= %d), far %d (>= %d), country model %d (>= %d)", e1, l1, e2, l2, e3, l3)
+	}
+	vl := int(latency.CityRTT(au, fra).Round(time.Millisecond) / time.Millisecond)
+	for _, c := range []struct{ est, low, rtt int }{{e1, l1, 5}, {e2, l2, 40}} {
+		if d := c.est - (vl + c.rtt); d < -1 || d > 1 {
+			t.Errorf("estimate %d for a server %d ms from a landmark %d ms from the viewer: want %d", c.est, c.rtt, vl, vl+c.rtt)
+		}
+		if d := c.low - (vl - c.rtt); d < -1 || d > 1 {
+			t.Errorf("low %d for a server %d ms from a landmark %d ms from the viewer: want %d", c.low, c.rtt, vl, vl-c.rtt)
+		}
+	}
+	if _, _, ok := pingRange(au, false, &near); ok {
+		t.Error("an estimate without the viewer's place")
 	}
 }

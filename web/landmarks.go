@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/scout-discovery/scout/latency"
 	"github.com/scout-discovery/scout/master"
 )
 
@@ -36,6 +37,7 @@ type LandmarksJSON struct {
 // landmark, then the other landmarks'.
 func (a *API) addLandmarks(v *view, servers []master.Server) {
 	lm := a.deps.Landmark
+	places := a.landmarkPlaces()
 	byAddr := make(map[netip.AddrPort]int, len(servers))
 	for i := range servers {
 		if (lm != nil && servers[i].RTT > 0) || len(servers[i].Landmarks) > 0 {
@@ -58,7 +60,32 @@ func (a *API) addLandmarks(v *view, servers []master.Server) {
 			}
 		}
 		v.rows[i].Landmarks = out
+		for _, l := range out {
+			if at, ok := places[l.ID]; ok {
+				v.rows[i].via = append(v.rows[i].via, viaLandmark{at: at, rtt: time.Duration(l.RTTMs * float64(time.Millisecond))})
+			}
+		}
 	}
+}
+
+// landmarkPlaces are the places of this master and its fleet's other
+// landmarks that give coordinates, by landmark id.
+func (a *API) landmarkPlaces() map[string]latency.City {
+	out := map[string]latency.City{}
+	add := func(l master.Landmark) {
+		if l.Lat != nil && l.Lon != nil {
+			out[l.ID] = latency.City{Name: l.Place, Lat: *l.Lat, Lon: *l.Lon}
+		}
+	}
+	if a.deps.Landmark != nil {
+		add(*a.deps.Landmark)
+	}
+	if a.deps.Peers != nil {
+		for _, l := range a.deps.Peers() {
+			add(l)
+		}
+	}
+	return out
 }
 
 func (a *API) landmarks(w http.ResponseWriter, r *http.Request, now time.Time, _ netip.Addr) {

@@ -38,6 +38,12 @@ type ServerJSON struct {
 	FirstSeen      time.Time  `json:"first_seen"`
 	LastVerified   *time.Time `json:"last_verified,omitempty"` // absent: restored, not verified again yet
 	PingEstimateMs *int       `json:"ping_estimate_ms,omitempty"`
+	// PingLowMs is the least the viewer's RTT can be as far as the
+	// landmarks' measurements and the model tell, where landmarks
+	// measured the server: ping_estimate_ms is then the tightest upper
+	// bound, and the range between them is the estimate's uncertainty.
+	// Absent with the country model alone.
+	PingLowMs *int `json:"ping_low_ms,omitempty"`
 	RecentPlayers  []int      `json:"recent_players"`
 	// Landmarks are the landmarks' RTTs to it (landmarks.go); absent
 	// unless the master is configured as a landmark and has measured it.
@@ -56,6 +62,7 @@ type row struct {
 	gtKey    string
 	city     latency.City
 	hasCity  bool
+	via      []viaLandmark // landmarks with a known place that measured it
 }
 
 // view is an immutable picture of the list at one registry version and
@@ -155,10 +162,46 @@ func infoOf(info []master.Pair, keys ...string) string {
 // pingEstimate is the latency model's RTT between the viewer's country's
 // main city and the server's, in whole ms, or false.
 func pingEstimate(from latency.City, fromOK bool, r *row) (int, bool) {
-	if !fromOK || !r.hasCity {
-		return 0, false
+	est, _, ok := pingRange(from, fromOK, r)
+	return est, ok
+}
+
+// viaLandmark is a landmark's place and its measured RTT to a server.
+type viaLandmark struct {
+	at  latency.City
+	rtt time.Duration
+}
+
+// pingRange estimates the viewer's RTT to r and the least it can be, in
+// milliseconds. Where landmarks with a known place measured r, the
+// triangle inequality bounds it through each landmark L: the viewer's
+// RTT to L (the latency model, from the viewer's country) plus L's
+// measured RTT to r is an upper bound, their difference a lower one. The
+// estimate is the tightest upper bound, as scout servers --order
+// landmarks orders by, so servers of one country are told apart by what
+// the landmarks measured; low is the tightest lower bound. Without such a
+// landmark it is the model between the two countries' main cities, and
+// low is est.
+func pingRange(from latency.City, fromOK bool, r *row) (est, low int, ok bool) {
+	if !fromOK {
+		return 0, 0, false
 	}
-	return int(latency.CityRTT(from, r.city).Round(time.Millisecond) / time.Millisecond), true
+	if len(r.via) > 0 {
+		lo, hi := time.Duration(0), time.Duration(1<<62)
+		for _, v := range r.via {
+			vl := latency.CityRTT(from, v.at)
+			lo = max(lo, vl-v.rtt, v.rtt-vl)
+			hi = min(hi, vl+v.rtt)
+		}
+		lo = min(lo, hi) // the model can be off by more than the bounds' gap
+		ms := func(d time.Duration) int { return int(d.Round(time.Millisecond) / time.Millisecond) }
+		return ms(hi), ms(lo), true
+	}
+	if !r.hasCity {
+		return 0, 0, false
+	}
+	ms := int(latency.CityRTT(from, r.city).Round(time.Millisecond) / time.Millisecond)
+	return ms, ms, true
 }
 
 // selectRows returns the indices of v's rows that q selects, in q's order

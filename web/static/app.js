@@ -204,9 +204,14 @@ function fillRow(tr, s) {
     const name = gametypeName(s.game, s.gametype);
     return name === (s.gametype ?? "") ? name : el("span", { title: `game type ${s.gametype}`, text: name });
   });
-  const ping = s.ping_estimate_ms;
-  set("ping", String(ping ?? ""), () => Number.isFinite(ping)
-    ? el("span", { title: "estimate from the latency model, not measured", text: `~${Math.round(ping)} ms` }) : "");
+  const ping = s.ping_estimate_ms, low = s.ping_low_ms;
+  // Where landmark masters measured the server, the estimate is the
+  // tightest bound through them and the range shows its uncertainty.
+  set("ping", `${ping ?? ""}/${low ?? ""}`, () => !Number.isFinite(ping) ? ""
+    : Number.isFinite(low)
+      ? el("span", { class: "ping-range", title: `between ${low} and ${ping} ms: the landmark masters' measurements and the latency model`,
+          text: `${low}–${ping} ms` })
+      : el("span", { title: "estimate from the latency model between countries, not measured", text: `~${Math.round(ping)} ms` }));
   const rk = JSON.stringify(s.recent_players ?? []) + "/" + s.max_players;
   set("recent", rk, () => sparkline(s.recent_players, s.max_players));
 }
