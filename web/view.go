@@ -43,8 +43,8 @@ type ServerJSON struct {
 	// measured the server: ping_estimate_ms is then the tightest upper
 	// bound, and the range between them is the estimate's uncertainty.
 	// Absent with the country model alone.
-	PingLowMs *int `json:"ping_low_ms,omitempty"`
-	RecentPlayers  []int      `json:"recent_players"`
+	PingLowMs     *int  `json:"ping_low_ms,omitempty"`
+	RecentPlayers []int `json:"recent_players"`
 	// Landmarks are the landmarks' RTTs to it (landmarks.go); absent
 	// unless the master is configured as a landmark and has measured it.
 	Landmarks []master.LandmarkRTTJSON `json:"landmarks,omitempty"`
