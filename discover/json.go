@@ -9,9 +9,9 @@ import (
 // command writes it, and programs that run the command (discobench) read
 // it back with the same type.
 type ServerJSON struct {
-	Type       string          `json:"type"` // "server"
-	Address    string          `json:"address"`
-	Game       string          `json:"game"`
+	Type    string `json:"type"` // "server"
+	Address string `json:"address"`
+	Game    string `json:"game"`
 	// Name is the server's name in Unicode as its game draws it
 	// (gametext: Quake III's font, Latin-1, UTF-8), colour codes kept;
 	// NamePlain without them; NameRaw the exact bytes it sent, in
