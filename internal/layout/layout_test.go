@@ -1,10 +1,14 @@
-// Package layout holds the test that keeps the product and the lab apart:
-// no product package depends on the lab, and the product's command reaches
-// the lab only through the demo.
+// Package layout holds the tests that keep the product and the lab apart
+// (no product package depends on the lab, and the product's command
+// reaches the lab only through the demo) and the commands thin.
 package layout
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -87,5 +91,49 @@ func TestLayout_ScoutReachesLabOnlyThroughDemo(t *testing.T) {
 	}
 	if got := labDeps(imports(t)[scout]); !slices.Equal(got, []string{demo}) {
 		t.Errorf("cmd/scout imports from the lab %v, want lab/demo alone", got)
+	}
+}
+
+// maxCommandFunc bounds a function's lines in the commands: one longer is
+// logic that belongs in a package, the commands only parse, wire and print.
+const maxCommandFunc = 80
+
+// TestLayout_CommandsAreThin: no function (or function literal) of
+// cmd/scout or lab/cmd/scout-lab, tests aside, is over maxCommandFunc
+// lines.
+func TestLayout_CommandsAreThin(t *testing.T) {
+	root := peer.ModuleRoot(t)
+	fset := token.NewFileSet()
+	for _, dir := range []string{"cmd/scout", "lab/cmd/scout-lab"} {
+		files, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			af, err := parser.ParseFile(fset, f, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ast.Inspect(af, func(n ast.Node) bool {
+				var body *ast.BlockStmt
+				name := "a function literal"
+				switch x := n.(type) {
+				case *ast.FuncDecl:
+					body, name = x.Body, x.Name.Name
+				case *ast.FuncLit:
+					body = x.Body
+				}
+				if body != nil {
+					start := fset.Position(n.Pos())
+					if lines := fset.Position(body.Rbrace).Line - start.Line + 1; lines > maxCommandFunc {
+						t.Errorf("%s:%d: %s is %d lines (at most %d: move the logic to a package)", filepath.Join(dir, filepath.Base(f)), start.Line, name, lines, maxCommandFunc)
+					}
+				}
+				return true
+			})
+		}
 	}
 }
