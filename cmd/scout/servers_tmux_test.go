@@ -88,12 +88,12 @@ func startTermWorld(t *testing.T, bin string, answering, silent int, openArena b
 	return w
 }
 
-// serveTerm starts fs on 127.0.0.host:27960: it heartbeats to master and
+// serveTerm starts fs on 127.0.0.host (a port the kernel picks): it heartbeats to master and
 // answers getinfo and getstatus after fs.delay (a silent server answers
 // only the master).
 func serveTerm(t *testing.T, fs termServer, host int, master netip.AddrPort) termServer {
 	t.Helper()
-	c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, byte(host)}), 27960)))
+	c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, byte(host)}), 0)))
 	if err != nil {
 		t.Fatal(err)
 	}
