@@ -39,6 +39,11 @@ type Server struct {
 	// Landmarks are the other landmarks' RTTs to it (a fleet's other
 	// instances, peers.go), nil if none; filled by Servers and Lookup.
 	Landmarks []LandmarkRTT
+	// Sources are where the master learned of it besides its own
+	// heartbeats (LastHeartbeat): upstream masters, scout peers, peer
+	// masters' registers (sources.go); nil if none. Filled by Servers and
+	// Lookup.
+	Sources []SourceMark
 }
 
 // Empty reports a server with no client; Full one with as many clients as

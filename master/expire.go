@@ -108,13 +108,22 @@ func (r *Registry) recheckDelay(e *entry) time.Duration {
 // after its first unanswered check (205 s for Q3A; it used to take
 // MaxMissedProbes re-probe intervals, or its heartbeat check's 5 s).
 func (r *Registry) Expire(now time.Time, dst []Removal) []Removal {
+	var blocks blockList
+	if r.blockCheck.Swap(false) {
+		if l := r.blocks.Load(); l != nil {
+			blocks = *l
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, e := range r.servers {
 		a := e.Addr
 		why := OK
 		var shutdown time.Time
-		if c := e.chk; c != nil && !now.Before(c.sentAt.Add(r.conf().ChallengeLifetime)) {
+		if len(blocks) > 0 && blocks.find(a.Addr()) != nil {
+			why = ReasonBlocked
+		}
+		if c := e.chk; why == OK && c != nil && !now.Before(c.sentAt.Add(r.conf().ChallengeLifetime)) {
 			e.chk = nil
 			switch {
 			case !e.Listed:
@@ -160,6 +169,7 @@ func (r *Registry) removeLocked(a netip.AddrPort, e *entry) {
 	}
 	delete(r.players, a)
 	delete(r.peers, keyOf(a))
+	delete(r.marks, keyOf(a))
 	if e.Listed {
 		r.version.Add(1)
 	} else {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/game"
+	"github.com/scout-discovery/scout/master/upstream"
 	"github.com/scout-discovery/scout/protocol/infostring"
 	"github.com/scout-discovery/scout/protocol/q3"
 	"github.com/scout-discovery/scout/protocol/q4"
@@ -101,6 +102,14 @@ type HandlerConfig struct {
 	// checks in flight are not counted against it: at most one per check
 	// per Tick, VerifyRetries per check.
 	MaxProbesPerTick int
+	// Aggregate are the upstream masters and scout peers whose lists
+	// this master gathers, verifying each server with its own challenge
+	// (package upstream documents each field's default). No source: no
+	// aggregation. Reloadable: Handler.SetUpstreams.
+	Aggregate upstream.Config
+	// LearnPerTick bounds the first checks of servers the upstreams
+	// named, per Tick; 0 means DefaultLearnPerTick.
+	LearnPerTick int
 }
 
 // HandlerDeps is what a Handler works with besides its settings: the
@@ -139,6 +148,9 @@ type HandlerDeps struct {
 	// the list and then this master's RTTs to the servers listed
 	// (landmarks.go). Empty: the word is ignored like any unknown one.
 	Landmark string
+	// Seed seeds the upstream refreshes' jitter (HandlerConfig.Aggregate);
+	// the shell passes a random one.
+	Seed uint64
 	// Logger receives listing events at Info, the refusals of a whole
 	// class of servers (bad_gametype, bad_protocol, unknown_heartbeat,
 	// ...) at Warn once per server and reason (see MaxLoggedDrops), and
@@ -169,7 +181,8 @@ type Handler struct {
 	reg   *Registry
 	stats Stats
 	log   *slog.Logger
-	drops *dropLog // refusals of whole classes of servers, logged once each
+	drops *dropLog                  // refusals of whole classes of servers, logged once each
+	up    atomic.Pointer[upstreams] // nil: no aggregation (handler_upstream.go)
 }
 
 // NewHandler returns a handler with the settings cfg working with deps.
@@ -192,6 +205,13 @@ func NewHandler(cfg HandlerConfig, deps HandlerDeps) (*Handler, error) {
 	}
 	h := &Handler{deps: deps, reg: deps.Registry, log: log, drops: newDropLog()}
 	h.cfg.Store(&cfg)
+	up, err := newUpstreams(cfg.Aggregate, deps.Registry, deps.Seed)
+	if err != nil {
+		return nil, err
+	}
+	if up != nil {
+		h.up.Store(up)
+	}
 	return h, nil
 }
 
@@ -218,12 +238,16 @@ func checkHandlerConfig(cfg HandlerConfig) (HandlerConfig, error) {
 }
 
 // SetConfig replaces the handler's settings while it runs (a reload):
-// packet layout, MOTD, peer and upstream masters. The replies built after
-// it follow the new settings; a cached answer in the old layout is not
-// sent again once the registry's listing changes.
+// packet layout, MOTD, peer and upstream masters, the sources it
+// aggregates (SetUpstreams). The replies built after it follow the new
+// settings; a cached answer in the old layout is not sent again once the
+// registry's listing changes.
 func (h *Handler) SetConfig(cfg HandlerConfig) error {
 	cfg, err := checkHandlerConfig(cfg)
 	if err != nil {
+		return err
+	}
+	if err := h.SetUpstreams(time.Time{}, cfg.Aggregate, h.deps.Seed); err != nil {
 		return err
 	}
 	h.cfg.Store(&cfg)
@@ -293,12 +317,26 @@ func parseQ3(pkt []byte) (q3.Message, Kind, Reason) {
 	case errors.Is(err, q3.ErrUnknownCommand):
 		return nil, k, ReasonUnknownCommand
 	}
+	if sr, ok := m.(q3.ServersResponse); ok {
+		// A damaged list keeps what it read: an upstream's is read up to
+		// the damage (handler_upstream.go); anyone else's is dropped.
+		return sr, k, ReasonMalformed
+	}
 	return nil, k, ReasonMalformed
 }
 
 func (h *Handler) handleQ3(now time.Time, from netip.AddrPort, pkt []byte, dst []Outgoing) []Outgoing {
 	m, k, why := parseQ3(pkt)
 	h.stats.in[k].Add(1)
+	if sr, ok := m.(q3.ServersResponse); ok {
+		var err error
+		if why != OK {
+			err = errors.New("damaged list")
+		}
+		if h.upstreamList(now, from, serversPacket(sr, err)) {
+			return dst
+		}
+	}
 	if why != OK {
 		return h.drop(dst, k, from, why)
 	}
@@ -401,6 +439,9 @@ func (h *Handler) handleQ4(now time.Time, from netip.AddrPort, pkt []byte, dst [
 	m, err := q4.Parse(pkt)
 	k := kindOfQ4(m)
 	h.stats.in[k].Add(1)
+	if sv, ok := m.(*q4.Servers); ok && h.upstreamList(now, from, q4ServersPacket(sv, err)) {
+		return dst
+	}
 	switch {
 	case errors.Is(err, q4.ErrUnknownCommand):
 		return h.drop(dst, k, from, ReasonUnknownCommand)
@@ -427,6 +468,7 @@ func (h *Handler) handleQ4(now time.Time, from netip.AddrPort, pkt []byte, dst [
 		return h.verify(now, from, k, rep, dst)
 	case *q4.GetServers:
 		return h.q4GetServers(now, from, m, dst)
+
 	case *q4.GameAuth:
 		return h.gameAuth(now, from, m, dst)
 	}
@@ -453,6 +495,7 @@ func (h *Handler) Tick(now time.Time, dst []Outgoing) []Outgoing {
 	for _, p := range h.reg.DueProbes(now, nil, h.conf().MaxProbesPerTick) {
 		dst = h.probe(now, p, dst)
 	}
+	dst = h.tickUpstreams(now, dst)
 	if h.deps.Landmark != "" {
 		for _, to := range h.reg.mesh.due(now) {
 			dst = h.send(now, to, nil, dst, Outgoing{To: to, Kind: KindLandmarkPing, Payload: landmarkPing})

@@ -110,6 +110,9 @@ func (h *Handler) register(now time.Time, from netip.AddrPort, m q3.Register, ds
 		return h.drop(dst, KindRegister, from, why)
 	}
 	p, why := h.reg.Heartbeat(now, m.Server, Heartbeat{Family: game.FamilyQ3, Tag: game.HeartbeatDarkPlaces})
+	if why == OK || why == ReasonProbeOutstanding {
+		h.reg.Note(now, m.Server, SourceRegister+from.String())
+	}
 	if why != OK {
 		return h.drop(dst, KindRegister, m.Server, why) // the server refused, as a heartbeat's
 	}

@@ -44,6 +44,10 @@ const (
 	KindLandmarksResponse
 	KindLandmarkPeersResponse
 	KindLandmarkPing
+	// Aggregation, out: list queries to upstream masters
+	// (handler_upstream.go).
+	KindUpstreamQuery
+	KindUpstreamQ4Query
 
 	numKinds
 )
@@ -77,6 +81,8 @@ var kindNames = [numKinds]string{
 	KindLandmarksResponse:     "getserversLandmarksResponse",
 	KindLandmarkPeersResponse: "getserversLandmarkPeersResponse",
 	KindLandmarkPing:          "landmarkping",
+	KindUpstreamQuery:         "upstream_getservers",
+	KindUpstreamQ4Query:       "upstream_q4_getServers",
 }
 
 // String returns the kind's metrics label.
@@ -147,13 +153,13 @@ type Stats struct {
 	inBytes     atomic.Uint64
 	dropped     [numReasons]atomic.Uint64
 	removed     [numReasons]atomic.Uint64
-	changes     [4]atomic.Uint64 // by Change
-	probes      [4]atomic.Uint64 // checks started, by ProbeCause
-	retries     [4]atomic.Uint64 // checks' retries, by ProbeCause
-	answers     atomic.Uint64    // queries answered
-	unknownGame atomic.Uint64    // queries for no known game, answered empty
-	denied      atomic.Uint64    // bytes the budget refused
-	deferred    atomic.Uint64    // list replies left to Encode (encode.go)
+	changes     [4]atomic.Uint64         // by Change
+	probes      [numCauses]atomic.Uint64 // checks started, by ProbeCause
+	retries     [numCauses]atomic.Uint64 // checks' retries, by ProbeCause
+	answers     atomic.Uint64            // queries answered
+	unknownGame atomic.Uint64            // queries for no known game, answered empty
+	denied      atomic.Uint64            // bytes the budget refused
+	deferred    atomic.Uint64            // list replies left to Encode (encode.go)
 }
 
 // In returns the datagrams received of kind k.

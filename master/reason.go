@@ -19,6 +19,7 @@ const (
 	ReasonServerListFull // Config.MaxServers reached
 	ReasonTooManyPending // Config.MaxPending challenges outstanding
 	ReasonAddressFull    // Config.MaxServersPerAddress reached for the IPv4 address / IPv6 /64
+	ReasonBlocked        // on the block list (Config.Blocked)
 
 	// Heartbeats.
 	ReasonUnknownHeartbeat // tag not in the catalogue
@@ -76,6 +77,7 @@ var reasonNames = [numReasons]string{
 	ReasonServerListFull:    "server_list_full",
 	ReasonTooManyPending:    "too_many_pending",
 	ReasonAddressFull:       "address_full",
+	ReasonBlocked:           "blocked",
 	ReasonUnknownHeartbeat:  "unknown_heartbeat",
 	ReasonGamePolicy:        "game_policy",
 	ReasonProbeOutstanding:  "probe_outstanding",

@@ -95,6 +95,12 @@ type Config struct {
 	Catalogue        *game.Catalogue
 	Policy           game.Policy
 	AddrMap          *AddrMap // dpmaster -m; nil maps nothing
+	// Blocked is the block list: servers in these prefixes are refused
+	// (heartbeats, upstreams' lists, peers' registers, the state file),
+	// each for its published reason; at most MaxBlocks. Empty: none.
+	// Reloadable: Registry.SetBlockList replaces it and removes what it
+	// refuses.
+	Blocked []Block
 	// LandmarkPingInterval is how often a landmark master pings each
 	// other landmark master it knows (mesh.go); default
 	// DefaultLandmarkPingInterval.
@@ -135,18 +141,20 @@ type Registry struct {
 	chal *Challenger
 	mesh Mesh // the other landmark masters (mesh.go)
 
-	rotation    atomic.Uint64            // fair-rotation counter, one step per Select
-	afterRetry  atomic.Uint64            // checks verified after a retry was sent
-	encodings   atomic.Uint64            // replies encoded on demand (answer.go)
-	leftToPeers atomic.Uint64            // due re-probes left to other instances (share.go)
-	snap        atomic.Pointer[snapshot] // immutable but for its minExpire; built from the last after changes
-	dirty       atomic.Bool              // changes recorded since the last build took them (snapshot.go)
-	waiting     atomic.Bool              // a query's build left changes of large groups (deferred)
-	version     atomic.Uint64            // listing version (see Version)
-	build       sync.Mutex               // one snapshot build at a time (snapshot.go)
-	chunkMax    int                      // most entries a chunk holds (DefaultChunk; tests set fewer)
-	inlineGroup int                      // MaxInlineGroup; tests set fewer
-	opsMissed   atomic.Uint64            // removals a build did not find (a bookkeeping bug; tests check 0)
+	rotation    atomic.Uint64             // fair-rotation counter, one step per Select
+	afterRetry  atomic.Uint64             // checks verified after a retry was sent
+	encodings   atomic.Uint64             // replies encoded on demand (answer.go)
+	leftToPeers atomic.Uint64             // due re-probes left to other instances (share.go)
+	snap        atomic.Pointer[snapshot]  // immutable but for its minExpire; built from the last after changes
+	blocks      atomic.Pointer[blockList] // the block list (sources.go)
+	blockCheck  atomic.Bool               // the block list changed: the next Expire looks at every server
+	dirty       atomic.Bool               // changes recorded since the last build took them (snapshot.go)
+	waiting     atomic.Bool               // a query's build left changes of large groups (deferred)
+	version     atomic.Uint64             // listing version (see Version)
+	build       sync.Mutex                // one snapshot build at a time (snapshot.go)
+	chunkMax    int                       // most entries a chunk holds (DefaultChunk; tests set fewer)
+	inlineGroup int                       // MaxInlineGroup; tests set fewer
+	opsMissed   atomic.Uint64             // removals a build did not find (a bookkeeping bug; tests check 0)
 
 	mu      sync.Mutex
 	servers map[serverKey]*entry
@@ -154,8 +162,13 @@ type Registry struct {
 	pending int                           // entries not listed
 	names   map[string]string             // interned game and gametype names, at most MaxInternedNames
 	players map[netip.AddrPort]playerList // listed servers' last player lists (players.go)
-	tally   map[tallyKey]int              // listed servers per game, protocol and gametype (tally.go)
-	share   Share                         // nil: every server is this instance's (share.go)
+	// Where servers were learned from (sources.go): the source names,
+	// at most MaxSourceNames, and each server's marks.
+	srcNames []string
+	srcIDs   map[string]uint16
+	marks    map[serverKey][]mark
+	tally    map[tallyKey]int // listed servers per game, protocol and gametype (tally.go)
+	share    Share            // nil: every server is this instance's (share.go)
 	// The other landmarks' RTTs (peers.go): their names, at most
 	// MaxLandmarks, and each server's samples; nil until the first.
 	landmarks []string
@@ -184,6 +197,8 @@ func NewRegistry(cfg Config, chal *Challenger) (*Registry, error) {
 		perKey:  make(map[addrKey]int32),
 		names:   make(map[string]string),
 		players: make(map[netip.AddrPort]playerList),
+		srcIDs:  make(map[string]uint16),
+		marks:   make(map[serverKey][]mark),
 		tally:   make(map[tallyKey]int),
 
 		chunkMax:    DefaultChunk,
@@ -192,6 +207,11 @@ func NewRegistry(cfg Config, chal *Challenger) (*Registry, error) {
 	r.cfg.Store(&cfg)
 	r.mesh.interval = cfg.LandmarkPingInterval
 	r.snap.Store(newSnapshot())
+	if len(cfg.Blocked) > MaxBlocks {
+		return nil, fmt.Errorf("master: %d block-list entries; at most %d", len(cfg.Blocked), MaxBlocks)
+	}
+	bl := newBlockList(cfg.Blocked)
+	r.blocks.Store(&bl)
 	return r, nil
 }
 
@@ -236,6 +256,10 @@ func (r *Registry) SetConfig(cfg Config) error {
 	if err := checkConfig(cfg, r.chal); err != nil {
 		return err
 	}
+	if len(cfg.Blocked) > MaxBlocks {
+		return fmt.Errorf("master: %d block-list entries; at most %d", len(cfg.Blocked), MaxBlocks)
+	}
+	r.SetBlockList(cfg.Blocked)
 	r.mu.Lock()
 	r.cfg.Store(&cfg)
 	// Every entry again through the next snapshot build: the address map
@@ -278,6 +302,8 @@ func (r *Registry) Restore(now time.Time, servers []Server) (restored int, skipp
 		}
 		switch {
 		case why != OK:
+		case r.Blocked(a.Addr()) != nil:
+			why = ReasonBlocked
 		case len(r.servers) >= r.conf().MaxServers:
 			why = ReasonServerListFull
 		case r.conf().MaxServersPerAddress > 0 && int(r.perKey[k]) >= r.conf().MaxServersPerAddress:
@@ -325,6 +351,7 @@ func (r *Registry) Lookup(a netip.AddrPort) (Server, bool) {
 	}
 	srv := e.server()
 	srv.Landmarks = r.peerRTTsLocked(a)
+	srv.Sources = r.sourcesLocked(e)
 	return srv, true
 }
 
@@ -337,6 +364,7 @@ func (r *Registry) Servers(dst []Server) []Server {
 		if e.Listed {
 			s := e.server()
 			s.Landmarks = r.peerRTTsLocked(e.Addr)
+			s.Sources = r.sourcesLocked(e)
 			dst = append(dst, s)
 		}
 	}

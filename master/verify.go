@@ -24,6 +24,9 @@ const (
 	CauseFlatline                    // a flatline: check at once, drop if unanswered
 	CauseReprobe                     // the game's periodic re-probe
 	CauseRestored                    // re-verification after a restart
+	CauseLearned                     // a server an upstream master or a peer named (Registry.Learn)
+
+	numCauses
 )
 
 // String returns the cause's metrics label.
@@ -37,6 +40,8 @@ func (c ProbeCause) String() string {
 		return "reprobe"
 	case CauseRestored:
 		return "restored"
+	case CauseLearned:
+		return "learned"
 	}
 	return fmt.Sprintf("cause(%d)", uint8(c))
 }
@@ -165,6 +170,9 @@ func (r *Registry) Heartbeat(now time.Time, src netip.AddrPort, hb Heartbeat) (P
 	src, why := classify(src, r.conf().AllowLoopback, r.conf().RefusePrivate, r.conf().AddrMap)
 	if why != OK {
 		return Probe{}, why
+	}
+	if r.Blocked(src.Addr()) != nil {
+		return Probe{}, ReasonBlocked
 	}
 
 	r.mu.Lock()

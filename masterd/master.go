@@ -17,6 +17,7 @@ import (
 
 	"github.com/scout-discovery/scout/history"
 	"github.com/scout-discovery/scout/master"
+	"github.com/scout-discovery/scout/master/upstream"
 	"github.com/scout-discovery/scout/protocol/q3"
 	"github.com/scout-discovery/scout/web"
 )
@@ -77,6 +78,8 @@ func NewMaster(now time.Time, cfg Config, deps Deps) (*Master, error) {
 		return nil, err
 	}
 	wd := web.Deps{Registry: reg, History: hist, Landmark: lm, Logger: log}
+	var h *master.Handler // set below; the API asks it for the upstreams' health
+	wd.Upstreams = func(now time.Time) []upstream.Health { return h.Upstreams(now) }
 	if lf, ok := deps.Fleet.(interface{ Landmarks() []master.Landmark }); ok {
 		wd.Peers = lf.Landmarks // the fleet's other landmarks, at /api/v1/landmarks
 	}
@@ -102,7 +105,7 @@ func NewMaster(now time.Time, cfg Config, deps Deps) (*Master, error) {
 		}
 		hd.Persist = m.writer
 	}
-	h, err := master.NewHandler(cfg.Handler, hd)
+	h, err = master.NewHandler(cfg.Handler, hd)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +119,7 @@ func NewMaster(now time.Time, cfg Config, deps Deps) (*Master, error) {
 // as its observers, the landmark id. Persist is set by the caller once the
 // store or fleet is read.
 func handlerDeps(cfg Config, deps Deps, reg *master.Registry, hist *history.History, lm *master.Landmark) (master.HandlerDeps, error) {
-	hd := master.HandlerDeps{Registry: reg, Logger: deps.Logger, Observer: hist, DeferEncoding: max(cfg.DeferEncoding, 0)}
+	hd := master.HandlerDeps{Registry: reg, Logger: deps.Logger, Observer: hist, DeferEncoding: max(cfg.DeferEncoding, 0), Seed: randomSeed()}
 	if deps.Observer != nil {
 		hd.Observer = observers{hist, deps.Observer}
 	}
@@ -329,6 +332,7 @@ func (m *Master) Run(ctx context.Context) error {
 	}
 	wg.Go(func() { m.Server.Tick(ctx, TickInterval) })
 	wg.Go(func() { refreshSnapshots(ctx, m.Handler.Registry(), SnapshotRefreshInterval) })
+	wg.Go(func() { m.fetchPeers(ctx, TickInterval) })
 	if m.httpLn != nil {
 		hs := &http.Server{Handler: m.HTTPHandler(), ReadHeaderTimeout: DefaultHTTPReadHeaderTimeout}
 		go hs.Serve(m.httpLn)

@@ -2,12 +2,15 @@ package masterd
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/scout-discovery/scout/master"
+	"github.com/scout-discovery/scout/master/upstream"
 )
 
 // Collector exposes a master's counters to Prometheus. It reads the
@@ -30,6 +33,11 @@ type Collector struct {
 	stateCommits, stateWritten, statePending *prometheus.Desc
 	stateSeconds, stateLast, stateMax        *prometheus.Desc
 	landmarkPings                            *prometheus.Desc
+	// The upstreams (aggregation), one series per source.
+	upUp, upReported, upVerified, upAnswer *prometheus.Desc
+	upUptime, upLastSuccess, upRefreshes   *prometheus.Desc
+	upQueries, upPackets, upEntries        *prometheus.Desc
+	learned, learnQueued, blocked          *prometheus.Desc
 }
 
 // MaxGametypeSeries bounds the series of
@@ -74,6 +82,20 @@ func NewCollector(m *Master) *Collector {
 		stateMax:     d("state_max_commit_seconds", "Duration of the longest successful commit since start."),
 		landmarkPings: d("landmark_pings_total", "A landmark master's pings to its peers (sent), their replies taken as samples (sampled), "+
 			"replies from a peer with no ping in flight (stray: late, doubled or spoofed) and samples refused or undone because of them (spurned).", "result"),
+		upUp:          d("upstream_up", "Whether an upstream master or scout peer answered its last refresh (1) or not (0); absent before its first.", "source", "kind"),
+		upReported:    d("upstream_reported_servers", "Distinct servers of an upstream's last successful refresh.", "source"),
+		upVerified:    d("upstream_verified_servers", "Servers of an upstream's last successful refresh that this master lists (verified with its own challenge).", "source"),
+		upAnswer:      d("upstream_answer_seconds", "Time from an upstream's last successful refresh's first query to its first packet (a peer: the fetch).", "source"),
+		upUptime:      d("upstream_uptime_ratio", "Share of an upstream's refreshes that answered, over a window (24h, 7d).", "source", "window"),
+		upLastSuccess: d("upstream_last_success_timestamp_seconds", "End of an upstream's last successful refresh, Unix time.", "source"),
+		upRefreshes:   d("upstream_refreshes_total", "Refreshes of an upstream, by result (ok, failed).", "source", "result"),
+		upQueries:     d("upstream_queries_total", "List queries sent to an upstream, retries included (a peer: fetches).", "source"),
+		upPackets:     d("upstream_packets_total", "List packets received from an upstream, by outcome (read, garbled).", "source", "outcome"),
+		upEntries: d("upstream_entries_total", "Entries of an upstream's lists, by outcome: new (to this refresh), duplicate, unusable (port 0, broadcast, ...), "+
+			"refused (local addresses, the upstream's own host), over_learned (beyond the bound on servers per upstream), queue_full.", "source", "outcome"),
+		learned:     d("learned_checks_total", "First checks of servers an upstream or peer named, by outcome (ok: started or already known; else why refused).", "outcome"),
+		learnQueued: d("learned_queued", "Servers an upstream or peer named, waiting for their first check."),
+		blocked:     d("blocklist_entries", "Entries of the block list."),
 	}
 }
 
@@ -81,7 +103,9 @@ func NewCollector(m *Master) *Collector {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.packetsIn, c.bytesIn, c.packetsOut, c.bytesOut, c.dropped, c.removed,
 		c.changes, c.probes, c.retries, c.afterRetry, c.answers, c.unknownGame, c.budgetDenied, c.deferred, c.listed, c.pending, c.listedByGame, c.listedByKind,
-		c.sendErrors, c.stateErrors, c.stateCommits, c.stateWritten, c.statePending, c.stateSeconds, c.stateLast, c.stateMax, c.landmarkPings} {
+		c.sendErrors, c.stateErrors, c.stateCommits, c.stateWritten, c.statePending, c.stateSeconds, c.stateLast, c.stateMax, c.landmarkPings,
+		c.upUp, c.upReported, c.upVerified, c.upAnswer, c.upUptime, c.upLastSuccess, c.upRefreshes, c.upQueries, c.upPackets, c.upEntries,
+		c.learned, c.learnQueued, c.blocked} {
 		ch <- d
 	}
 }
@@ -112,7 +136,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, ch := range []master.Change{master.ChangeListed, master.ChangeUpdated, master.ChangeRefreshed} {
 		counter(c.changes, st.Changes(ch), ch.String())
 	}
-	for _, p := range []master.ProbeCause{master.CauseHeartbeat, master.CauseFlatline, master.CauseReprobe, master.CauseRestored} {
+	for _, p := range []master.ProbeCause{master.CauseHeartbeat, master.CauseFlatline, master.CauseReprobe, master.CauseRestored, master.CauseLearned} {
 		counter(c.probes, st.Probes(p), p.String())
 		counter(c.retries, st.Retries(p), p.String())
 	}
@@ -154,6 +178,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.landmarkPings, pongs, "sampled")
 	counter(c.landmarkPings, stray, "stray")
 	counter(c.landmarkPings, spurned, "spurned")
+	c.collectUpstreams(ch)
 	refused, noSocket := c.m.Server.SendErrors()
 	counter(c.sendErrors, refused, "refused")
 	counter(c.sendErrors, noSocket, "no_socket")
@@ -171,4 +196,54 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		seconds(c.stateLast, prometheus.GaugeValue, w.lastNS.Load())
 		seconds(c.stateMax, prometheus.GaugeValue, w.maxNS.Load())
 	}
+}
+
+// collectUpstreams exports the upstreams' health, the first checks of the
+// servers they named, and the block list's size.
+func (c *Collector) collectUpstreams(ch chan<- prometheus.Metric) {
+	h := c.m.Handler
+	metric := func(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, t, v, labels...)
+	}
+	for _, u := range h.Upstreams(time.Now()) {
+		n := u.Name
+		if u.State != upstream.StateUnknown {
+			up := 0.0
+			if u.State == upstream.StateUp {
+				up = 1
+			}
+			metric(c.upUp, prometheus.GaugeValue, up, n, u.Kind)
+		}
+		if !u.LastSuccess.IsZero() {
+			metric(c.upReported, prometheus.GaugeValue, float64(u.Reported), n)
+			metric(c.upVerified, prometheus.GaugeValue, float64(u.Verified), n)
+			metric(c.upAnswer, prometheus.GaugeValue, u.AnswerTime.Seconds(), n)
+			metric(c.upLastSuccess, prometheus.GaugeValue, float64(u.LastSuccess.UnixNano())/1e9, n)
+		}
+		for _, w := range []struct {
+			v    float64
+			name string
+		}{{u.Uptime24h, "24h"}, {u.Uptime7d, "7d"}} {
+			if !math.IsNaN(w.v) {
+				metric(c.upUptime, prometheus.GaugeValue, w.v, n, w.name)
+			}
+		}
+		metric(c.upRefreshes, prometheus.CounterValue, float64(u.Refreshes-u.Failures), n, "ok")
+		metric(c.upRefreshes, prometheus.CounterValue, float64(u.Failures), n, "failed")
+		metric(c.upQueries, prometheus.CounterValue, float64(u.QueriesSent), n)
+		metric(c.upPackets, prometheus.CounterValue, float64(u.Packets-u.Garbled), n, "read")
+		metric(c.upPackets, prometheus.CounterValue, float64(u.Garbled), n, "garbled")
+		read := u.Entries - u.Duplicates - u.Unusable - u.Refused - u.OverLearned
+		for _, e := range []struct {
+			v       uint64
+			outcome string
+		}{{read, "new"}, {u.Duplicates, "duplicate"}, {u.Unusable, "unusable"}, {u.Refused, "refused"}, {u.OverLearned, "over_learned"}, {u.QueueFull, "queue_full"}} {
+			metric(c.upEntries, prometheus.CounterValue, float64(e.v), n, e.outcome)
+		}
+	}
+	for r, v := range h.LearnOutcomes() {
+		metric(c.learned, prometheus.CounterValue, float64(v), r.String())
+	}
+	metric(c.learnQueued, prometheus.GaugeValue, float64(h.LearnQueued()))
+	metric(c.blocked, prometheus.GaugeValue, float64(len(c.m.Registry.BlockList())))
 }

@@ -162,7 +162,7 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 func (f *Flags) Config() (Config, error) {
 	opt := f.cfg
 	var err error
-	if opt.Game, err = findGame(*f.gameName); err != nil {
+	if opt.Game, err = FindGame(*f.gameName); err != nil {
 		return opt, err
 	}
 	opt.Masters = f.masters
@@ -291,7 +291,9 @@ var gameAliases = map[string]string{
 	"rtcw": "wolfmp", "q4": "Quake4", "quake4": "Quake4", "css": "cstrike", "source": "cstrike",
 }
 
-func findGame(name string) (*game.Game, error) {
+// FindGame returns the built-in game called name (case-insensitive) or by
+// one of its short names (q3, rtcw, q4, css).
+func FindGame(name string) (*game.Game, error) {
 	if a, ok := gameAliases[strings.ToLower(name)]; ok {
 		name = a
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/scout-discovery/scout/history"
 	"github.com/scout-discovery/scout/latency"
 	"github.com/scout-discovery/scout/master"
+	"github.com/scout-discovery/scout/master/upstream"
 )
 
 // DefaultMinRefresh is the least time between two views of the list: a
@@ -79,6 +80,10 @@ type Deps struct {
 	// Peers, if set, returns the other live landmarks of this master's
 	// fleet, described at /api/v1/landmarks after this one (landmarks.go).
 	Peers func() []master.Landmark
+	// Upstreams, if set, returns the upstream masters' and scout peers'
+	// health at now, for /api/v1/upstreams (master.Handler.Upstreams);
+	// nil publishes none.
+	Upstreams func(now time.Time) []upstream.Health
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Logger receives panics recovered (never expected) at Error; nil
@@ -102,6 +107,10 @@ type API struct {
 	// not change while the process runs); at most maxGeoCache entries,
 	// emptied when full. Only rebuilds touch it, under mu.
 	geoCache map[netip.Addr]geoEntry
+
+	// Answers that do not follow the listing version, built at most
+	// every MinRefresh (ecosystem.go).
+	upBody, blockBody timedBody
 
 	view   atomic.Pointer[view]
 	viewAt atomic.Int64 // unix ns the current view was built
@@ -293,9 +302,15 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 		route = a.players
 	case strings.HasPrefix(path, "/servers/"):
 		route = a.serverPage
+	case path == "/api/v1/upstreams":
+		route = a.upstreams
+	case path == "/api/v1/blocklist":
+		route = a.blocklist
+	case path == upstream.PeerPath:
+		route = a.verified
 	default:
 		writeError(w, &Error{Status: http.StatusNotFound, Code: "not_found",
-			Message: fmt.Sprintf("%q: no such path; see /api/v1/servers, /api/v1/servers/{address}, /api/v1/ranking, /api/v1/meta, /api/v1/landmarks, /api/v1/games, /api/v1/players", clip(path))})
+			Message: fmt.Sprintf("%q: no such path; see /api/v1/servers, /api/v1/servers/{address}, /api/v1/ranking, /api/v1/meta, /api/v1/landmarks, /api/v1/games, /api/v1/players, /api/v1/upstreams, /api/v1/blocklist, /api/v1/verified", clip(path))})
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {

@@ -48,6 +48,9 @@ type ServerJSON struct {
 	// Landmarks are the landmarks' RTTs to it (landmarks.go); absent
 	// unless the master is configured as a landmark and has measured it.
 	Landmarks []master.LandmarkRTTJSON `json:"landmarks,omitempty"`
+	// Sources are where the master learned of it and when each last
+	// named it (ecosystem.go): "heartbeat", upstream masters, peers.
+	Sources []SourceJSON `json:"sources,omitempty"`
 }
 
 // row is one server of a view, with its sort and filter keys.
@@ -102,6 +105,7 @@ func buildView(now time.Time, version uint64, servers []master.Server, cat *game
 		}
 		j.Name = infoOf(s.Info, "hostname", "sv_hostname", "si_name")
 		j.NamePlain = StripColours(j.Name)
+		j.Sources = sourcesJSON(s)
 		j.Map = infoOf(s.Info, "mapname", "si_map")
 		if h, err := strconv.Atoi(infoOf(s.Info, "g_humanplayers")); err == nil && h >= 0 && h <= s.Clients {
 			j.Bots = s.Clients - h

@@ -49,6 +49,8 @@ type masterArgs struct {
 	listen, maps    []string
 	peers           []string
 	upstreams       []string
+	aggregate       [][]string // --aggregate's words, each use
+	scoutPeers      []string
 	worldMap        string
 	policy          [][]string
 	hashPorts       bool
@@ -203,6 +205,9 @@ func (a masterArgs) resolve(ctx context.Context) (masterSetup, error) {
 		return s, err
 	}
 	if err := a.masters(ctx, c); err != nil {
+		return s, err
+	}
+	if err := a.aggregation(ctx, c); err != nil {
 		return s, err
 	}
 	return s, a.landmark(&s)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +29,7 @@ const (
 	argLevel          // -v: an optional single digit
 	argPolicy         // accept|reject, then one name, then names not starting with '-'
 	argGameProp       // optional: GAME, then one property, then more not starting with '-'
+	argWords          // one value, then at least one more, then more not starting with '-'
 )
 
 // fileKind is how an option's value is written in a --config file.
@@ -132,9 +134,10 @@ func (a *masterArgs) cfg() *masterd.Config { return &a.setup.Config }
 
 // masterOptionSpecs is dpmaster 2.x's option list (doc/dpmaster.txt, "dpmaster -h"),
 // each implemented, accepted as meaningless, or refused with the reason,
-// followed by scout's own. Each fills the same masterd.Config from the
+// followed by scout's own (the aggregation's and the block list's last,
+// master_aggregate.go). Each fills the same masterd.Config from the
 // command line and from a --config file (its key is the long name).
-var masterOptionSpecs = []optSpec{
+var masterOptionSpecs = slices.Concat([]optSpec{
 	{long: "help", short: 'h', arity: argNone, set: func(*masterArgs, []string) error { return errMasterHelp }, help: "print this help"},
 	portOpt("port", 'p', func(a *masterArgs) **int { return &a.port }, "default port to listen on (27950)"),
 	listOpt("listen", 'l', func(a *masterArgs) *[]string { return &a.listen }, "listen on ADDR[:PORT] ([v6]:port); several allowed; default 0.0.0.0 and ::"),
@@ -278,7 +281,7 @@ var masterOptionSpecs = []optSpec{
 			return nil
 		}},
 	durOpt("hb-decay-time", 1, time.Second, func(a *masterArgs) *time.Duration { return &a.cfg().Heartbeats.Decay }, "heartbeat flood protection decay time in seconds (1)"),
-}
+}, ecosystemOpts)
 
 // setVerbose is -v [LEVEL]: no level is 4, everything.
 func setVerbose(a *masterArgs, v []string) error {
@@ -406,7 +409,7 @@ func optValues(spec optSpec, name string, inline *string, args []string, i int) 
 			i++
 			vals = []string{args[i]}
 		}
-	case argPolicy, argGameProp:
+	case argPolicy, argGameProp, argWords:
 		// dpmaster: --game-policy needs accept|reject and one name,
 		// whatever they look like ("--game-policy accept -v" accepts
 		// a game called "-v"); -g needs a game and one property, or
@@ -414,7 +417,7 @@ func optValues(spec optSpec, name string, inline *string, args []string, i int) 
 		// properties follow while they do not start with '-'.
 		if inline != nil {
 			vals = []string{*inline}
-		} else if spec.arity == argPolicy || (i+1 < len(args) && !strings.HasPrefix(args[i+1], "-")) {
+		} else if spec.arity != argGameProp || (i+1 < len(args) && !strings.HasPrefix(args[i+1], "-")) {
 			if v, ok := next(); ok {
 				vals = []string{v}
 			}
@@ -432,6 +435,9 @@ func optValues(spec optSpec, name string, inline *string, args []string, i int) 
 		}
 		if spec.arity == argPolicy && len(vals) < 2 {
 			return nil, i, fmt.Errorf("%w: %s needs accept|reject and at least one game", errMasterUsage, name)
+		}
+		if spec.arity == argWords && len(vals) < 2 {
+			return nil, i, fmt.Errorf("%w: %s needs a value and at least one more word", errMasterUsage, name)
 		}
 	}
 	return vals, i, nil
