@@ -31,7 +31,8 @@ type pageFile struct {
 }
 
 // Page returns the handler of the server browser: GET / is index.html,
-// GET /static/NAME the other files; any other path is a 404 and any other
+// GET /upstreams and /blocked the pages of the other masters and of the
+// block list, GET /static/NAME the other files; any other path is a 404 and any other
 // method a 405. Mount it at "/" with no method, so that it neither
 // conflicts with nor shadows more specific patterns such as "/api/" (a
 // "GET /" pattern conflicts with "/api/" in net/http's mux). The page
@@ -51,6 +52,8 @@ func Page() http.Handler {
 		return nil
 	})
 	files["/"] = files["/static/index.html"]
+	files["/upstreams"] = files["/static/upstreams.html"]
+	files["/blocked"] = files["/static/blocked.html"]
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -118,7 +119,11 @@ func parseAggregate(ctx context.Context, words []string) (upstream.Source, error
 		if err != nil {
 			return src, err
 		}
-		src.Queries = append(src.Queries, qs...)
+		for _, q := range qs {
+			if !slices.ContainsFunc(src.Queries, func(o upstream.Query) bool { return o.String() == q.String() }) {
+				src.Queries = append(src.Queries, q) // q3 and OpenArena both ask "getservers 71"
+			}
+		}
 	}
 	if len(src.Queries) == 0 {
 		return src, errors.New("no query: give games (q3, et, rtcw, OpenArena, Xonotic, q4, ...)")

@@ -2,11 +2,13 @@ package main
 
 import (
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/scout-discovery/scout/game"
+	"github.com/scout-discovery/scout/internal/peer"
 	"github.com/scout-discovery/scout/master/upstream"
 )
 
@@ -100,4 +102,35 @@ func FuzzAggregateQueries(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestMasterConfig_AggregateExample: docs/aggregate.json, the ready
+// configuration for the public masters, is a --config file scout master
+// reads, and every upstream's words are queries it sends (the host names
+// are resolved at start, not here).
+func TestMasterConfig_AggregateExample(t *testing.T) {
+	a, err := parseMasterArgs([]string{"--config", filepath.Join(peer.ModuleRoot(t), "docs", "aggregate.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.aggregate) < 10 {
+		t.Fatalf("%d upstreams", len(a.aggregate))
+	}
+	for _, words := range a.aggregate {
+		ext, n := false, 0
+		for _, w := range words[1:] {
+			if w == "ext" {
+				ext = true
+				continue
+			}
+			qs, err := aggregateQueries(w, ext)
+			if err != nil {
+				t.Errorf("%s: %v", words[0], err)
+			}
+			n += len(qs)
+		}
+		if n == 0 {
+			t.Errorf("%s: no query", words[0])
+		}
+	}
 }

@@ -1,0 +1,197 @@
+package masterd
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scout-discovery/scout/game"
+	"github.com/scout-discovery/scout/internal/masterproc"
+	"github.com/scout-discovery/scout/master"
+	"github.com/scout-discovery/scout/master/upstream"
+	"github.com/scout-discovery/scout/protocol/q3"
+	"github.com/scout-discovery/scout/web"
+)
+
+// listedLog is a slog handler that hands each "listed" record's server
+// to a channel, so a test waits for a listing without sleeping.
+type listedLog struct{ ch chan string }
+
+func (l listedLog) Enabled(context.Context, slog.Level) bool { return true }
+func (l listedLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "listed" {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "server" {
+				select {
+				case l.ch <- a.Value.String():
+				default:
+				}
+			}
+			return true
+		})
+	}
+	return nil
+}
+func (l listedLog) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l listedLog) WithGroup(string) slog.Handler      { return l }
+
+// runLogged runs a master of cfg on loopback whose "listed" records go to
+// the returned channel; it stops when the test ends.
+func runLogged(t *testing.T, cfg Config) (*Master, chan string) {
+	t.Helper()
+	ch := make(chan string, 64)
+	cfg.Listen = []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}
+	cfg.HTTP = "127.0.0.1:0"
+	cfg.Registry.AllowLoopback = true
+	m, err := NewMaster(time.Now(), cfg, Deps{Logger: slog.New(listedLog{ch})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- m.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-ran })
+	return m, ch
+}
+
+// waitListed waits for a "listed" record of server a.
+func waitListed(t *testing.T, ch chan string, a netip.AddrPort, who string) {
+	t.Helper()
+	deadline := time.After(masterproc.WaitBound)
+	for {
+		select {
+		case s := <-ch:
+			if s == a.String() {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("%s did not list %v within %v", who, a, masterproc.WaitBound)
+		}
+	}
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	r, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	if r.StatusCode != http.StatusOK {
+		t.Fatalf("%s: %s %s", url, r.Status, b)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", url, err)
+	}
+}
+
+// TestAggregate_UpstreamAndPeerOverSockets: a server that heartbeats to
+// master A only is listed by master B, which has A as an upstream
+// (getservers over UDP), and by master C, which has A as a scout peer
+// (A's verified list over HTTP); each checks it with its own challenge.
+// B's API and metrics give A's health and the server's sources.
+func TestAggregate_UpstreamAndPeerOverSockets(t *testing.T) {
+	srv := masterproc.NewServer(t)
+	a, aListed := runLogged(t, Config{})
+	srv.Heartbeat(t, a.Addrs()[0])
+	waitListed(t, aListed, srv.Addr, "master A (heartbeat)")
+
+	q := upstream.Query{Family: game.FamilyQ3, Q3: q3.GetServers{Protocol: 71, Empty: true, Full: true}}
+	var bc Config
+	bc.Handler.Aggregate.Sources = []upstream.Source{{Name: "A", Addr: a.Addrs()[0], Queries: []upstream.Query{q}}}
+	b, bListed := runLogged(t, bc)
+	waitListed(t, bListed, srv.Addr, "master B (upstream A)")
+
+	aHTTP := netip.MustParseAddrPort(a.HTTPAddr().String())
+	var cc Config
+	cc.Handler.Aggregate.Sources = []upstream.Source{{Name: "peer-A", Kind: upstream.KindPeer, URL: "http://" + aHTTP.String(), Addr: aHTTP}}
+	c, cListed := runLogged(t, cc)
+	waitListed(t, cListed, srv.Addr, "master C (scout peer A)")
+
+	for _, m := range []struct {
+		name, source, kind string
+		m                  *Master
+	}{{"B", "A", "master", b}, {"C", "peer-A", "peer", c}} {
+		s, _ := m.m.Registry.Lookup(srv.Addr)
+		if !s.Listed || !s.LastHeartbeat.IsZero() || len(s.Sources) != 1 || s.Sources[0].Source != m.source {
+			t.Fatalf("master %s: %+v", m.name, s)
+		}
+		if s.Game != "Quake3Arena" {
+			t.Errorf("master %s lists it as %q", m.name, s.Game)
+		}
+	}
+
+	// B's API: the upstream's health, and the server's sources.
+	base := "http://" + b.HTTPAddr().String()
+	var ups web.UpstreamsJSON
+	getJSON(t, base+"/api/v1/upstreams", &ups)
+	if len(ups.Upstreams) != 1 {
+		t.Fatalf("upstreams %+v", ups)
+	}
+	u := ups.Upstreams[0]
+	if u.Name != "A" || u.State != upstream.StateUp || u.Reported != 1 || u.Verified != 1 || u.LastSuccess == nil ||
+		u.AnswerTimeMs == nil || u.Uptime24h == nil || *u.Uptime24h != 1 || u.Queries[0] != "getservers 71 empty full" {
+		t.Fatalf("upstream %+v", u)
+	}
+	var d web.DetailJSON
+	getJSON(t, base+"/api/v1/servers/"+srv.Addr.String(), &d)
+	if len(d.Sources) != 1 || d.Sources[0].Source != "A" {
+		t.Fatalf("sources %+v", d.Sources)
+	}
+	r, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	for _, want := range []string{`scout_master_upstream_up{kind="master",source="A"} 1`, `scout_master_upstream_verified_servers{source="A"} 1`,
+		`scout_master_probes_total{cause="learned"} 1`, `scout_master_learned_checks_total{outcome="ok"} 1`} {
+		if !strings.Contains(string(mb), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	// A publishes what its peers fetch.
+	var pl upstream.PeerList
+	getJSON(t, "http://"+aHTTP.String()+upstream.PeerPath, &pl)
+	if len(pl.Servers) != 1 || pl.Servers[0].Address != srv.Addr.String() || pl.Servers[0].Game != "Quake3Arena" || pl.Servers[0].Family != "q3" {
+		t.Fatalf("A's verified list %+v", pl)
+	}
+}
+
+// TestAggregate_BlockListPublished: the block list is published with its
+// reasons, as JSON and as a page.
+func TestAggregate_BlockListPublished(t *testing.T) {
+	var cfg Config
+	cfg.Registry.Blocked = []master.Block{
+		{Prefix: netip.MustParsePrefix("203.0.113.0/24"), Reason: "the same server on 500 ports"},
+		{Prefix: netip.MustParsePrefix("203.0.113.7/32"), Reason: "fake players"},
+	}
+	m, _ := runLogged(t, cfg)
+	base := "http://" + m.HTTPAddr().String()
+	var bl web.BlockListJSON
+	getJSON(t, base+"/api/v1/blocklist", &bl)
+	if len(bl.Blocked) != 2 || bl.Blocked[0].Reason != "fake players" || bl.Blocked[1].Prefix.String() != "203.0.113.0/24" {
+		t.Fatalf("block list %+v", bl)
+	}
+	for _, page := range []string{"/blocked", "/upstreams"} {
+		r, err := http.Get(base + page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		if r.StatusCode != http.StatusOK || !strings.Contains(string(b), "<table") {
+			t.Errorf("%s: %s", page, r.Status)
+		}
+	}
+}
