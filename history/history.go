@@ -174,9 +174,11 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-// Verified records s's player count at now (master.Observer).
+// Verified records s's player count at now (master.Observer): its
+// humans, the players that are neither bots nor suspected bots, so that
+// the ranking and recent_players count people.
 func (h *History) Verified(now time.Time, s master.Server) {
-	h.Record(s.Addr, now, s.Clients)
+	h.Record(s.Addr, now, s.Humans())
 }
 
 // Record records count players at a at t.

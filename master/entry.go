@@ -21,9 +21,13 @@ type Server struct {
 	Family     game.Family
 	Protocol   int
 	Gametype   string
-	Clients    int
+	Clients    int // as the server says: bots included
 	MaxClients int
-	Info       []Pair
+	// Bots and SuspectedBots are the clients its replies tell are bots
+	// and those the master suspects are (bots.go; Humans is the rest);
+	// filled by Servers, Lookup and Verify.
+	Bots, SuspectedBots int
+	Info                []Pair
 
 	FirstSeen     time.Time
 	LastVerified  time.Time // last verified reply; zero if never

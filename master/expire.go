@@ -170,6 +170,7 @@ func (r *Registry) removeLocked(a netip.AddrPort, e *entry) {
 	delete(r.players, a)
 	delete(r.peers, keyOf(a))
 	delete(r.marks, keyOf(a))
+	delete(r.crowds, keyOf(a))
 	if e.Listed {
 		r.version.Add(1)
 	} else {

@@ -35,6 +35,10 @@ type Player struct {
 	Name  string // as sent, colour codes and all; at most MaxPlayerNameBytes
 	Score int    // frags; 0 in the Doom 3 family, whose records have none
 	Ping  int    // ms; 0 for bots in every family
+	// Since is when the player was first listed in the run of the
+	// server's player lists that has listed it every time since (bots.go:
+	// a player that never leaves is a suspected bot); whole seconds.
+	Since time.Time
 }
 
 // playerList is a server's packed player list and when it was received.
@@ -44,21 +48,23 @@ type playerList struct {
 }
 
 // packPlayers encodes at most MaxPlayersKept players, names cut to
-// MaxPlayerNameBytes, as one string. NUL bytes in names are dropped
-// (neither family can send one).
+// MaxPlayerNameBytes, as one string, "score\x00ping\x00since\x00name\x00"
+// each, since in Unix seconds. NUL bytes in names are dropped (neither
+// family can send one).
 func packPlayers(ps []Player) string {
 	var sb strings.Builder
 	for i, p := range ps {
 		if i == MaxPlayersKept {
 			break
 		}
-		name := strings.ReplaceAll(p.Name, "\x00", "")
-		if len(name) > MaxPlayerNameBytes {
-			name = name[:MaxPlayerNameBytes]
-		}
+		name := cutName(p.Name)
 		sb.WriteString(strconv.Itoa(p.Score))
 		sb.WriteByte(0)
 		sb.WriteString(strconv.Itoa(p.Ping))
+		sb.WriteByte(0)
+		if !p.Since.IsZero() {
+			sb.WriteString(strconv.FormatInt(p.Since.Unix(), 10))
+		}
 		sb.WriteByte(0)
 		sb.WriteString(name)
 		sb.WriteByte(0)
@@ -68,26 +74,64 @@ func packPlayers(ps []Player) string {
 
 // unpackPlayers decodes packPlayers' encoding.
 func unpackPlayers(s string) []Player {
-	out := make([]Player, 0, strings.Count(s, "\x00")/3)
+	out := make([]Player, 0, strings.Count(s, "\x00")/4)
 	for s != "" {
 		sc, rest, _ := strings.Cut(s, "\x00")
 		pg, rest, _ := strings.Cut(rest, "\x00")
+		since, rest, _ := strings.Cut(rest, "\x00")
 		name, rest, _ := strings.Cut(rest, "\x00")
 		score, _ := strconv.Atoi(sc)
 		ping, _ := strconv.Atoi(pg)
-		out = append(out, Player{Name: name, Score: score, Ping: ping})
+		p := Player{Name: name, Score: score, Ping: ping}
+		if t, err := strconv.ParseInt(since, 10, 64); err == nil {
+			p.Since = time.Unix(t, 0)
+		}
+		out = append(out, p)
 		s = rest
 	}
 	return out
 }
 
 // setPlayersLocked keeps the player list of the reply r verified for e, if
-// it lists players. r.mu must be held.
-func (r *Registry) setPlayersLocked(now time.Time, a netip.AddrPort, rep *Reply) {
+// it lists players, each player's Since carried over from the list before
+// when it listed that name too, and returns how many are suspected bots
+// (bots.go). r.mu must be held.
+func (r *Registry) setPlayersLocked(now time.Time, a netip.AddrPort, rep *Reply) (suspected int, listed bool) {
 	if !rep.HasPlayerList {
-		return
+		return 0, false
 	}
-	r.players[a] = playerList{at: stampOf(now), packed: packPlayers(rep.PlayerList)}
+	ps := rep.PlayerList[:min(len(rep.PlayerList), MaxPlayersKept)]
+	var before map[string][]time.Time
+	if prev, ok := r.players[a]; ok {
+		for _, p := range unpackPlayers(prev.packed) {
+			if before == nil {
+				before = map[string][]time.Time{}
+			}
+			before[p.Name] = append(before[p.Name], p.Since)
+		}
+	}
+	now = now.Truncate(time.Second)
+	for i := range ps {
+		name := cutName(ps[i].Name)
+		ps[i].Since = now
+		if ts := before[name]; len(ts) > 0 {
+			if !ts[0].IsZero() {
+				ps[i].Since = ts[0]
+			}
+			before[name] = ts[1:]
+		}
+	}
+	r.players[a] = playerList{at: stampOf(now), packed: packPlayers(ps)}
+	return suspects(now, ps, r.conf().SuspectAfter), true
+}
+
+// cutName is a player's name as packPlayers keeps it.
+func cutName(name string) string {
+	name = strings.ReplaceAll(name, "\x00", "")
+	if len(name) > MaxPlayerNameBytes {
+		name = name[:MaxPlayerNameBytes]
+	}
+	return name
 }
 
 // Players returns the player list of the listed server at a from its last

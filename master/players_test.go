@@ -24,7 +24,7 @@ func TestMaster_PlayersFromStatusResponse(t *testing.T) {
 		t.Fatalf("players %+v at %v, %v; want %d", ps, at, ok, len(sr.Players))
 	}
 	for i, p := range sr.Players {
-		if ps[i] != (Player{Name: p.Name, Score: p.Score, Ping: p.Ping}) {
+		if ps[i] != (Player{Name: p.Name, Score: p.Score, Ping: p.Ping, Since: f.now.Truncate(time.Second)}) {
 			t.Errorf("player %d: %+v, want %+v", i, ps[i], p)
 		}
 	}
@@ -37,9 +37,10 @@ func TestMaster_PlayersFromStatusResponse(t *testing.T) {
 
 // TestPackPlayers: the bounds hold and the encoding round-trips.
 func TestPackPlayers(t *testing.T) {
-	in := []Player{{"^1Bob", -3, 50}, {"", 0, 0}, {strings.Repeat("x", 100), 7, 999}, {"a\x00b", 1, 2}}
+	since := time.Unix(1_800_000_000, 0)
+	in := []Player{{"^1Bob", -3, 50, since}, {"", 0, 0, time.Time{}}, {strings.Repeat("x", 100), 7, 999, since}, {"a\x00b", 1, 2, since}}
 	got := unpackPlayers(packPlayers(in))
-	want := []Player{{"^1Bob", -3, 50}, {"", 0, 0}, {strings.Repeat("x", MaxPlayerNameBytes), 7, 999}, {"ab", 1, 2}}
+	want := []Player{{"^1Bob", -3, 50, since}, {"", 0, 0, time.Time{}}, {strings.Repeat("x", MaxPlayerNameBytes), 7, 999, since}, {"ab", 1, 2, since}}
 	if len(got) != len(want) {
 		t.Fatalf("%+v", got)
 	}

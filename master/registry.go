@@ -95,6 +95,10 @@ type Config struct {
 	Catalogue        *game.Catalogue
 	Policy           game.Policy
 	AddrMap          *AddrMap // dpmaster -m; nil maps nothing
+	// SuspectAfter is how long a player must stay in a server's roster,
+	// in every player list received, to be counted a suspected bot
+	// (bots.go); default DefaultSuspectAfter; negative: never.
+	SuspectAfter time.Duration
 	// Blocked is the block list: servers in these prefixes are refused
 	// (heartbeats, upstreams' lists, peers' registers, the state file),
 	// each for its published reason; at most MaxBlocks. Empty: none.
@@ -126,6 +130,7 @@ func (c *Config) setDefaults() {
 	c.VerifyRetryDelay = cmp.Or(c.VerifyRetryDelay, DefaultVerifyRetryDelay)
 	c.ChallengeLifetime = cmp.Or(c.ChallengeLifetime, DefaultChallengeLifetime)
 	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
+	c.SuspectAfter = cmp.Or(c.SuspectAfter, DefaultSuspectAfter)
 	if c.Catalogue == nil {
 		c.Catalogue = game.Default()
 	}
@@ -162,6 +167,7 @@ type Registry struct {
 	pending int                           // entries not listed
 	names   map[string]string             // interned game and gametype names, at most MaxInternedNames
 	players map[netip.AddrPort]playerList // listed servers' last player lists (players.go)
+	crowds  map[serverKey]crowd           // bots and suspected bots, of the servers with any (bots.go)
 	// Where servers were learned from (sources.go): the source names,
 	// at most MaxSourceNames, and each server's marks.
 	srcNames []string
@@ -197,6 +203,7 @@ func NewRegistry(cfg Config, chal *Challenger) (*Registry, error) {
 		perKey:  make(map[addrKey]int32),
 		names:   make(map[string]string),
 		players: make(map[netip.AddrPort]playerList),
+		crowds:  make(map[serverKey]crowd),
 		srcIDs:  make(map[string]uint16),
 		marks:   make(map[serverKey][]mark),
 		tally:   make(map[tallyKey]int),
@@ -352,6 +359,7 @@ func (r *Registry) Lookup(a netip.AddrPort) (Server, bool) {
 	srv := e.server()
 	srv.Landmarks = r.peerRTTsLocked(a)
 	srv.Sources = r.sourcesLocked(e)
+	r.crowdOfLocked(&srv)
 	return srv, true
 }
 
@@ -365,6 +373,7 @@ func (r *Registry) Servers(dst []Server) []Server {
 			s := e.server()
 			s.Landmarks = r.peerRTTsLocked(e.Addr)
 			s.Sources = r.sourcesLocked(e)
+			r.crowdOfLocked(&s)
 			dst = append(dst, s)
 		}
 	}

@@ -195,6 +195,12 @@ func (r *Registry) Apply(now time.Time, s Server) (Change, Reason) {
 	if info != e.info {
 		e.info = info
 	}
+	// The bots its info tells of (g_humanplayers, humans, bots); the
+	// ping-0 and suspected counts of player lists are each instance's
+	// own re-probes'.
+	if bots, told := botsOf(&Reply{Info: s.Info}, s.Clients); told {
+		r.setCrowdLocked(keyOf(a), bots, true, 0, false)
+	}
 	if e.FirstSeen == 0 || (!s.FirstSeen.IsZero() && stampOf(s.FirstSeen) < e.FirstSeen) {
 		e.FirstSeen = stampOf(s.FirstSeen)
 	}

@@ -353,8 +353,12 @@ func (r *Registry) Verify(now time.Time, src netip.AddrPort, rep Reply) (Server,
 	if change != ChangeRefreshed || reverified {
 		r.version.Add(1)
 	}
-	r.setPlayersLocked(now, src, &rep)
-	return e.server(), change, OK
+	suspected, listed := r.setPlayersLocked(now, src, &rep)
+	bots, told := botsOf(&rep, int(e.Clients))
+	r.setCrowdLocked(keyOf(src), bots, told, suspected, listed)
+	out := e.server()
+	r.crowdOfLocked(&out)
+	return out, change, OK
 }
 
 // parseReplyLocked applies dpmaster's validation of an infoResponse (in its

@@ -20,6 +20,12 @@ type PlayerJSON struct {
 	NamePlain string `json:"name_plain"`
 	Score     *int   `json:"score,omitempty"` // absent in the Doom 3 family, whose records have none
 	Ping      int    `json:"ping"`
+	// Bot: the server gives it ping 0, as every engine gives its bots;
+	// SuspectedBot: it has stayed in every player list since Since, for
+	// longer than the master's SuspectAfter (master's bots.go).
+	Bot          bool       `json:"bot"`
+	SuspectedBot bool       `json:"suspected_bot"`
+	Since        *time.Time `json:"since,omitempty"`
 }
 
 // HistoryJSON is the detail view's player count over time.
@@ -34,6 +40,9 @@ type DetailJSON struct {
 	Info       map[string]string `json:"info"`
 	PlayerList []PlayerJSON      `json:"player_list"`
 	PlayersAt  *time.Time        `json:"players_at,omitempty"` // when the player list was received
+	// Sources are where the master learned of it and when each last
+	// named it (ecosystem.go): "heartbeat", upstream masters, peers.
+	Sources []SourceJSON `json:"sources,omitempty"`
 	History    HistoryJSON       `json:"history"`
 }
 
@@ -81,7 +90,7 @@ func (a *API) detail(w http.ResponseWriter, r *http.Request, now time.Time, clie
 		a.answer(w, r, etag, modified, private, nil, "", nil)
 		return
 	}
-	d := DetailJSON{ServerJSON: row.ServerJSON, Info: map[string]string{}, PlayerList: []PlayerJSON{},
+	d := DetailJSON{ServerJSON: row.ServerJSON, Info: map[string]string{}, PlayerList: []PlayerJSON{}, Sources: row.sources,
 		History: HistoryJSON{ResolutionS: int(history.Resolution / time.Second), Points: []history.Point{}}}
 	if fc, ok := latency.MainCity(from); ok {
 		if ms, low, ok := pingRange(fc, true, row); ok {
@@ -101,7 +110,11 @@ func (a *API) detail(w http.ResponseWriter, r *http.Request, now time.Time, clie
 		d.PlayersAt = &t
 		doom3 := d.Family == game.FamilyDoom3.String()
 		for _, p := range players {
-			pj := PlayerJSON{Name: p.Name, NamePlain: StripColours(p.Name), Ping: p.Ping}
+			pj := PlayerJSON{Name: p.Name, NamePlain: StripColours(p.Name), Ping: p.Ping, Bot: p.Ping == 0, SuspectedBot: a.reg.Suspected(p, at)}
+			if !p.Since.IsZero() {
+				since := p.Since.UTC()
+				pj.Since = &since
+			}
 			if !doom3 {
 				sc := p.Score
 				pj.Score = &sc

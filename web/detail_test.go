@@ -64,7 +64,12 @@ func TestAPI_PlayersDetailHistoryRanking(t *testing.T) {
 	if *d.PlayerList[0].Score != 10 {
 		t.Errorf("Bob's score %d", *d.PlayerList[0].Score)
 	}
-	if d.History.ResolutionS != 300 || len(d.History.Points) == 0 || d.History.Points[len(d.History.Points)-1].Players != 3 {
+	// Sarge has ping 0: a bot, apart from the two humans, whom the
+	// history counts.
+	if d.Players != 3 || d.Humans != 2 || d.Bots != 1 || d.SuspectedBots != 0 || !d.PlayerList[2].Bot || d.PlayerList[0].Bot || d.PlayerList[0].Since == nil {
+		t.Errorf("alpha players %d humans %d bots %d suspected %d; players %+v", d.Players, d.Humans, d.Bots, d.SuspectedBots, d.PlayerList)
+	}
+	if d.History.ResolutionS != 300 || len(d.History.Points) == 0 || d.History.Points[len(d.History.Points)-1].Players != 2 {
 		t.Errorf("history %+v", d.History)
 	}
 	// The detail's ETag answers 304.
@@ -83,8 +88,8 @@ func TestAPI_PlayersDetailHistoryRanking(t *testing.T) {
 	var l web.ListJSON
 	f.getJSON(t, "/api/v1/servers?sort=address", &l)
 	for _, s := range l.Servers {
-		if len(s.RecentPlayers) == 0 || s.RecentPlayers[len(s.RecentPlayers)-1] != s.Players {
-			t.Errorf("%s: recent %v, players %d", s.NamePlain, s.RecentPlayers, s.Players)
+		if len(s.RecentPlayers) == 0 || s.RecentPlayers[len(s.RecentPlayers)-1] != s.Humans {
+			t.Errorf("%s: recent %v, humans %d", s.NamePlain, s.RecentPlayers, s.Humans)
 		}
 	}
 	var rk web.RankingJSON
@@ -93,9 +98,9 @@ func TestAPI_PlayersDetailHistoryRanking(t *testing.T) {
 	for _, s := range rk.Servers {
 		got = append(got, s.NamePlain)
 	}
-	// Charlie 4; Alpha and Echo 3 (by address: 1.1.1.1 first); Delta 2;
-	// Foxtrot 1; Bravo 0.
-	wantRank := []string{"Charlie CTF", "Alpha Arena", "Echo", "Delta", "Foxtrot", "Bravo FFA"}
+	// Humans: Charlie 4; Echo 3; Alpha and Delta 2 (Alpha's bot is not
+	// counted; by address: 1.1.1.1 first); Foxtrot 1; Bravo 0.
+	wantRank := []string{"Charlie CTF", "Echo", "Alpha Arena", "Delta", "Foxtrot", "Bravo FFA"}
 	if rk.PeriodS != 86400 || len(got) != len(wantRank) {
 		t.Fatalf("ranking %+v", rk)
 	}

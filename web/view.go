@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -29,8 +28,10 @@ type ServerJSON struct {
 	NamePlain      string     `json:"name_plain"`
 	Map            string     `json:"map"`
 	Gametype       string     `json:"gametype"`
-	Players        int        `json:"players"`
+	Players        int        `json:"players"` // clients as the server counts them: bots included
+	Humans         int        `json:"humans"`  // players that are neither bots nor suspected bots
 	Bots           int        `json:"bots"`
+	SuspectedBots  int        `json:"suspected_bots"`
 	MaxPlayers     int        `json:"max_players"`
 	Country        string     `json:"country"`
 	ASN            uint32     `json:"asn,omitempty"`
@@ -48,9 +49,6 @@ type ServerJSON struct {
 	// Landmarks are the landmarks' RTTs to it (landmarks.go); absent
 	// unless the master is configured as a landmark and has measured it.
 	Landmarks []master.LandmarkRTTJSON `json:"landmarks,omitempty"`
-	// Sources are where the master learned of it and when each last
-	// named it (ecosystem.go): "heartbeat", upstream masters, peers.
-	Sources []SourceJSON `json:"sources,omitempty"`
 }
 
 // row is one server of a view, with its sort and filter keys.
@@ -66,6 +64,7 @@ type row struct {
 	city     latency.City
 	hasCity  bool
 	via      []viaLandmark // landmarks with a known place that measured it
+	sources  []SourceJSON  // the detail's (ecosystem.go)
 }
 
 // view is an immutable picture of the list at one registry version and
@@ -105,13 +104,9 @@ func buildView(now time.Time, version uint64, servers []master.Server, cat *game
 		}
 		j.Name = infoOf(s.Info, "hostname", "sv_hostname", "si_name")
 		j.NamePlain = StripColours(j.Name)
-		j.Sources = sourcesJSON(s)
+		r.sources = sourcesJSON(s)
 		j.Map = infoOf(s.Info, "mapname", "si_map")
-		if h, err := strconv.Atoi(infoOf(s.Info, "g_humanplayers")); err == nil && h >= 0 && h <= s.Clients {
-			j.Bots = s.Clients - h
-		} else if b, err := strconv.Atoi(infoOf(s.Info, "bots")); err == nil && b >= 0 && b <= s.Clients {
-			j.Bots = b
-		}
+		j.Humans, j.Bots, j.SuspectedBots = s.Humans(), s.Bots, s.SuspectedBots
 		j.Country = "--"
 		if db != nil {
 			if gi, ok := db(pub.Addr()); ok {

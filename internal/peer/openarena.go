@@ -134,7 +134,7 @@ func StartOpenArena(t testing.TB, cfg OpenArenaConfig) *OpenArena {
 		lifetime.Stop()
 		oa.stop()
 	})
-	if err := oa.waitReady(len(cfg.Bots)); err != nil {
+	if err := waitClients(oa.Addr, oa.exited, oa.cmd, len(cfg.Bots)); err != nil {
 		t.Fatalf("OpenArena server on %v: %v\n%s", oa.Addr, err, oa.LogTail())
 	}
 	oa.ReadyAfter = time.Since(start)
@@ -153,9 +153,10 @@ func (oa *OpenArena) stop() {
 	<-oa.exited
 }
 
-// waitReady probes getinfo from ReadySource until the server answers with
-// bots clients, the server exits, or ReadyTimeout passes.
-func (oa *OpenArena) waitReady(bots int) error {
+// waitClients probes the server at addr (a Quake III-family server: the
+// process cmd, exited when it ends) with getinfo from ReadySource until
+// it answers with clients clients, it exits, or ReadyTimeout passes.
+func waitClients(addr netip.AddrPort, exited <-chan struct{}, cmd *exec.Cmd, clients int) error {
 	c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(ReadySource, 0)))
 	if err != nil {
 		return err
@@ -167,11 +168,11 @@ func (oa *OpenArena) waitReady(bots int) error {
 	last := "no answer"
 	for time.Now().Before(deadline) {
 		select {
-		case <-oa.exited:
-			return fmt.Errorf("exited before it was ready (%v)", oa.cmd.ProcessState)
+		case <-exited:
+			return fmt.Errorf("exited before it was ready (%v)", cmd.ProcessState)
 		default:
 		}
-		if _, err := c.WriteToUDPAddrPort(req, oa.Addr); err != nil {
+		if _, err := c.WriteToUDPAddrPort(req, addr); err != nil {
 			return err
 		}
 		// The read deadline paces the probes.
@@ -185,10 +186,10 @@ func (oa *OpenArena) waitReady(bots int) error {
 			if !bytes.HasPrefix(reply, []byte("\xff\xff\xff\xffinfoResponse")) {
 				continue
 			}
-			if clients := infoValue(reply, "clients"); clients == strconv.Itoa(bots) {
+			if n := infoValue(reply, "clients"); n == strconv.Itoa(clients) {
 				return nil
 			} else {
-				last = "answered with clients=" + clients
+				last = "answered with clients=" + n
 			}
 			// Wait out the interval before the next probe.
 			for {
@@ -219,11 +220,4 @@ func infoValue(b []byte, key string) string {
 
 // LogTail returns the end of the server's console log, for failure
 // messages.
-func (oa *OpenArena) LogTail() string {
-	b, _ := os.ReadFile(oa.Log)
-	const keep = 3000
-	if len(b) > keep {
-		b = b[len(b)-keep:]
-	}
-	return string(b)
-}
+func (oa *OpenArena) LogTail() string { return tail(oa.Log) }

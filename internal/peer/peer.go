@@ -1,6 +1,6 @@
 // Package peer starts and drives real third-party programs for scout's
-// interoperability tests: an OpenArena dedicated server on loopback,
-// qstat's quakestat and gamedig.
+// interoperability tests: an OpenArena and a Nexuiz (DarkPlaces)
+// dedicated server on loopback, qstat's quakestat and gamedig.
 //
 // A test asks for a program with [Need], runs it with [Run],
 // [RunQuakestat], [RunGamedig] or [QueryGamedig], and scripts the server

@@ -116,3 +116,16 @@ func TestProbeRTT_CountsAnsweredProbes(t *testing.T) {
 		t.Errorf("%+v, %v; want every probe answered within ProbeTimeout", r, err)
 	}
 }
+
+func TestStartNexuiz_AnswersQstat(t *testing.T) {
+	nx := StartNexuiz(t, NexuizConfig{Hostname: "peer-nexuiz"})
+	servers := RunQuakestat(t, "-nexuizs", nx.Addr.String(), "-R", "-P")
+	if len(servers) != 1 {
+		t.Fatalf("quakestat reported %d servers", len(servers))
+	}
+	s := servers[0]
+	if s.Status != "online" || s.Name != "peer-nexuiz" || s.Rules["gamename"] != "Nexuiz" {
+		t.Fatalf("quakestat saw %+v", s)
+	}
+	t.Logf("ready after %v; qstat ping %d ms", nx.ReadyAfter, s.Ping)
+}

@@ -187,18 +187,21 @@ function fillRow(tr, s) {
   });
   set("game", s.game ?? "", () => el("span", { title: s.game, text: gameTitle(s.game) }));
   set("map", s.map ?? "", () => s.map ?? "");
-  const pk = `${s.players}/${s.max_players}/${s.bots}`;
+  const pk = `${s.players}/${s.max_players}/${s.bots}/${s.suspected_bots}`;
   set("players", pk, () => {
     const full = s.max_players > 0 && s.players >= s.max_players;
     const frac = s.max_players > 0 ? Math.min(1, s.players / s.max_players) : 0;
     const meter = el("span", { class: "meter", "aria-hidden": "true" }, el("span", { style: null }));
     meter.firstChild.style.width = (frac * 100).toFixed(0) + "%";
-    // Humans of the slots, the bots apart: a server of bots is no game.
-    const humans = Math.max(0, s.players - (s.bots ?? 0));
+    // Humans of the slots, the bots (and suspected bots) apart: a server
+    // of bots is no game.
+    const humans = s.humans ?? Math.max(0, s.players - (s.bots ?? 0));
+    const bots = (s.bots ?? 0) + (s.suspected_bots ?? 0);
     const num = el("span", { class: "num" + (full ? " full" : humans === 0 ? " zero" : ""),
-      title: `${humans} ${humans === 1 ? "person" : "people"}, ${s.bots ?? 0} bots, ${s.max_players} slots`,
+      title: `${humans} ${humans === 1 ? "person" : "people"}, ${s.bots ?? 0} bots` +
+        (s.suspected_bots ? `, ${s.suspected_bots} suspected bots` : "") + `, ${s.max_players} slots`,
       text: `${humans}/${s.max_players}` });
-    return s.bots ? [num, el("span", { class: "bots", text: `+${s.bots} bot${s.bots === 1 ? "" : "s"}` }), meter] : [num, meter];
+    return bots ? [num, el("span", { class: "bots", text: `+${bots} bot${bots === 1 ? "" : "s"}` }), meter] : [num, meter];
   });
   set("gametype", `${s.game}/${s.gametype ?? ""}`, () => {
     const name = gametypeName(s.game, s.gametype);

@@ -70,7 +70,7 @@ function fill(d) {
     ["Game", `${gameTitle(d.game)}${d.protocol ? ` (protocol ${d.protocol})` : ""}`],
     ["Map", d.map],
     ["Game type", gametypeName(d.game, d.gametype) === (d.gametype ?? "") ? d.gametype : `${gametypeName(d.game, d.gametype)} (${d.gametype})`],
-    ["Players", `${d.players}/${d.max_players}${d.bots ? ` (${d.bots} bots)` : ""}`],
+    ["Players", `${d.humans ?? d.players} humans, ${d.bots} bots` + (d.suspected_bots ? `, ${d.suspected_bots} suspected bots` : "") + ` of ${d.max_players} slots`],
     ["Country", `${flag(d.country)} ${countryName(d.country)}`.trim()],
     ["Network", d.asn ? `AS${d.asn} ${d.network ?? ""}`.trim() : d.network],
     ["Ping", Number.isFinite(d.ping_estimate_ms) ? `~${Math.round(d.ping_estimate_ms)} ms (estimate)` : null],
