@@ -43,7 +43,7 @@ type DetailJSON struct {
 	// Sources are where the master learned of it and when each last
 	// named it (ecosystem.go): "heartbeat", upstream masters, peers.
 	Sources []SourceJSON `json:"sources,omitempty"`
-	History    HistoryJSON       `json:"history"`
+	History HistoryJSON  `json:"history"`
 }
 
 func (a *API) detail(w http.ResponseWriter, r *http.Request, now time.Time, client netip.Addr) {

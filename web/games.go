@@ -53,7 +53,7 @@ func summarize(rows []row) []GameSummaryJSON {
 			a = &acc{g: GameSummaryJSON{Game: r.Game}, maps: map[string]*MapLoadJSON{}}
 			by[r.Game] = a
 		}
-		humans := max(r.Players-r.Bots, 0)
+		humans := r.Humans
 		a.g.Servers++
 		a.g.Humans += humans
 		a.g.Bots += r.Bots

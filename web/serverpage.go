@@ -118,7 +118,7 @@ func (a *API) serverPage(w http.ResponseWriter, r *http.Request, now time.Time, 
 // pageData is the page's facts, title and description from the
 // list's row of the server.
 func pageData(s ServerJSON) serverPageData {
-	humans := max(s.Players-s.Bots, 0)
+	humans := s.Humans
 	name := strings.TrimSpace(s.NamePlain)
 	if name == "" {
 		name = s.Address
