@@ -14,7 +14,7 @@ import (
 type GameSummaryJSON struct {
 	Game    string        `json:"game"`
 	Servers int           `json:"servers"`
-	Humans  int           `json:"humans"` // players less bots
+	Humans  int           `json:"humans"` // players less bots and suspected bots
 	Bots    int           `json:"bots"`
 	Slots   int           `json:"slots"`
 	Maps    []MapLoadJSON `json:"busiest_maps"` // at most MaxBusiestMaps, most people first

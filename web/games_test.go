@@ -12,7 +12,7 @@ import (
 
 func TestSummarize_PeopleServersAndBusiestMaps(t *testing.T) {
 	r := func(game, mapName string, players, bots, slots int) row {
-		return row{ServerJSON: ServerJSON{Game: game, Map: mapName, Players: players, Bots: bots, MaxPlayers: slots}}
+		return row{ServerJSON: ServerJSON{Game: game, Map: mapName, Players: players, Humans: players - bots, Bots: bots, MaxPlayers: slots}}
 	}
 	got := summarize([]row{
 		r("et", "oasis", 10, 2, 20), r("et", "radar", 3, 0, 20), r("et", "oasis", 5, 5, 20), r("et", "goldrush", 0, 0, 16),
