@@ -13,6 +13,7 @@ import (
 
 	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/internal/masterproc"
+	"github.com/scout-discovery/scout/internal/peer"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/master/upstream"
 	"github.com/scout-discovery/scout/protocol/q3"
@@ -194,4 +195,62 @@ func TestAggregate_BlockListPublished(t *testing.T) {
 			t.Errorf("%s: %s", page, r.Status)
 		}
 	}
+}
+
+// TestAggregate_LyingUpstream: an upstream that names one live server
+// 10,000 times, 500 addresses where nothing answers, and never sends an
+// end marker costs the master one check of the live server and at most
+// 1+VerifyRetries small getinfos to each silent address; it lists the
+// live server alone, its list ends at the quiet window, and the upstream
+// stays up in its health with the duplicates counted.
+func TestAggregate_LyingUpstream(t *testing.T) {
+	live := masterproc.NewServer(t)
+	var entries []netip.AddrPort
+	for range 10_000 {
+		entries = append(entries, live.Addr)
+	}
+	for i := range 500 {
+		entries = append(entries, netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 77, byte(i >> 8), byte(i)}), 27960))
+	}
+	pkts, err := q3.EncodeServersResponses(entries, q3.SplitOptions{End: q3.EndNone, MaxBytes: q3.DefaultMaxBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	liar := peer.ServeUDP(t, func(req []byte) [][]byte {
+		if m, err := q3.Parse(req); err == nil {
+			if _, ok := m.(q3.GetServers); ok {
+				return pkts
+			}
+		}
+		return nil
+	})
+	q := upstream.Query{Family: game.FamilyQ3, Q3: q3.GetServers{Protocol: 71, Empty: true, Full: true}}
+	var cfg Config
+	cfg.Handler.Aggregate = upstream.Config{Sources: []upstream.Source{{Name: "liar", Addr: liar, Queries: []upstream.Query{q}}}, Interval: time.Hour}
+	m, listed := runLogged(t, cfg)
+	waitListed(t, listed, live.Addr, "the master (a lying upstream)")
+
+	// Every check of a silent address runs out (its tries and the
+	// challenge's lifetime): wait for the pending count to fall to 0.
+	deadline := time.Now().Add(masterproc.WaitBound)
+	for {
+		if _, pending := m.Registry.Counts(); pending == 0 && m.Handler.LearnQueued() == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("checks of the silent addresses still pending")
+		}
+		<-time.After(100 * time.Millisecond) // polled: the checks run on the master's own clock
+	}
+	n, _ := m.Registry.Counts()
+	st := m.Handler.Stats()
+	getinfos, _ := st.Out(master.KindGetInfo)
+	if n != 1 || st.Probes(master.CauseLearned) != 501 || getinfos > 3*501 {
+		t.Fatalf("listed %d; %d first checks, %d getinfos (at most %d)", n, st.Probes(master.CauseLearned), getinfos, 3*501)
+	}
+	h := m.Handler.Upstreams(time.Now())[0]
+	if h.State != upstream.StateUp || h.Entries != 10_500 || h.Duplicates != 9_999 || h.Reported != 501 || h.Verified != 1 || h.Cut != 0 {
+		t.Fatalf("health %+v", h)
+	}
+	t.Logf("%d getinfos to 501 addresses; health %+v", getinfos, h)
 }
