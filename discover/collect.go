@@ -113,8 +113,11 @@ type MasterReport struct {
 	// PingsSent and Pings are the pings sent to the master after its
 	// list (Config.LandmarkPings) and the round trip of each answered in
 	// time, in order (ping.go); BestRTT takes the least sample.
-	PingsSent int             `json:"pings_sent,omitempty"`
-	Pings     []time.Duration `json:"-"`
+	PingsSent int `json:"pings_sent,omitempty"`
+	// Cookie reports that the master gave this client a cookie (a scout
+	// master: cookie.go).
+	Cookie bool            `json:"cookie,omitempty"`
+	Pings  []time.Duration `json:"-"`
 }
 
 // Answered reports whether the master sent a usable list.
@@ -137,10 +140,14 @@ type collecting struct {
 	// Pings after the list (ping.go): while pinging, the list has ended
 	// (pingEnd, at listEndAt) and a ping sent at pingAt (zero: none) is
 	// awaited.
-	pinging   bool
-	pingEnd   string
-	listEndAt time.Time
-	pingAt    time.Time
+	pinging bool
+	pingEnd string
+	// cookie is the master's cookie for this client (cookie.go);
+	// cookieAgain is set once the list was asked again with it.
+	cookie      string
+	cookieAgain bool
+	listEndAt   time.Time
+	pingAt      time.Time
 }
 
 // outgoing is a query to write.
@@ -207,6 +214,9 @@ func (s *session) ask(now time.Time, m *collecting) []outgoing {
 	req := m.Request
 	if s.cfg.Landmarks {
 		req = req.withLandmarks()
+	}
+	if !s.cfg.NoCookies {
+		req = req.withCookie(m.cookie)
 	}
 	bs, err := req.queries(seed)
 	if err != nil {
@@ -282,6 +292,9 @@ func (s *session) receive(now time.Time, from netip.AddrPort, b []byte) []outgoi
 		return nil
 	}
 	if out, ok := s.receivePing(now, m, b); ok {
+		return out
+	}
+	if out, ok := s.receiveCookie(now, m, b); ok {
 		return out
 	}
 	if m.done {

@@ -41,6 +41,10 @@ type Config struct {
 	// Landmarks asks every getserversExt master for its RTTs to the
 	// servers it lists and keeps them in MasterReport (landmarks.go).
 	Landmarks bool
+	// NoCookies sends getservers without the cookie word (cookie.go), for
+	// a master that would not answer a request with a word it does not
+	// know; no known master is such.
+	NoCookies bool
 	// LandmarkPings is how many pings each landmark master gets after
 	// its list, for the client's RTT to it (ping.go; at most
 	// MaxLandmarkPings); 0 sends none.

@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
@@ -88,24 +89,43 @@ func (n *Node) resync(ctx context.Context, drop bool) error {
 // logged.
 func (n *Node) dropUnseen(fr *fullRead) int {
 	removed := 0
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for _, s := range n.reg.Servers(nil) {
-		if _, ok := fr.seen[s.Addr]; ok || !s.LastVerified.Before(fr.start) {
+	for _, v := range n.reg.VerifiedBefore(fr.start, nil) {
+		if _, ok := fr.seen[v.Addr]; ok {
 			continue
 		}
-		_, queued := n.queue[s.Addr]
-		_, spared := fr.spare[s.Addr]
+		n.mu.Lock()
+		_, queued := n.queue[v.Addr]
+		_, spared := fr.spare[v.Addr]
+		n.mu.Unlock()
 		if queued || spared {
 			continue
 		}
-		if n.reg.ApplyRemoval(s.Addr, s.LastVerified) {
+		if n.reg.ApplyRemoval(v.Addr, v.LastVerified) {
 			removed++
-			n.log.Debug("removed: no longer in the shared registry", "server", s.Addr, "last_verified", s.LastVerified)
+			n.log.Debug("removed: no longer in the shared registry", "server", v.Addr, "last_verified", v.LastVerified)
 		}
 	}
+	n.mu.Lock()
 	n.sparing = nil
+	n.mu.Unlock()
 	return removed
+}
+
+// peekVersion reads a hash field's address and its value's version
+// without decoding the record.
+func peekVersion(addr, v string) (netip.AddrPort, time.Time, bool) {
+	if len(v) < 20 {
+		return netip.AddrPort{}, time.Time{}, false
+	}
+	a, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return netip.AddrPort{}, time.Time{}, false
+	}
+	ns, err := strconv.ParseInt(v[:20], 10, 64)
+	if err != nil || ns <= 0 {
+		return netip.AddrPort{}, time.Time{}, false
+	}
+	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port()), time.Unix(0, ns), true
 }
 
 // synced reports whether the registry holds the hash: a full read done,
@@ -229,6 +249,15 @@ func (n *Node) readPages(ctx context.Context, fr *fullRead) error {
 		now := time.Now()
 		kv := p.kv
 		for i := 0; i+1 < len(kv); i += 2 {
+			if a, ver, ok := peekVersion(kv[i], kv[i+1]); ok && n.reg.Holds(a, ver) {
+				// Held already (most records of a catch-up): no need to
+				// decode it.
+				if fr.seen != nil {
+					fr.seen[a] = struct{}{}
+				}
+				fr.read++
+				continue
+			}
 			s, err := decode(kv[i], kv[i+1])
 			if err != nil {
 				n.stats.corrupt.Add(1)

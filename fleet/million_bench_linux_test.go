@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -389,4 +390,92 @@ func redisInfo(info, field string) int64 {
 		}
 	}
 	return 0
+}
+
+// BenchmarkFleet_MillionCatchUp: an instance that holds the 1,000,000
+// servers of the shared registry (fillRedisMillion, then a join) was cut
+// off while the others re-verified a tenth of them, and its stream
+// position was lost: its catch-up reads the whole hash again and drops
+// what it no longer holds. The process runs at masterd's GC percent
+// (25). Reported: join-s (the first full read), catchup-s (the catch-up's
+// full read), and lookup-max-ms, the longest a Registry.Lookup (what
+// /api/v1/servers/{address} does) waited during the catch-up, asked every
+// 5 ms from another goroutine.
+//
+//	go test -run '^$' -bench MillionCatchUp -benchtime 1x -timeout 30m ./fleet
+func BenchmarkFleet_MillionCatchUp(b *testing.B) {
+	defer debug.SetGCPercent(debug.SetGCPercent(25))
+	for b.Loop() {
+		r := startRedis(b)
+		fillRedisMillion(b, r, millionServers)
+		reg := newRegistry(b, master.Config{MaxServers: millionServers + 1024, MaxServersPerAddress: -1})
+		node, err := New(Config{Redis: r.URL(), ID: "cut"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		start := time.Now()
+		node.Join(ctx, reg, nil)
+		join := time.Since(start)
+		if l, _ := reg.Counts(); l != millionServers {
+			b.Fatalf("joined with %d", l)
+		}
+		// The others re-verified every tenth server meanwhile.
+		rc := r.client(b)
+		later := time.Now()
+		pipe := rc.Pipeline()
+		for i := 0; i < millionServers; i += 10 {
+			a := netip.AddrFrom4([4]byte{23, byte(i >> 16), byte(i >> 8), byte(i)})
+			if i%4 == 3 {
+				a = netip.AddrFrom16([16]byte{0x2a, 0x0f, 0x5c, 0x0a, 0, byte(i >> 16), byte(i >> 8), byte(i), 15: 1})
+			}
+			s := master.Server{Addr: netip.AddrPortFrom(a, 27960), Family: game.FamilyQ3, Game: "Quake3Arena", Protocol: 68, Gametype: "0",
+				Clients: 3, MaxClients: 16, FirstSeen: later, LastVerified: later,
+				Info: []master.Pair{{Key: "hostname", Value: "million " + strconv.Itoa(i)}, {Key: "mapname", Value: "q3dm6"}}}
+			pipe.HSet(ctx, DefaultPrefix+"servers", s.Addr.String(), encode(s))
+			if i%100_000 == 0 {
+				if _, err := pipe.Exec(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			b.Fatal(err)
+		}
+		probeAddr := netip.MustParseAddrPort("23.0.0.5:27960")
+		stop := make(chan struct{})
+		worst := make(chan time.Duration)
+		go func() {
+			var w time.Duration
+			t := time.NewTicker(5 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					worst <- w
+					return
+				case <-t.C:
+				}
+				s := time.Now()
+				reg.Lookup(probeAddr)
+				w = max(w, time.Since(s))
+			}
+		}()
+		start = time.Now()
+		if err := node.catchUp(ctx, true); err != nil {
+			b.Fatal(err)
+		}
+		catchUp := time.Since(start)
+		close(stop)
+		w := <-worst
+		if l, _ := reg.Counts(); l != millionServers {
+			b.Fatalf("lists %d after the catch-up", l)
+		}
+		b.Logf("join %v, catch-up %v, longest lookup %v", join.Round(time.Millisecond), catchUp.Round(time.Millisecond), w.Round(time.Millisecond))
+		b.ReportMetric(join.Seconds(), "join-s")
+		b.ReportMetric(catchUp.Seconds(), "catchup-s")
+		b.ReportMetric(float64(w)/1e6, "lookup-max-ms")
+		node.rdb.Close()
+		r.kill()
+	}
 }

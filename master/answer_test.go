@@ -49,7 +49,7 @@ func TestMaster_FullListAnswerAllocs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dst = f.h.sendList(f.now, client, KindServersResponse, a, dst[:0])
+		dst = f.h.sendList(f.now, client, KindServersResponse, a, laneLegacy, dst[:0])
 	})
 	if cached != 0 {
 		t.Errorf("the cached answer path allocates %v times, want 0", cached)

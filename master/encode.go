@@ -17,6 +17,7 @@ type Encoding struct {
 	form      replyForm
 	every     bool
 	landmarks lmAsk // follow the list with the landmark packets
+	lane      replyLane
 }
 
 // To returns the address the reply goes to.
@@ -34,12 +35,12 @@ func (e *Encoding) SameReply(o *Encoding) bool {
 // payload) if the handler defers encodings and f's game and protocol
 // list at least HandlerDeps.DeferEncoding servers, unless it is cached
 // already and no landmark packets are asked (those are built per query).
-func (h *Handler) reply(now time.Time, to netip.AddrPort, k Kind, f filter, form replyForm, every bool, landmarks lmAsk, dst []Outgoing) []Outgoing {
+func (h *Handler) reply(now time.Time, to netip.AddrPort, k Kind, f filter, form replyForm, every bool, landmarks lmAsk, lane replyLane, dst []Outgoing) []Outgoing {
 	a, n := h.reg.cachedAnswer(now, f, form)
 	if h.deps.DeferEncoding > 0 && n >= h.deps.DeferEncoding && (a == nil || landmarks != 0) {
 		h.stats.deferred.Add(1)
 		return append(dst, Outgoing{To: to, Kind: k, Encode: &Encoding{
-			to: to, kind: k, f: f, form: form, every: every, landmarks: landmarks,
+			to: to, kind: k, f: f, form: form, every: every, landmarks: landmarks, lane: lane,
 		}})
 	}
 	if a == nil {
@@ -49,15 +50,15 @@ func (h *Handler) reply(now time.Time, to netip.AddrPort, k Kind, f filter, form
 			return h.drop(dst, k, to, ReasonMalformed)
 		}
 	}
-	return h.sendReply(now, to, k, a, f, landmarks, dst)
+	return h.sendReply(now, to, k, a, f, landmarks, lane, dst)
 }
 
 // sendReply sends a and, if asked, the landmark packets after it.
-func (h *Handler) sendReply(now time.Time, to netip.AddrPort, k Kind, a *answer, f filter, landmarks lmAsk, dst []Outgoing) []Outgoing {
+func (h *Handler) sendReply(now time.Time, to netip.AddrPort, k Kind, a *answer, f filter, landmarks lmAsk, lane replyLane, dst []Outgoing) []Outgoing {
 	n := len(dst)
-	dst = h.sendList(now, to, k, a, dst)
+	dst = h.sendList(now, to, k, a, lane, dst)
 	if len(dst) > n && landmarks != 0 {
-		dst = h.sendLandmarks(now, to, f, landmarks&lmPeers != 0, dst)
+		dst = h.sendLandmarks(now, to, f, landmarks&lmPeers != 0, lane, dst)
 	}
 	return dst
 }
@@ -97,7 +98,7 @@ func (h *Handler) SendEncoded(now time.Time, r *Encoded, jobs []*Encoding, dst [
 			dst = h.drop(dst, j.kind, j.to, ReasonMalformed)
 			continue
 		}
-		dst = h.sendReply(now, j.to, j.kind, r.a, j.f, j.landmarks, dst)
+		dst = h.sendReply(now, j.to, j.kind, r.a, j.f, j.landmarks, j.lane, dst)
 	}
 	return dst
 }

@@ -43,6 +43,10 @@ type Outgoing struct {
 	Kind    Kind
 	Payload []byte
 	Encode  *Encoding
+	// Delay is how long after the handler's now the datagram may be
+	// sent: 0, at once, but for the datagrams of a paced reply (Pace),
+	// which the shell must not send earlier.
+	Delay time.Duration
 }
 
 // Persister receives listing changes to keep on disk. Its methods must not
@@ -143,6 +147,12 @@ type HandlerDeps struct {
 	// HandlePacket returns one Outgoing with Encode set instead of the
 	// reply's packets. 0 encodes every reply in HandlePacket.
 	DeferEncoding int
+	// Cookies, if set, gives and checks the cookies of scout's clients
+	// (cookie.go): a getservers that asks for one gets one, and one that
+	// echoes the cookie its address was given is served from the
+	// address's cookie lane (ResponseLimits.CookieBurst). nil: the word is
+	// ignored like any unknown one.
+	Cookies *Challenger
 	// Landmark, if not empty, is this master's id as a landmark: a
 	// getserversExt with the word q3.LandmarksKeyword is answered with
 	// the list and then this master's RTTs to the servers listed
@@ -369,7 +379,7 @@ func (h *Handler) handleQ3(now time.Time, from netip.AddrPort, pkt []byte, dst [
 		}
 		return dst
 	case q3.GetServers:
-		return h.getServers(now, from, m, dst)
+		return h.getServers(now, from, m, len(pkt), dst)
 	case q3.ServersResponse:
 		// A landmark ping's reply from another landmark master (mesh.go);
 		// any other list sent to a master is unexpected.
@@ -399,30 +409,60 @@ func pairs(in infostring.Info) []Pair {
 	return out
 }
 
+// replyLane is how a reply is charged: at once only (the master's own
+// probes), to an address's budgets (a reply that has not proven its return
+// path), or to its cookie lane.
+type replyLane uint8
+
+const (
+	laneAtOnce replyLane = iota
+	laneLegacy
+	laneCookie
+)
+
 // reserve takes a reply of payload bytes in datagrams datagrams to to from
 // lim (a nil lim, as for the master's own probes, skips it), then from the
-// global budget. A reply the budget refuses stays charged to lim: an
-// exhausted budget makes the per-victim limit stricter, never looser.
-func (h *Handler) reserve(now time.Time, to netip.AddrPort, lim *ResponseLimiter, payload, datagrams int) Reason {
-	if lim != nil {
-		if why := lim.Allow(now, to, Cost(to.Addr(), payload, datagrams)); why != OK {
-			return why
+// global budget, and returns when its datagrams may go. A reply the budget
+// refuses stays charged to lim: an exhausted budget makes the per-victim
+// limit stricter, never looser.
+func (h *Handler) reserve(now time.Time, to netip.AddrPort, lim *ResponseLimiter, payload, datagrams int, lane replyLane) (Pace, Reason) {
+	cost := Cost(to.Addr(), payload, datagrams)
+	p := Pace{now: now.UnixNano()}
+	maxPace := DefaultMaxPace
+	if lim != nil && lane != laneAtOnce {
+		var why Reason
+		if p, why = lim.Reserve(now, to, cost, lane == laneCookie); why != OK {
+			return p, why
 		}
+		maxPace = lim.Limits().MaxPace
 	}
 	if h.deps.Budget != nil {
-		return h.deps.Budget.Reserve(now, payload)
+		var wait time.Duration
+		switch lane {
+		case laneLegacy:
+			wait = min(DefaultBudgetLegacyWait, maxPace)
+		case laneCookie:
+			wait = maxPace
+		}
+		ln, why := h.deps.Budget.ReservePaced(now, payload, lane == laneLegacy, wait)
+		if why != OK {
+			return p, why
+		}
+		p.add(ln)
+		p.finish(cost)
 	}
-	return OK
+	return p, OK
 }
 
 // send reserves the bytes of outs from lim and the budget and appends them
-// to dst, all or nothing.
-func (h *Handler) send(now time.Time, to netip.AddrPort, lim *ResponseLimiter, dst []Outgoing, outs ...Outgoing) []Outgoing {
+// to dst, all or nothing, each with its delay if the reply is paced.
+func (h *Handler) send(now time.Time, to netip.AddrPort, lim *ResponseLimiter, lane replyLane, dst []Outgoing, outs ...Outgoing) []Outgoing {
 	total := 0
 	for _, o := range outs {
 		total += len(o.Payload)
 	}
-	if why := h.reserve(now, to, lim, total, len(outs)); why != OK {
+	p, why := h.reserve(now, to, lim, total, len(outs), lane)
+	if why != OK {
 		h.stats.dropped[why].Add(1)
 		h.stats.denied.Add(uint64(total))
 		return dst
@@ -431,7 +471,24 @@ func (h *Handler) send(now time.Time, to netip.AddrPort, lim *ResponseLimiter, d
 		h.stats.out[o.Kind].Add(1)
 		h.stats.outBytes[o.Kind].Add(uint64(len(o.Payload)))
 	}
-	return append(dst, outs...)
+	n := len(dst)
+	dst = append(dst, outs...)
+	h.delay(p, to, dst[n:])
+	return dst
+}
+
+// delay sets the delay of each datagram of a reply (out, in the order
+// they go) from its pace.
+func (h *Handler) delay(p Pace, to netip.AddrPort, out []Outgoing) {
+	if !p.Paced() {
+		return
+	}
+	h.stats.paced.Add(1)
+	per, cum := DatagramCost(to.Addr()), 0
+	for i := range out {
+		cum += len(out[i].Payload) + per
+		out[i].Delay = p.Delay(cum)
+	}
 }
 
 // handleQ4 handles the Doom 3 / Quake 4 packets.
@@ -498,7 +555,7 @@ func (h *Handler) Tick(now time.Time, dst []Outgoing) []Outgoing {
 	dst = h.tickUpstreams(now, dst)
 	if h.deps.Landmark != "" {
 		for _, to := range h.reg.mesh.due(now) {
-			dst = h.send(now, to, nil, dst, Outgoing{To: to, Kind: KindLandmarkPing, Payload: landmarkPing})
+			dst = h.send(now, to, nil, laneAtOnce, dst, Outgoing{To: to, Kind: KindLandmarkPing, Payload: landmarkPing})
 		}
 	}
 	return dst

@@ -27,7 +27,7 @@ func (h *Handler) admitQuery(now time.Time, from netip.AddrPort) Reason {
 // getServers answers getservers and getserversExt (not through
 // admitQuery: a getserversExt without a game name is refused as such
 // before the limiter counts it).
-func (h *Handler) getServers(now time.Time, from netip.AddrPort, m q3.GetServers, dst []Outgoing) []Outgoing {
+func (h *Handler) getServers(now time.Time, from netip.AddrPort, m q3.GetServers, size int, dst []Outgoing) []Outgoing {
 	k := KindGetServers
 	if m.Ext {
 		k = KindGetServersExt
@@ -84,14 +84,52 @@ func (h *Handler) getServers(now time.Time, from netip.AddrPort, m q3.GetServers
 			landmarks |= lmPeers
 		}
 	}
-	return h.reply(now, from, outK, f, form, !h.conf().EndOnLastOnly, landmarks, dst)
+	lane, cookie := h.cookie(now, from, m.Other)
+	n := len(dst)
+	dst = h.reply(now, from, outK, f, form, !h.conf().EndOnLastOnly, landmarks, lane, dst)
+	if cookie != nil {
+		// The cookie goes first; "again" when the list did not go.
+		cookie.Again = len(dst) == n
+		if b, err := cookie.AppendBinary(nil); err == nil && len(b) <= size {
+			h.stats.out[KindCookie].Add(1)
+			h.stats.outBytes[KindCookie].Add(uint64(len(b)))
+			dst = slices.Insert(dst, n, Outgoing{To: from, Kind: KindCookie, Payload: b})
+		}
+	}
+	return dst
+}
+
+// cookie is the lane of a list query from from whose unknown
+// words are other, and the cookie to send it, if any (cookie.go): the
+// cookie lane when it echoes a cookie this master gave its address;
+// otherwise the legacy lane, and, when it asks for a cookie (or echoes
+// one that does not check), a new one.
+func (h *Handler) cookie(now time.Time, from netip.AddrPort, other []string) (replyLane, *q3.Cookie) {
+	if h.deps.Cookies == nil {
+		return laneLegacy, nil
+	}
+	token, asked := q3.CookieOf(other)
+	if !asked {
+		return laneLegacy, nil
+	}
+	a := netip.AddrPortFrom(from.Addr().Unmap(), 0)
+	if token != "" {
+		if h.deps.Cookies.Check(now, a, token) == OK {
+			return laneCookie, nil
+		}
+		h.stats.badCookies.Add(1)
+	}
+	h.stats.cookies.Add(1)
+	return laneLegacy, &q3.Cookie{Token: h.deps.Cookies.Issue(now, a).Text}
 }
 
 // sendList sends a cached server-list reply, all or nothing: its bytes
-// are reserved from the response limiter and the budget at once, and its packets rotated for
+// are reserved from the response limiter and the budget at once (paced
+// if it is larger than a budget's burst), and its packets rotated for
 // fairness (see answer).
-func (h *Handler) sendList(now time.Time, to netip.AddrPort, k Kind, a *answer, dst []Outgoing) []Outgoing {
-	if why := h.reserve(now, to, h.deps.Responses, a.bytes, len(a.pkts)); why != OK {
+func (h *Handler) sendList(now time.Time, to netip.AddrPort, k Kind, a *answer, lane replyLane, dst []Outgoing) []Outgoing {
+	p, why := h.reserve(now, to, h.deps.Responses, a.bytes, len(a.pkts), lane)
+	if why != OK {
 		h.stats.dropped[why].Add(1)
 		h.stats.denied.Add(uint64(a.bytes))
 		return dst
@@ -99,7 +137,13 @@ func (h *Handler) sendList(now time.Time, to netip.AddrPort, k Kind, a *answer, 
 	h.stats.out[k].Add(uint64(len(a.pkts)))
 	h.stats.outBytes[k].Add(uint64(a.bytes))
 	h.stats.answers.Add(1)
-	return a.appendTo(dst, to, k, h.reg.rotation.Add(1))
+	if lane == laneCookie {
+		h.stats.cookieAnswers.Add(1)
+	}
+	n := len(dst)
+	dst = a.appendTo(dst, to, k, h.reg.rotation.Add(1))
+	h.delay(p, to, dst[n:])
+	return dst
 }
 
 // answer sends a query's reply packets, all or nothing.
@@ -109,7 +153,7 @@ func (h *Handler) answer(now time.Time, to netip.AddrPort, k Kind, pkts [][]byte
 		outs[i] = Outgoing{To: to, Kind: k, Payload: p}
 	}
 	n := len(dst)
-	dst = h.send(now, to, h.deps.Responses, dst, outs...)
+	dst = h.send(now, to, h.deps.Responses, laneLegacy, dst, outs...)
 	if len(dst) > n {
 		h.stats.answers.Add(1)
 	}
@@ -148,7 +192,7 @@ func (h *Handler) q4GetServers(now time.Time, from netip.AddrPort, m *q4.GetServ
 		return h.drop(dst, k, from, why)
 	}
 	form := replyForm{q4: true, split: q3.SplitOptions{MaxBytes: min(h.conf().MaxPacketBytes, q4.MaxServersPacketLen)}}
-	return h.reply(now, from, KindQ4Servers, f, form, true, 0, dst)
+	return h.reply(now, from, KindQ4Servers, f, form, true, 0, laneLegacy, dst)
 }
 
 // gameAuth answers a Doom 3 / Quake 4 client's key check. id's key

@@ -46,7 +46,7 @@ func (h *Handler) probe(now time.Time, p Probe, dst []Outgoing) []Outgoing {
 	} else {
 		h.stats.probes[p.Cause].Add(1)
 	}
-	return h.send(now, p.To, nil, dst, outs[:n]...)
+	return h.send(now, p.To, nil, laneAtOnce, dst, outs[:n]...)
 }
 
 // verify passes a server's reply to the registry and acts on the change.
@@ -93,7 +93,7 @@ func (h *Handler) forward(now time.Time, s Server, dst []Outgoing) []Outgoing {
 		return dst
 	}
 	for _, up := range h.conf().Upstreams {
-		dst = h.send(now, up, nil, dst, Outgoing{To: up, Kind: KindRegister, Payload: b})
+		dst = h.send(now, up, nil, laneAtOnce, dst, Outgoing{To: up, Kind: KindRegister, Payload: b})
 	}
 	return dst
 }

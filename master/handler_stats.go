@@ -48,6 +48,8 @@ const (
 	// (handler_upstream.go).
 	KindUpstreamQuery
 	KindUpstreamQ4Query
+	// Scout's cookie extension, out (cookie.go).
+	KindCookie
 
 	numKinds
 )
@@ -83,6 +85,7 @@ var kindNames = [numKinds]string{
 	KindLandmarkPing:          "landmarkping",
 	KindUpstreamQuery:         "upstream_getservers",
 	KindUpstreamQ4Query:       "upstream_q4_getServers",
+	KindCookie:                "cookie",
 }
 
 // String returns the kind's metrics label.
@@ -147,19 +150,32 @@ func kindOfQ4(m q4.Message) Kind {
 // datagram in is counted by kind; every one that produced nothing is
 // counted once in Dropped by reason.
 type Stats struct {
-	in          [numKinds]atomic.Uint64
-	out         [numKinds]atomic.Uint64
-	outBytes    [numKinds]atomic.Uint64
-	inBytes     atomic.Uint64
-	dropped     [numReasons]atomic.Uint64
-	removed     [numReasons]atomic.Uint64
-	changes     [4]atomic.Uint64         // by Change
-	probes      [numCauses]atomic.Uint64 // checks started, by ProbeCause
-	retries     [numCauses]atomic.Uint64 // checks' retries, by ProbeCause
-	answers     atomic.Uint64            // queries answered
-	unknownGame atomic.Uint64            // queries for no known game, answered empty
-	denied      atomic.Uint64            // bytes the budget refused
-	deferred    atomic.Uint64            // list replies left to Encode (encode.go)
+	in            [numKinds]atomic.Uint64
+	out           [numKinds]atomic.Uint64
+	outBytes      [numKinds]atomic.Uint64
+	inBytes       atomic.Uint64
+	dropped       [numReasons]atomic.Uint64
+	removed       [numReasons]atomic.Uint64
+	changes       [4]atomic.Uint64         // by Change
+	probes        [numCauses]atomic.Uint64 // checks started, by ProbeCause
+	retries       [numCauses]atomic.Uint64 // checks' retries, by ProbeCause
+	answers       atomic.Uint64            // queries answered
+	unknownGame   atomic.Uint64            // queries for no known game, answered empty
+	denied        atomic.Uint64            // bytes the budget refused
+	deferred      atomic.Uint64            // list replies left to Encode (encode.go)
+	paced         atomic.Uint64            // replies paced (Pace)
+	cookies       atomic.Uint64            // cookies given (cookie.go)
+	cookieAnswers atomic.Uint64            // lists sent to an address that echoed its cookie
+	badCookies    atomic.Uint64            // echoed cookies that did not check (answered as without one)
+}
+
+// Paced returns the replies sent paced (larger than a budget's burst).
+func (s *Stats) Paced() uint64 { return s.paced.Load() }
+
+// Cookies returns the cookies given, the lists sent on an echoed cookie,
+// and the echoed cookies that did not check (cookie.go).
+func (s *Stats) Cookies() (given, answered, bad uint64) {
+	return s.cookies.Load(), s.cookieAnswers.Load(), s.badCookies.Load()
 }
 
 // In returns the datagrams received of kind k.

@@ -118,7 +118,7 @@ func (h *Handler) tickUpstreams(now time.Time, dst []Outgoing) []Outgoing {
 		if s.Family == game.FamilyDoom3 {
 			k = KindUpstreamQ4Query
 		}
-		dst = h.send(now, s.To, nil, dst, Outgoing{To: s.To, Kind: k, Payload: s.Payload})
+		dst = h.send(now, s.To, nil, laneAtOnce, dst, Outgoing{To: s.To, Kind: k, Payload: s.Payload})
 	}
 	var outcomes [numReasons]uint64
 	for i, c := range cands {

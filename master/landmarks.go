@@ -99,7 +99,7 @@ var landmarkPing = q3.LandmarkPing()
 // with peers the landmarks' RTTs to each other (this master's row, then
 // the others' it holds: mesh.go), reserved from the response limiter and
 // the budget, all or nothing.
-func (h *Handler) sendLandmarks(now time.Time, to netip.AddrPort, f filter, peers bool, dst []Outgoing) []Outgoing {
+func (h *Handler) sendLandmarks(now time.Time, to netip.AddrPort, f filter, peers bool, lane replyLane, dst []Outgoing) []Outgoing {
 	var outs []Outgoing
 	for _, run := range h.reg.landmarkEntries(now, f, h.deps.Landmark) {
 		pkts, err := q3.EncodeLandmarksResponses(run.id, run.entries, h.conf().MaxPacketBytes)
@@ -117,7 +117,7 @@ func (h *Handler) sendLandmarks(now time.Time, to netip.AddrPort, f filter, peer
 	if len(outs) == 0 {
 		return dst
 	}
-	return h.send(now, to, h.deps.Responses, dst, outs...)
+	return h.send(now, to, h.deps.Responses, lane, dst, outs...)
 }
 
 // appendPeerRows appends the getserversLandmarkPeersResponse packets to

@@ -199,6 +199,45 @@ func (b *ByteBudget) Reserve(now time.Time, n int) Reason {
 	return OK
 }
 
+// The global budget's share for replies to addresses that have not proven
+// their return path (no cookie): they may not take the last
+// BudgetReserveShare of its burst, and a paced one may not be scheduled
+// more than DefaultBudgetLegacyWait ahead. So a spoofed flood spread over
+// the whole Internet, which no network's budget sees, cannot take the
+// global budget from scout's clients: what it leaves in the bucket is
+// theirs first.
+const (
+	BudgetReserveShare      = 4 // a quarter
+	DefaultBudgetLegacyWait = time.Second
+)
+
+// ReservePaced takes n bytes from the budget at now for a reply that may
+// be paced: one that fits the burst goes at once or not at all; a larger
+// one is taken if its last byte can go within wait (0: never), and it
+// returns the budget's pace line (Pace). A reply to an address without a
+// cookie (legacy) leaves BudgetReserveShare of the burst to the others
+// (the master's own probes, and replies to addresses with a cookie).
+func (b *ByteBudget) ReservePaced(now time.Time, n int, legacy bool, wait time.Duration) (paceLine, Reason) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	tol := int64(b.tolerance)
+	if legacy {
+		tol -= tol / BudgetReserveShare
+	}
+	t := now.UnixNano()
+	c := int64(b.cost(n))
+	s := max(b.tat, t)
+	end := s + c - tol
+	switch {
+	case c > tol && wait <= 0:
+		return paceLine{}, ReasonReplyTooLarge
+	case c > tol && end > t+int64(wait), c <= tol && end > t:
+		return paceLine{}, ReasonBudgetExhausted
+	}
+	b.tat = s + c
+	return paceLine{start: s, per: b.perByte, tol: tol}, OK
+}
+
 // sourceKey is the unit of per-address accounting: an IPv4 address, or
 // the /64 of an IPv6 address (one subscriber's prefix).
 func sourceKey(a netip.Addr) netip.Prefix {

@@ -51,6 +51,7 @@ const (
 	ReasonReplyTooLarge   // a single reply larger than the whole budget burst
 	ReasonResponseLimited // per-victim response rate limit (ResponseLimiter)
 	ReasonVictimTableFull // response-limiter table full of prefixes still owed
+	ReasonReplyInProgress // a paced reply to the same port is still being sent
 
 	// Removals.
 	ReasonSilent            // not verified for Config.Timeout
@@ -103,6 +104,7 @@ var reasonNames = [numReasons]string{
 	ReasonReplyTooLarge:     "reply_too_large",
 	ReasonResponseLimited:   "response_limited",
 	ReasonVictimTableFull:   "victim_table_full",
+	ReasonReplyInProgress:   "reply_in_progress",
 	ReasonSilent:            "silent",
 	ReasonProbesUnanswered:  "probes_unanswered",
 	ReasonCheckUnanswered:   "check_unanswered",

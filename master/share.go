@@ -221,6 +221,42 @@ func (r *Registry) Apply(now time.Time, s Server) (Change, Reason) {
 	return change, OK
 }
 
+// Holds reports whether a record of a verified at verified would change
+// nothing here (Apply would return ChangeNone): the server is listed, not
+// restored, and verified at verified or later. A full read of a fleet's
+// registry asks it before decoding a record, most of which it holds
+// already.
+func (r *Registry) Holds(a netip.AddrPort, verified time.Time) bool {
+	a = netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.servers[keyOf(a)]
+	return ok && e.Listed && !e.restored() && stampOf(verified) <= e.LastVerified
+}
+
+// Verified is a listed server's address and last verification.
+type Verified struct {
+	Addr         netip.AddrPort
+	LastVerified time.Time
+}
+
+// VerifiedBefore appends to dst the listed servers last verified before
+// t (a restored server, verified by no one since, counts as verified
+// before any t). It copies two fields a server, so that a fleet's full
+// read can find what the shared registry no longer holds without copying
+// the whole listing under the lock (Servers).
+func (r *Registry) VerifiedBefore(t time.Time, dst []Verified) []Verified {
+	st := stampOf(t)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.servers {
+		if e.Listed && (e.restored() || e.LastVerified < st) {
+			dst = append(dst, Verified{e.Addr, e.LastVerified.Time()})
+		}
+	}
+	return dst
+}
+
 // ApplyRemoval removes a listed server as another instance removed it,
 // unless this registry holds a verification of it newer than verified
 // (the version of the record that instance removed); a restored server,

@@ -30,6 +30,9 @@ const (
 	// DefaultHTTPReadHeaderTimeout bounds reading an HTTP request's
 	// header.
 	DefaultHTTPReadHeaderTimeout = 5 * time.Second
+	// DefaultCookieRotation is Config.CookieRotation's default: a client
+	// keeps its cookie for an hour or two.
+	DefaultCookieRotation = time.Hour
 	// DefaultGCPercent is the Go garbage collector's target percentage
 	// Run sets (Config.GCPercent). A master's live heap is its list,
 	// steady between registrations, and its answers are cached, so it
@@ -97,6 +100,11 @@ type Config struct {
 	// ChallengeRotation is how often the challenge secret rotates;
 	// 0 means master.DefaultRotationPeriod.
 	ChallengeRotation time.Duration
+	// CookieRotation is how often the secret of the cookies given to
+	// scout's clients rotates (a cookie is good for one to two periods;
+	// master's cookie.go); 0 means DefaultCookieRotation, negative gives
+	// no cookies (the word is ignored, as dpmaster ignores it).
+	CookieRotation time.Duration
 	// DeferEncoding is the smallest listing (servers of one game and
 	// protocol) whose uncached replies are encoded off the socket loop
 	// (master.HandlerDeps.DeferEncoding); 0 means DefaultDeferEncoding,
@@ -207,6 +215,7 @@ func (c Config) withDefaults() Config {
 	c.ReadBuffer = cmp.Or(c.ReadBuffer, DefaultReadBuffer)
 	c.CommitInterval = cmp.Or(c.CommitInterval, DefaultCommitInterval)
 	c.ChallengeRotation = cmp.Or(c.ChallengeRotation, master.DefaultRotationPeriod)
+	c.CookieRotation = cmp.Or(c.CookieRotation, DefaultCookieRotation)
 	c.DeferEncoding = cmp.Or(c.DeferEncoding, DefaultDeferEncoding)
 	c.GCPercent = cmp.Or(c.GCPercent, DefaultGCPercent)
 	c.Queries.Throttle = cmp.Or(c.Queries.Throttle, master.DefaultThrottle)

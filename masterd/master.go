@@ -144,6 +144,11 @@ func handlerDeps(cfg Config, deps Deps, reg *master.Registry, hist *history.Hist
 	if hd.Budget, err = master.NewByteBudget(cfg.OutRate, cfg.OutBurst); err != nil {
 		return hd, err
 	}
+	if cfg.CookieRotation > 0 {
+		if hd.Cookies, err = master.NewChallenger(cfg.CookieRotation, rand.Reader); err != nil {
+			return hd, err
+		}
+	}
 	return hd, nil
 }
 

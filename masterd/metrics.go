@@ -26,7 +26,7 @@ type Collector struct {
 	dropped, removed, changes, probes        *prometheus.Desc
 	retries, afterRetry                      *prometheus.Desc
 	answers, unknownGame, budgetDenied       *prometheus.Desc
-	deferred                                 *prometheus.Desc
+	deferred, paced, cookies                 *prometheus.Desc
 	listed, pending, listedByGame            *prometheus.Desc
 	listedByKind                             *prometheus.Desc
 	sendErrors, stateErrors                  *prometheus.Desc
@@ -67,6 +67,8 @@ func NewCollector(m *Master) *Collector {
 		unknownGame:  d("answers_unknown_game_total", "Queries for no known game, answered with the empty list."),
 		deferred:     d("encodings_deferred_total", "List queries whose reply (not cached, selecting at least Config.DeferEncoding servers) was left to the socket's encoder goroutine."),
 		budgetDenied: d("budget_denied_bytes_total", "Outbound bytes the global byte budget refused."),
+		paced:        d("replies_paced_total", "Replies larger than a budget's burst, sent paced at the budgets' rates (master.Pace)."),
+		cookies:      d("cookies_total", "Cookies of scout's clients (master's cookie.go): given, lists answered on an echoed cookie, echoed cookies that did not check.", "outcome"),
 		listed:       d("servers_listed", "Servers listed."),
 		pending:      d("servers_pending", "Servers challenged and not yet verified."),
 		listedByGame: d("servers_listed_by_game", "Servers listed, by game.", "game"),
@@ -102,7 +104,7 @@ func NewCollector(m *Master) *Collector {
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.packetsIn, c.bytesIn, c.packetsOut, c.bytesOut, c.dropped, c.removed,
-		c.changes, c.probes, c.retries, c.afterRetry, c.answers, c.unknownGame, c.budgetDenied, c.deferred, c.listed, c.pending, c.listedByGame, c.listedByKind,
+		c.changes, c.probes, c.retries, c.afterRetry, c.answers, c.unknownGame, c.budgetDenied, c.deferred, c.paced, c.cookies, c.listed, c.pending, c.listedByGame, c.listedByKind,
 		c.sendErrors, c.stateErrors, c.stateCommits, c.stateWritten, c.statePending, c.stateSeconds, c.stateLast, c.stateMax, c.landmarkPings,
 		c.upUp, c.upReported, c.upVerified, c.upAnswer, c.upUptime, c.upLastSuccess, c.upRefreshes, c.upQueries, c.upPackets, c.upEntries,
 		c.learned, c.learnQueued, c.blocked} {
@@ -145,6 +147,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.unknownGame, st.UnknownGame())
 	counter(c.budgetDenied, st.BudgetDeniedBytes())
 	counter(c.deferred, st.Deferred())
+	counter(c.paced, st.Paced())
+	given, onCookie, bad := st.Cookies()
+	counter(c.cookies, given, "given")
+	counter(c.cookies, onCookie, "answered")
+	counter(c.cookies, bad, "bad")
 	listed, pending := c.m.Registry.Counts()
 	gauge(c.listed, listed)
 	gauge(c.pending, pending)

@@ -46,6 +46,7 @@ type PacketServer struct {
 	noSocket   atomic.Uint64
 	queueFull  atomic.Uint64
 	encodeFull atomic.Uint64
+	paced      atomic.Uint64
 
 	mu    sync.Mutex
 	conns []PacketConn // master sockets, for probes and forwards
@@ -69,8 +70,12 @@ func (s *PacketServer) SendErrors() (refused, noSocket uint64) {
 }
 
 // QueueDrops returns the long replies dropped because their socket's
-// sender already had MaxQueuedReplies queued.
+// sender already had MaxQueuedReplies queued, or MaxPacedDatagrams
+// waiting in paced replies.
 func (s *PacketServer) QueueDrops() uint64 { return s.queueFull.Load() }
+
+// Paced returns the paced replies the senders took (pacer.go).
+func (s *PacketServer) Paced() uint64 { return s.paced.Load() }
 
 // EncodeDrops returns the list queries dropped because their socket's
 // encoder already had MaxQueuedEncodings waiting.
@@ -131,14 +136,11 @@ func (s *PacketServer) Serve(ctx context.Context, conn PacketConn, motd bool) er
 	buf := make([]byte, maxDatagram)
 	var out []master.Outgoing
 	snd := newSender(conn)
-	queue := make(chan []master.Outgoing, MaxQueuedReplies)
+	queue := make(chan timedReply, MaxQueuedReplies)
 	sent := make(chan struct{})
 	go func() {
 		defer close(sent)
-		long := newSender(conn)
-		for r := range queue {
-			s.writeBatched(long, r)
-		}
+		s.sendLoop(conn, queue)
 	}()
 	jobs := make(chan *master.Encoding, MaxQueuedEncodings)
 	encoded := make(chan struct{})
@@ -166,9 +168,9 @@ func (s *PacketServer) Serve(ctx context.Context, conn PacketConn, motd bool) er
 			out = s.h.HandlePacket(now, from, buf[:n], out[:0])
 			out = s.handOver(out, jobs)
 		}
-		if len(out) >= AsyncReplyDatagrams {
+		if len(out) >= AsyncReplyDatagrams || (timedReply{out: out}).paced() {
 			select {
-			case queue <- slices.Clone(out):
+			case queue <- timedReply{at: now, out: slices.Clone(out)}:
 			default:
 				s.queueFull.Add(1)
 				s.log.Debug("long reply dropped: sender queue full", "to", out[0].To, "datagrams", len(out))
@@ -204,7 +206,7 @@ func (s *PacketServer) handOver(out []master.Outgoing, jobs chan<- *master.Encod
 // encode is a socket's encoder goroutine: it encodes the replies of the
 // jobs, those of one shape together, and queues them to the socket's
 // sender, until jobs is closed.
-func (s *PacketServer) encode(jobs <-chan *master.Encoding, queue chan<- []master.Outgoing) {
+func (s *PacketServer) encode(jobs <-chan *master.Encoding, queue chan<- timedReply) {
 	var waiting, same []*master.Encoding
 	var out []master.Outgoing
 	open := true
@@ -244,10 +246,11 @@ func (s *PacketServer) encode(jobs <-chan *master.Encoding, queue chan<- []maste
 		clear(waiting[n:])
 		waiting = waiting[:n]
 		enc := s.h.Encode(time.Now(), first)
-		out = s.h.SendEncoded(time.Now(), enc, same, out[:0])
+		at := time.Now()
+		out = s.h.SendEncoded(at, enc, same, out[:0])
 		clear(same)
 		if len(out) > 0 {
-			queue <- slices.Clone(out)
+			queue <- timedReply{at: at, out: slices.Clone(out)}
 		}
 		clear(out) // drop references to payloads
 	}

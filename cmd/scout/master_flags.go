@@ -267,6 +267,26 @@ var masterOptionSpecs = slices.Concat([]optSpec{
 	intOpt("victim-burst", 0, 1, func(a *masterArgs) *int { return &a.cfg().Responses.VictimBurst }, "BYTES: replies to one address at once (786432: 21 full lists of 5,000 servers)"),
 	intOpt("return-rate", 0, 1, func(a *masterArgs) *int { return &a.cfg().Responses.ReturnRate }, "BYTES/S: replies to the ports an address was answered on before, each at most once a second (32768)"),
 	intOpt("return-burst", 0, 1, func(a *masterArgs) *int { return &a.cfg().Responses.ReturnBurst }, "BYTES: the same at once (131072)"),
+	{long: "prefix4", arity: argOne, file: fileString, help: "NET,WIDE: the IPv4 networks whose replies are limited together beside each address's (24,16: a /24 within a /16)",
+		set: func(a *masterArgs, v []string) error {
+			return setPrefixes(v[0], 32, &a.cfg().Responses.NetBits4, &a.cfg().Responses.WideBits4)
+		}},
+	{long: "prefix6", arity: argOne, file: fileString, help: "NET,WIDE: the same for IPv6 (56,48; an address is a /64)",
+		set: func(a *masterArgs, v []string) error {
+			return setPrefixes(v[0], 64, &a.cfg().Responses.NetBits6, &a.cfg().Responses.WideBits6)
+		}},
+	intOpt("net-rate", 0, 1, func(a *masterArgs) *int { return &a.cfg().Responses.NetRate }, "BYTES/S: replies to all the addresses of one network (--prefix4/6) from any port, after the burst (32768)"),
+	intOpt("net-burst", 0, 1, func(a *masterArgs) *int { return &a.cfg().Responses.NetBurst }, "BYTES: the same at once (1048576)"),
+	intOpt("net-return-rate", 0, 1, func(a *masterArgs) *int { return &a.cfg().Responses.NetReturnRate }, "BYTES/S: replies to the ports a network's addresses were answered on before (65536)"),
+	intOpt("net-return-burst", 0, 1, func(a *masterArgs) *int { return &a.cfg().Responses.NetReturnBurst }, "BYTES: the same at once (262144)"),
+	intOpt("wide-rate", 0, 1, func(a *masterArgs) *int { return &a.cfg().Responses.WideRate }, "BYTES/S: replies to all the addresses of one wider network (--prefix4/6), after the burst (65536)"),
+	intOpt("wide-burst", 0, 1, func(a *masterArgs) *int { return &a.cfg().Responses.WideBurst }, "BYTES: the same at once (2097152)"),
+	intOpt("wide-return-rate", 0, 1, func(a *masterArgs) *int { return &a.cfg().Responses.WideReturnRate }, "BYTES/S: the wider network's return lane (131072)"),
+	intOpt("wide-return-burst", 0, 1, func(a *masterArgs) *int { return &a.cfg().Responses.WideReturnBurst }, "BYTES: the same at once (524288)"),
+	durOpt("max-pace", 1, time.Second, func(a *masterArgs) *time.Duration { return &a.cfg().Responses.MaxPace }, "SECONDS: a reply larger than a budget's burst is paced at its rate if it can end within this (60)"),
+	intOpt("cookie-rate", 0, 1, func(a *masterArgs) *int { return &a.cfg().Responses.CookieRate }, "BYTES/S: replies to an address that echoed the cookie it was given (scout's clients), after the burst (1048576)"),
+	intOpt("cookie-burst", 0, 1, func(a *masterArgs) *int { return &a.cfg().Responses.CookieBurst }, "BYTES: the same at once (8388608)"),
+	flagOpt("no-cookies", 0, func(a *masterArgs) { a.cfg().CookieRotation = -1 }, "give scout's clients no cookies (the word is ignored, as by dpmaster)"),
 	intOpt("hb-throttle", 0, 2, func(a *masterArgs) *int { return &a.cfg().Heartbeats.Throttle }, "heartbeat flood protection throttle per source (64)"),
 	{long: "verify-retries", arity: argOne, file: fileInt, zero: true, help: "N: resend an unanswered check (getinfo, or the game's re-probe) up to N times, 1 s and 3 s after the first (2); 0: never",
 		set: func(a *masterArgs, v []string) error {
@@ -282,6 +302,19 @@ var masterOptionSpecs = slices.Concat([]optSpec{
 		}},
 	durOpt("hb-decay-time", 1, time.Second, func(a *masterArgs) *time.Duration { return &a.cfg().Heartbeats.Decay }, "heartbeat flood protection decay time in seconds (1)"),
 }, ecosystemOpts)
+
+// setPrefixes reads "NET,WIDE" (network bits, at most most) into net and
+// wide.
+func setPrefixes(v string, most int, net, wide *int) error {
+	n, w, ok := strings.Cut(v, ",")
+	nb, err1 := strconv.Atoi(n)
+	wb, err2 := strconv.Atoi(w)
+	if !ok || err1 != nil || err2 != nil || wb < 1 || wb >= nb || nb > most {
+		return fmt.Errorf("want NET,WIDE prefix lengths with WIDE < NET <= %d (24,16 for IPv4), got %q", most, v)
+	}
+	*net, *wide = nb, wb
+	return nil
+}
 
 // setVerbose is -v [LEVEL]: no level is 4, everything.
 func setVerbose(a *masterArgs, v []string) error {

@@ -134,7 +134,10 @@ func TestMasterConfig_FileEqualsFlags(t *testing.T) {
 		"max-packet-bytes": 1200, "entries-per-packet": 112, "eot-last-only": true, "out-rate": 5000000,
 		"out-burst": 600000, "read-buffer": 1048576, "victim-rate": 20000, "victim-burst": 800000,
 		"return-rate": 40000, "return-burst": 150000, "hb-throttle": 10, "hb-decay-time": 3, "verify-retries": 0,
-		"hash-size": 10, "cl-hash-size": 8, "user": "65534:65534", "jail-path": "/var/empty"
+		"hash-size": 10, "cl-hash-size": 8, "user": "65534:65534", "jail-path": "/var/empty",
+		"prefix4": "22,12", "prefix6": "60,44", "net-rate": 1000, "net-burst": 2000, "net-return-rate": 3000,
+		"net-return-burst": 4000, "wide-rate": 5000, "wide-burst": 6000, "wide-return-rate": 7000, "wide-return-burst": 8000,
+		"max-pace": 9, "cookie-rate": 10000, "cookie-burst": 11000, "no-cookies": true
 	}`, []string{
 		"-p", "27999", "-l", "127.0.0.1", "-l", "[::1]:5000", "-n", "100", "--max-pending", "50",
 		"-N", "4", "-f", "--fp-throttle", "6", "--fp-decay-time", "2", "--max-clients", "99",
@@ -149,6 +152,9 @@ func TestMasterConfig_FileEqualsFlags(t *testing.T) {
 		"--out-burst", "600000", "--read-buffer", "1048576", "--victim-rate", "20000", "--victim-burst", "800000",
 		"--return-rate", "40000", "--return-burst", "150000", "--hb-throttle", "10", "--hb-decay-time", "3", "--verify-retries", "0",
 		"-H", "10", "--cl-hash-size", "8", "-u", "65534:65534", "-j", "/var/empty",
+		"--prefix4", "22,12", "--prefix6", "60,44", "--net-rate", "1000", "--net-burst", "2000", "--net-return-rate", "3000",
+		"--net-return-burst", "4000", "--wide-rate", "5000", "--wide-burst", "6000", "--wide-return-rate", "7000", "--wide-return-burst", "8000",
+		"--max-pace", "9", "--cookie-rate", "10000", "--cookie-burst", "11000", "--no-cookies",
 	}}, {
 		// The options that exclude some of the above.
 		`{"store": "redis://127.0.0.1:1/0", "fleet-id": "fra-1", "hash-ports": true, "http-no-limit": true,
@@ -379,5 +385,22 @@ func TestMasterFlags_ResponseLimits(t *testing.T) {
 	}
 	if _, err := parseMaster(t.Context(), []string{"--victim-rate", "0"}); err == nil {
 		t.Error("--victim-rate 0 accepted")
+	}
+	s, err = parseMaster(t.Context(), []string{"--prefix4", "22,12", "--prefix6", "60,44", "--net-rate", "1000", "--net-burst", "2000",
+		"--net-return-rate", "3000", "--net-return-burst", "4000", "--wide-rate", "5000", "--wide-burst", "6000", "--wide-return-rate", "7000",
+		"--wide-return-burst", "8000", "--max-pace", "9", "--cookie-rate", "10000", "--cookie-burst", "11000", "--no-cookies"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = master.ResponseLimits{NetBits4: 22, WideBits4: 12, NetBits6: 60, WideBits6: 44, NetRate: 1000, NetBurst: 2000,
+		NetReturnRate: 3000, NetReturnBurst: 4000, WideRate: 5000, WideBurst: 6000, WideReturnRate: 7000, WideReturnBurst: 8000,
+		MaxPace: 9 * time.Second, CookieRate: 10000, CookieBurst: 11000}
+	if s.Config.Responses != want || s.Config.CookieRotation != -1 {
+		t.Fatalf("responses %+v, cookie rotation %v", s.Config.Responses, s.Config.CookieRotation)
+	}
+	for _, bad := range []string{"16,24", "24", "33,16", "24,x"} {
+		if _, err := parseMaster(t.Context(), []string{"--prefix4", bad}); err == nil {
+			t.Errorf("--prefix4 %s accepted", bad)
+		}
 	}
 }

@@ -55,13 +55,19 @@ each target to the first; with --json one JSON object per line.
 
 Flood: with --flood RATE the runs are a reflection attack instead. For
 --duration, RATE list requests per second are "spoofed" with the --victim
-address (the next address in each run, so no run inherits a spent budget) (sent from sockets bound to it, each from a fresh source port, or
-in turn from --flood-ports ports), while a real client on the same address
-asks for the list every --refresh and checks each answer. Each run prints
-the requests and bytes spoofed, the bytes the master sent to the victim
-(the flood's ports and the client's), the amplification (victim bytes /
-spoofed bytes, UDP payload; "wire" counts 28 header bytes per datagram
-each way) and the client's refreshes answered complete.
+address, or spread over its network (--spread 24, 16) or everywhere
+(random4: 127.0.0.0/8; random6: an IPv6 --prefix6 routed to lo), the next
+address or network in each run so no run inherits a spent budget (sent
+from sockets bound to them, each from a fresh source port, or in turn
+from --flood-ports ports), while a real client on the victim's address
+(a game client, or with --cookie scout's own) asks for the list every
+--refresh and checks each answer. Each run prints the requests and bytes
+spoofed, the bytes the master sent to the victims (the flood's ports and
+the client's) and per second, the most any one /24 (IPv6 /56) got per
+second, the amplification (victim bytes / spoofed bytes, UDP payload;
+"wire" counts 28 header bytes per datagram each way) and the client's
+refreshes answered complete. --client-only runs the client alone (a large
+list refreshed every --refresh; give --timeout for a paced answer).
 
 Swarm: with --swarm, --servers IPv4 servers (one 127.x.y.z address each
 from --swarm-base, sharing --sockets ports: heartbeats leave from each
@@ -105,6 +111,8 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 type loadFlags struct {
 	targets, execs                       multiFlag
 	fleetBase, sourceBase, query, victim *string
+	spread, prefix6                      *string
+	clientOnly                           *bool
 	fleetPort                            *uint
 	swarm                                *bool
 	ss                                   swarmFlags
@@ -142,6 +150,10 @@ func parseLoadFlags(args []string, stderr io.Writer) (cfg bench.Config, code int
 	f.victim = fs.String("victim", "127.77.0.1", "--flood: the victim's address, which the spoofed requests and the refreshing client both use")
 	fs.IntVar(&fl.Ports, "flood-ports", 0, "--flood: source ports the flood uses in turn (0: a fresh port per request)")
 	fs.DurationVar(&fl.Refresh, "refresh", loadgen.DefaultRefresh, "--flood: the victim's client asks for the list this often")
+	f.spread = fs.String("spread", "address", "--flood: the addresses spoofed: address (the victim's), 24 (its /24), 16 (its /16), random4 (127.0.0.0/8), random6 (--prefix6)")
+	f.prefix6 = fs.String("prefix6", "", "--flood --spread random6: an IPv6 prefix routed to lo (ip -6 route add local PREFIX dev lo); --victim is one of its addresses and the target listens on [::1]")
+	fs.BoolVar(&fl.Cookie, "cookie", false, "--flood: the victim's client is scout's, asking for a cookie and echoing it")
+	f.clientOnly = fs.Bool("client-only", false, "the --flood measurement without a flood: the victim's client alone (a large list refreshed every --refresh)")
 	f.swarm = fs.Bool("swarm", false, "register --servers IPv4 and --ipv6 IPv6 servers on few sockets with the one target, measure the rate, and stop (see Swarm below)")
 	f.ss = addSwarmFlags(fs)
 	if code, done := parseFlags(fs, args); done {
@@ -196,9 +208,20 @@ func (f *loadFlags) config(fs *flag.FlagSet, cfg *bench.Config, fl loadgen.Flood
 		}
 		cfg.Swarm = &so
 	}
-	if fl.Rate > 0 {
+	if *f.clientOnly {
+		fl.Rate = -1
+	}
+	if fl.Rate != 0 {
 		if fl.Victim, err = netip.ParseAddr(*f.victim); err != nil {
 			return fmt.Errorf("--victim: %v", err)
+		}
+		if fl.Spread, err = loadgen.ParseSpread(*f.spread); err != nil {
+			return err
+		}
+		if *f.prefix6 != "" {
+			if fl.Prefix6, err = netip.ParsePrefix(*f.prefix6); err != nil {
+				return fmt.Errorf("--prefix6: %v", err)
+			}
 		}
 		fl.Query, fl.Expect, fl.Duration, fl.Timeout = cfg.Query, cfg.Fleet.Servers, cfg.Load.Duration, cfg.Load.Timeout
 		cfg.Flood = &fl

@@ -15,11 +15,15 @@ import (
 // runFlood runs the --flood measurement: runs reflection attacks on each
 // target in turn, one line per run and target.
 func runFlood(ctx context.Context, stdout, stderr io.Writer, targets []*Target, cfg loadgen.FloodConfig, runs int, asJSON bool) error {
-	const format = "%3v %-10.10s %8v %9v %10v %9v %8v %7v %6v %10v\n"
+	const format = "%3v %-10.10s %8v %9v %10v %9v %9v %8v %7v %6v %10v\n"
 	if !asJSON {
-		fmt.Fprintf(stdout, "flood: %.0f spoofed requests/s aimed at %v (then the next address each run) for %v, ports %s; its client refreshes every %v from %v before\n",
-			cfg.Rate, cfg.Victim, cfg.Duration, floodPortsText(cfg.Ports), cfg.Refresh, cfg.Refresh/2)
-		fmt.Fprintf(stdout, format, "run", "target", "spoofed", "spoof B", "victim B", "victim B/s", "answered", "ampl", "wire", "client")
+		client := "a game client"
+		if cfg.Cookie {
+			client = "scout's client (cookie)"
+		}
+		fmt.Fprintf(stdout, "flood: %.0f spoofed requests/s spread over %s of %v (then the next each run) for %v, ports %s; %s refreshes every %v from %v before\n",
+			cfg.Rate, spreadText(cfg), cfg.Victim, cfg.Duration, floodPortsText(cfg.Ports), client, cfg.Refresh, cfg.Refresh/2)
+		fmt.Fprintf(stdout, format, "run", "target", "spoofed", "spoof B", "victim B", "victim B/s", "max /24 B/s", "answered", "ampl", "wire", "client")
 	}
 	enc := json.NewEncoder(stdout)
 	failed := false
@@ -34,7 +38,7 @@ func runFlood(ctx context.Context, stdout, stderr io.Writer, targets []*Target, 
 		for _, t := range order {
 			c := cfg
 			c.Master, c.Victim = t.Addr, victim
-			victim = victim.Next()
+			victim = cfg.Spread.NextVictim(victim)
 			r, err := loadgen.Flood(ctx, c)
 			if err != nil {
 				return fmt.Errorf("%s flood run %d: %w", t.Name, run, err)
@@ -52,7 +56,7 @@ func runFlood(ctx context.Context, stdout, stderr io.Writer, targets []*Target, 
 				continue
 			}
 			fmt.Fprintf(stdout, format, run, t.Name, r.Spoofed, r.SpoofedBytes, r.VictimBytes(),
-				fmt.Sprintf("%.0f", r.VictimBytesPerSecond()), r.FloodAnswered,
+				fmt.Sprintf("%.0f", r.VictimBytesPerSecond()), fmt.Sprintf("%.0f", r.MaxNetBytesPerSecond()), r.FloodAnswered,
 				fmt.Sprintf("%.2f", r.Amplification()), fmt.Sprintf("%.2f", r.WireAmplification()),
 				fmt.Sprintf("%d/%d", r.Complete, r.Refreshes))
 			if len(r.Missed) > 0 {
@@ -67,6 +71,20 @@ func runFlood(ctx context.Context, stdout, stderr io.Writer, targets []*Target, 
 		fmt.Fprintln(stderr, "scout-lab load: the victim's client was not answered every time")
 	}
 	return nil
+}
+
+func spreadText(cfg loadgen.FloodConfig) string {
+	switch cfg.Spread {
+	case loadgen.Spread24:
+		return "the /24"
+	case loadgen.Spread16:
+		return "the /16"
+	case loadgen.SpreadRandom4:
+		return "127.0.0.0/8, away from"
+	case loadgen.SpreadRandom6:
+		return cfg.Prefix6.String() + ", away from"
+	}
+	return "the address"
 }
 
 func floodPortsText(n int) string {
