@@ -27,9 +27,6 @@ const (
 	// a second are not dropped while the process waits for a core.
 	// Linux caps it at net.core.rmem_max (208 KB unless raised).
 	DefaultReadBuffer = 4 << 20
-	// DefaultHTTPReadHeaderTimeout bounds reading an HTTP request's
-	// header.
-	DefaultHTTPReadHeaderTimeout = 5 * time.Second
 	// DefaultCookieRotation is Config.CookieRotation's default: a client
 	// keeps its cookie for an hour or two.
 	DefaultCookieRotation = time.Hour
@@ -90,6 +87,9 @@ type Config struct {
 	// JSON API, /metrics, /healthz, /servers); empty serves none (the
 	// handler can still be mounted elsewhere with Master.HTTPHandler).
 	HTTP string
+	// HTTPLimits are the HTTP server's timeouts and connection caps
+	// (httpconns.go); zero fields mean their defaults.
+	HTTPLimits HTTPLimits
 
 	// CommitInterval is the state writer's group commit: everything
 	// verified or dropped since the last commit is written in one
@@ -216,6 +216,7 @@ func (c Config) withDefaults() Config {
 	c.CommitInterval = cmp.Or(c.CommitInterval, DefaultCommitInterval)
 	c.ChallengeRotation = cmp.Or(c.ChallengeRotation, master.DefaultRotationPeriod)
 	c.CookieRotation = cmp.Or(c.CookieRotation, DefaultCookieRotation)
+	c.HTTPLimits = c.HTTPLimits.withDefaults()
 	c.DeferEncoding = cmp.Or(c.DeferEncoding, DefaultDeferEncoding)
 	c.GCPercent = cmp.Or(c.GCPercent, DefaultGCPercent)
 	c.Queries.Throttle = cmp.Or(c.Queries.Throttle, master.DefaultThrottle)

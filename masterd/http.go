@@ -1,8 +1,10 @@
 package masterd
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -10,7 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/web"
@@ -34,8 +36,12 @@ type ServerJSON struct {
 
 // HTTPHandler serves the JSON API under /api/ (package web), the server
 // browser page at / (web.Page), /metrics (Prometheus), /healthz, /readyz,
-// /backup (to loopback clients only) and the legacy /servers (JSON, ?game=NAME filters by game name; no paging or
-// caching).
+// /backup (to loopback clients only) and the legacy /servers (JSON,
+// ?game=NAME filters by game name; no paging). Every endpoint counts
+// against the API's per-client and global request limits (web.API.Limit),
+// and /metrics and /servers are rendered at most once per
+// MetricsRefresh and ServersRefresh and served from a kept, gzipped copy
+// (httpcache.go).
 func (m *Master) HTTPHandler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewCollector(m), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -46,49 +52,78 @@ func (m *Master) HTTPHandler() http.Handler {
 	if m.deps.Fleet != nil {
 		reg.MustRegister(m.deps.Fleet)
 	}
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	limit := m.API.Limit
+	metrics := newBodyCache(MetricsRefresh, MetricsRefresh)
+	mux.Handle("GET /metrics", limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		metrics.serve(w, r, "", 0, func() ([]byte, string, http.Header) { return gatherText(reg) })
+	})))
+	mux.Handle("GET /healthz", limit(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write([]byte("ok\n"))
-	})
-	mux.HandleFunc("GET /readyz", m.serveReady)
-	mux.HandleFunc("GET /backup", m.serveBackup)
-	mux.Handle("/", web.Page())
-	mux.HandleFunc("GET /servers", func(w http.ResponseWriter, r *http.Request) {
+	})))
+	mux.Handle("GET /readyz", limit(http.HandlerFunc(m.serveReady)))
+	mux.Handle("GET /backup", limit(http.HandlerFunc(m.serveBackup)))
+	mux.Handle("/", limit(web.Page()))
+	servers := newBodyCache(ServersRefresh, MaxServersAge)
+	mux.Handle("GET /servers", limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		want := r.URL.Query()["game"]
-		list := []ServerJSON{}
-		servers, source := m.listServers(r.Context())
-		w.Header().Set("X-Scout-List-Source", source)
-		for _, s := range servers {
-			if len(want) > 0 && !slices.Contains(want, s.Game) {
-				continue
-			}
-			pub, _ := m.Registry.Config().AddrMap.Map(s.Addr)
-			j := ServerJSON{
-				Address: pub.String(), Game: s.Game, Family: s.Family.String(), Protocol: s.Protocol,
-				Gametype: s.Gametype, Clients: s.Clients, MaxClients: s.MaxClients, FirstSeen: s.FirstSeen,
-			}
-			if !s.LastVerified.IsZero() {
-				t := s.LastVerified
-				j.LastVerified = &t
-			}
-			if len(s.Info) > 0 {
-				j.Info = make(map[string]string, len(s.Info))
-				for _, p := range s.Info {
-					if _, dup := j.Info[p.Key]; !dup && !strings.EqualFold(p.Key, "challenge") {
-						j.Info[p.Key] = p.Value
-					}
+		slices.Sort(want)
+		want = slices.Compact(want)
+		servers.serve(w, r, strings.Join(want, "\x00"), m.Registry.Version(), func() ([]byte, string, http.Header) {
+			return m.renderServers(r.Context(), want)
+		})
+	})))
+	return mux
+}
+
+// gatherText renders reg's metrics in Prometheus's text format.
+func gatherText(reg *prometheus.Registry) ([]byte, string, http.Header) {
+	mfs, err := reg.Gather()
+	var b bytes.Buffer
+	enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		enc.Encode(mf)
+	}
+	if err != nil {
+		fmt.Fprintf(&b, "# gathering: %v\n", err)
+	}
+	return b.Bytes(), string(expfmt.NewFormat(expfmt.TypeTextPlain)), nil
+}
+
+// renderServers is the legacy /servers body for the games in want (all
+// if empty), and the header that says where the list came from.
+func (m *Master) renderServers(ctx context.Context, want []string) ([]byte, string, http.Header) {
+	list := []ServerJSON{}
+	servers, source := m.listServers(ctx)
+	for _, s := range servers {
+		if len(want) > 0 && !slices.Contains(want, s.Game) {
+			continue
+		}
+		pub, _ := m.Registry.Config().AddrMap.Map(s.Addr)
+		j := ServerJSON{
+			Address: pub.String(), Game: s.Game, Family: s.Family.String(), Protocol: s.Protocol,
+			Gametype: s.Gametype, Clients: s.Clients, MaxClients: s.MaxClients, FirstSeen: s.FirstSeen,
+		}
+		if !s.LastVerified.IsZero() {
+			t := s.LastVerified
+			j.LastVerified = &t
+		}
+		if len(s.Info) > 0 {
+			j.Info = make(map[string]string, len(s.Info))
+			for _, p := range s.Info {
+				if _, dup := j.Info[p.Key]; !dup && !strings.EqualFold(p.Key, "challenge") {
+					j.Info[p.Key] = p.Value
 				}
 			}
-			list = append(list, j)
 		}
-		slices.SortFunc(list, func(a, b ServerJSON) int { return strings.Compare(a.Address, b.Address) })
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		enc.Encode(list)
-	})
-	return mux
+		list = append(list, j)
+	}
+	slices.SortFunc(list, func(a, b ServerJSON) int { return strings.Compare(a.Address, b.Address) })
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	enc.Encode(list)
+	return b.Bytes(), "application/json", http.Header{"X-Scout-List-Source": {source}}
 }
 
 // listServers returns the servers /servers lists and where they come

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"runtime/debug"
@@ -42,6 +41,7 @@ type Master struct {
 	conns        []*net.UDPConn
 	motd         []*net.UDPConn
 	httpLn       net.Listener
+	httpConns    *connLimiter // httpLn within Config.HTTPLimits
 
 	closeOnce sync.Once
 
@@ -292,6 +292,7 @@ func (m *Master) Listen() error {
 			return fmt.Errorf("listening for HTTP on %s: %w", m.Config.HTTP, err)
 		}
 		m.httpLn = ln
+		m.httpConns = newConnLimiter(ln, m.Config.HTTPLimits)
 		m.Log.Info("listening", "addr", ln.Addr().String(), "port", "http")
 	}
 	return nil
@@ -339,8 +340,8 @@ func (m *Master) Run(ctx context.Context) error {
 	wg.Go(func() { refreshSnapshots(ctx, m.Handler.Registry(), SnapshotRefreshInterval) })
 	wg.Go(func() { m.fetchPeers(ctx, TickInterval) })
 	if m.httpLn != nil {
-		hs := &http.Server{Handler: m.HTTPHandler(), ReadHeaderTimeout: DefaultHTTPReadHeaderTimeout}
-		go hs.Serve(m.httpLn)
+		hs := m.Config.HTTPLimits.server(m.HTTPHandler(), m.httpConns)
+		go hs.Serve(m.httpConns)
 		defer hs.Close()
 	}
 	var wdone chan struct{}

@@ -38,6 +38,7 @@ type Collector struct {
 	upUptime, upLastSuccess, upRefreshes   *prometheus.Desc
 	upQueries, upPackets, upEntries        *prometheus.Desc
 	learned, learnQueued, blocked          *prometheus.Desc
+	httpConns, httpRefused, httpEvicted    *prometheus.Desc
 }
 
 // MaxGametypeSeries bounds the series of
@@ -75,6 +76,9 @@ func NewCollector(m *Master) *Collector {
 		listedByKind: d("servers_listed_by_gametype", "Servers listed, by game, protocol and gametype; beyond the largest "+
 			strconv.Itoa(MaxGametypeSeries)+" series, the others summed in one with empty labels.", "game", "protocol", "gametype"),
 		sendErrors:   d("send_errors_total", "Datagrams the kernel refused or with no socket of their family, and long replies dropped with their socket's send queue full (queue_full), list queries dropped with their socket's encoder queue full (encode_queue_full).", "error"),
+		httpConns:    d("http_connections", "HTTP connections open."),
+		httpRefused:  d("http_connections_refused_total", "HTTP connections closed at accept: their client had HTTPLimits.MaxConnsPerClient open (per_client), or all MaxConns were open and busy (full).", "reason"),
+		httpEvicted:  d("http_connections_evicted_total", "Idle HTTP connections closed to make room for a new one at HTTPLimits.MaxConns."),
 		stateErrors:  d("state_write_errors_total", "Failed commits to the state file (their changes are tried again at the next)."),
 		stateCommits: d("state_commits_total", "Commits to the state file (one transaction each)."),
 		stateWritten: d("state_changes_written_total", "Listing changes (servers written or deleted) committed to the state file."),
@@ -107,7 +111,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		c.changes, c.probes, c.retries, c.afterRetry, c.answers, c.unknownGame, c.budgetDenied, c.deferred, c.paced, c.cookies, c.listed, c.pending, c.listedByGame, c.listedByKind,
 		c.sendErrors, c.stateErrors, c.stateCommits, c.stateWritten, c.statePending, c.stateSeconds, c.stateLast, c.stateMax, c.landmarkPings,
 		c.upUp, c.upReported, c.upVerified, c.upAnswer, c.upUptime, c.upLastSuccess, c.upRefreshes, c.upQueries, c.upPackets, c.upEntries,
-		c.learned, c.learnQueued, c.blocked} {
+		c.learned, c.learnQueued, c.blocked, c.httpConns, c.httpRefused, c.httpEvicted} {
 		ch <- d
 	}
 }
@@ -191,6 +195,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.sendErrors, noSocket, "no_socket")
 	counter(c.sendErrors, c.m.Server.QueueDrops(), "queue_full")
 	counter(c.sendErrors, c.m.Server.EncodeDrops(), "encode_queue_full")
+	if hc := c.m.httpConns; hc != nil {
+		gauge(c.httpConns, hc.Open())
+		counter(c.httpRefused, hc.refusedClient.Load(), "per_client")
+		counter(c.httpRefused, hc.refusedFull.Load(), "full")
+		counter(c.httpEvicted, hc.evicted.Load())
+	}
 	if w := c.m.writer; w != nil {
 		seconds := func(d *prometheus.Desc, t prometheus.ValueType, ns int64) {
 			ch <- prometheus.MustNewConstMetric(d, t, float64(ns)/1e9)

@@ -263,8 +263,9 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.serve(w, r)
 }
 
-func (a *API) serve(w http.ResponseWriter, r *http.Request) {
-	now := a.deps.Now()
+// admit applies the per-client and the global limits to r at now: false
+// when it answered 429 or 503 itself.
+func (a *API) admit(w http.ResponseWriter, r *http.Request, now time.Time) bool {
 	client, _ := netip.ParseAddrPort(r.RemoteAddr)
 	if a.lim != nil {
 		if ok, wait := a.lim.allow(now, client.Addr()); !ok {
@@ -273,7 +274,7 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
 			writeError(w, &Error{Status: http.StatusTooManyRequests, Code: "rate_limited",
 				Message: fmt.Sprintf("more than %d requests at once or %g a second from this address; retry in %d s", a.cfg.Burst, a.cfg.Rate, max(secs, 1))})
-			return
+			return false
 		}
 	}
 	if a.global != nil && !a.global.allow(now) {
@@ -281,6 +282,27 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "1")
 		writeError(w, &Error{Status: http.StatusServiceUnavailable, Code: "overloaded",
 			Message: fmt.Sprintf("more than %g requests a second from all clients; retry in 1 s", a.cfg.MaxRate)})
+		return false
+	}
+	return true
+}
+
+// Limit returns h behind the API's limits: the same per-client buckets
+// and the same limit over all clients as the API's own requests, so that
+// every endpoint a master serves beside the API (its page, /metrics, the
+// legacy /servers, ...) counts against one budget per client.
+func (a *API) Limit(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a.admit(w, r, a.deps.Now()) {
+			h.ServeHTTP(w, r)
+		}
+	})
+}
+
+func (a *API) serve(w http.ResponseWriter, r *http.Request) {
+	now := a.deps.Now()
+	client, _ := netip.ParseAddrPort(r.RemoteAddr)
+	if !a.admit(w, r, now) {
 		return
 	}
 	path := r.URL.Path

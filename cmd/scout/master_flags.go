@@ -224,6 +224,11 @@ var masterOptionSpecs = slices.Concat([]optSpec{
 			return err
 		}},
 	intOpt("http-burst", 0, 1, func(a *masterArgs) *int { return &a.cfg().API.Burst }, "N: JSON API requests a client may make at once (60)"),
+	intOpt("http-max-conns", 0, 1, func(a *masterArgs) *int { return &a.cfg().HTTPLimits.MaxConns }, "N: HTTP connections open at once (4096, at most half the file limit); at the bound a new one takes the oldest idle one's place"),
+	intOpt("http-max-conns-per-client", 0, 1, func(a *masterArgs) *int { return &a.cfg().HTTPLimits.MaxConnsPerClient }, "N: HTTP connections one client (IPv4 address, IPv6 /64) may hold open (64)"),
+	durOpt("http-read-timeout", 1, time.Second, func(a *masterArgs) *time.Duration { return &a.cfg().HTTPLimits.ReadTimeout }, "SECONDS: to read a whole HTTP request (10; its header within 5)"),
+	durOpt("http-write-timeout", 1, time.Second, func(a *masterArgs) *time.Duration { return &a.cfg().HTTPLimits.WriteTimeout }, "SECONDS: to write an HTTP response (60)"),
+	durOpt("http-idle-timeout", 1, time.Second, func(a *masterArgs) *time.Duration { return &a.cfg().HTTPLimits.IdleTimeout }, "SECONDS: a kept-alive HTTP connection waits this long for its next request (30)"),
 	flagOpt("http-no-limit", 0, func(a *masterArgs) { a.cfg().API.Rate = -1 }, "no per-client limit on the JSON API (load tests on loopback)"),
 	{long: "http-max-rate", arity: argOne, file: fileInt, zero: true, help: "N: JSON API requests per second of all clients together, beyond which it answers 503 (2000); 0: no bound",
 		set: func(a *masterArgs, v []string) error {

@@ -137,7 +137,8 @@ func TestMasterConfig_FileEqualsFlags(t *testing.T) {
 		"hash-size": 10, "cl-hash-size": 8, "user": "65534:65534", "jail-path": "/var/empty",
 		"prefix4": "22,12", "prefix6": "60,44", "net-rate": 1000, "net-burst": 2000, "net-return-rate": 3000,
 		"net-return-burst": 4000, "wide-rate": 5000, "wide-burst": 6000, "wide-return-rate": 7000, "wide-return-burst": 8000,
-		"max-pace": 9, "cookie-rate": 10000, "cookie-burst": 11000, "no-cookies": true
+		"max-pace": 9, "cookie-rate": 10000, "cookie-burst": 11000, "no-cookies": true,
+		"http-max-conns": 100, "http-max-conns-per-client": 8, "http-read-timeout": 3, "http-write-timeout": 20, "http-idle-timeout": 7
 	}`, []string{
 		"-p", "27999", "-l", "127.0.0.1", "-l", "[::1]:5000", "-n", "100", "--max-pending", "50",
 		"-N", "4", "-f", "--fp-throttle", "6", "--fp-decay-time", "2", "--max-clients", "99",
@@ -155,6 +156,7 @@ func TestMasterConfig_FileEqualsFlags(t *testing.T) {
 		"--prefix4", "22,12", "--prefix6", "60,44", "--net-rate", "1000", "--net-burst", "2000", "--net-return-rate", "3000",
 		"--net-return-burst", "4000", "--wide-rate", "5000", "--wide-burst", "6000", "--wide-return-rate", "7000", "--wide-return-burst", "8000",
 		"--max-pace", "9", "--cookie-rate", "10000", "--cookie-burst", "11000", "--no-cookies",
+		"--http-max-conns", "100", "--http-max-conns-per-client", "8", "--http-read-timeout", "3", "--http-write-timeout", "20", "--http-idle-timeout", "7",
 	}}, {
 		// The options that exclude some of the above.
 		`{"store": "redis://127.0.0.1:1/0", "fleet-id": "fra-1", "hash-ports": true, "http-no-limit": true,
