@@ -7,9 +7,13 @@ import (
 	"net/netip"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/scout-discovery/scout/game"
+	"github.com/scout-discovery/scout/history"
 	"github.com/scout-discovery/scout/master"
 )
 
@@ -140,5 +144,110 @@ func BenchmarkFleet_Join(b *testing.B) {
 				runtime.KeepAlive(reg)
 			}
 		})
+	}
+}
+
+// BenchmarkFleet_RedisMemoryWeekOld: what a fleet's Redis holds per
+// server, measured with INFO memory (used_memory) on a real redis-server:
+// N servers registered (records as a busy OpenArena server's, with its
+// info), then a week of player history for each (history.RetentionDays
+// days, every 5-minute slot sampled: a server up the whole week), then
+// the change stream filled to its cap by re-verifications. Reported:
+// record-B/server, history-B/server, stream-MB (a fixed cost, whatever
+// the servers), and total-B/server at N.
+//
+//	go test -run '^$' -bench RedisMemoryWeekOld -benchtime 1x ./fleet
+func BenchmarkFleet_RedisMemoryWeekOld(b *testing.B) {
+	const n = 20_000
+	for b.Loop() {
+		r := startRedis(b)
+		rc := r.client(b)
+		ctx := context.Background()
+		used := func() int64 {
+			info, err := rc.Info(ctx, "memory").Result()
+			if err != nil {
+				b.Fatal(err)
+			}
+			for l := range strings.Lines(info) {
+				if v, ok := strings.CutPrefix(strings.TrimSpace(l), "used_memory:"); ok {
+					x, _ := strconv.ParseInt(v, 10, 64)
+					return x
+				}
+			}
+			b.Fatal("no used_memory")
+			return 0
+		}
+		reg := newRegistry(b, master.Config{MaxServers: n + 1024, MaxServersPerAddress: -1})
+		node, err := New(Config{Redis: r.URL(), ID: "mem", Timeout: 30 * time.Second})
+		if err != nil {
+			b.Fatal(err)
+		}
+		node.Join(ctx, reg, nil)
+		base := used()
+		now := time.Now()
+		servers := make([]master.Server, n)
+		for i := range servers {
+			servers[i] = weekOldServer(i, now)
+			node.Put(servers[i])
+		}
+		flushAll(b, node)
+		records := used()
+		today := int32(now.Unix() / 86400)
+		var days []history.Day
+		for d := range int32(history.RetentionDays) {
+			for _, s := range servers {
+				day := history.Day{Addr: s.Addr, Day: today - d}
+				for k := range day.Counts {
+					day.Counts[k] = uint8((k + int(d)) % 17)
+				}
+				days = append(days, day)
+			}
+		}
+		for len(days) > 0 {
+			k := min(len(days), 4096)
+			if _, err := node.SaveHistory(ctx, days[:k]); err != nil {
+				b.Fatal(err)
+			}
+			days = days[k:]
+		}
+		hist := used()
+		for i := 0; int64(i) < node.cfg.StreamLen+node.cfg.StreamLen/8; i++ {
+			s := servers[i%n]
+			s.LastVerified = now.Add(time.Duration(i+1) * time.Millisecond)
+			node.Put(s)
+			if node.Queued() >= node.cfg.PageSize {
+				flushAll(b, node)
+			}
+		}
+		flushAll(b, node)
+		stream := used()
+		xl, _ := rc.XLen(ctx, node.stream).Result()
+		b.ReportMetric(float64(records-base)/n, "record-B/server")
+		b.ReportMetric(float64(hist-records)/n, "history-B/server")
+		b.ReportMetric(float64(stream-hist)/1e6, "stream-MB")
+		b.ReportMetric(float64(stream-base)/n, "total-B/server")
+		b.Logf("%d servers: records %d B, history %d B, stream of %d entries %.1f MB: %d B a server in all",
+			n, (records-base)/n, (hist-records)/n, xl, float64(stream-hist)/1e6, (stream-base)/n)
+		node.rdb.Close()
+		r.kill()
+	}
+}
+
+// weekOldServer is an OpenArena server's record as the fleet keeps it.
+func weekOldServer(i int, now time.Time) master.Server {
+	a := netip.AddrFrom4([4]byte{198, 18, byte(i >> 8), byte(i)})
+	info := []master.Pair{{Key: "hostname", Value: fmt.Sprintf("^1Open^7Arena server %d | FFA 24/7", i)}, {Key: "mapname", Value: "oasago2"},
+		{Key: "gametype", Value: "0"}, {Key: "protocol", Value: "71"}, {Key: "clients", Value: "3"}, {Key: "sv_maxclients", Value: "16"},
+		{Key: "g_humanplayers", Value: "2"}, {Key: "g_needpass", Value: "0"}, {Key: "pure", Value: "1"}, {Key: "gamename", Value: "Quake3Arena"},
+		{Key: "game", Value: "baseoa"}, {Key: "sv_allowAnonymous", Value: "0"}}
+	return master.Server{Addr: netip.AddrPortFrom(a, 27960), Family: game.FamilyQ3, Game: "Quake3Arena", Protocol: 71, Gametype: "0",
+		Clients: 3, MaxClients: 16, FirstSeen: now.Add(-7 * 24 * time.Hour), LastVerified: now, Info: info}
+}
+
+func flushAll(b *testing.B, node *Node) {
+	for node.Queued() > 0 {
+		if err := node.flush(context.Background()); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

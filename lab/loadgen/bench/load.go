@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/lab/loadgen"
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // Config is one master benchmark: the targets, the emulated fleet that
@@ -66,7 +67,20 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		}
 	}
 	if cfg.Swarm != nil {
-		return runSwarm(ctx, stdout, stderr, cfg.Targets[0], *cfg.Swarm)
+		if err := runSwarm(ctx, stdout, stderr, cfg.Targets[0], *cfg.Swarm); err != nil || cfg.Flood == nil {
+			return err
+		}
+		// The flood's (or the client's) list: Quake3Arena 68, most of
+		// the swarm's servers.
+		fl := *cfg.Flood
+		fl.Query, _ = q3.GetServers{Protocol: 68, Empty: true, Full: true}.AppendBinary(nil)
+		fl.Expect = 0
+		for i := range cfg.Swarm.Swarm.Servers {
+			if name, proto, _ := loadgen.SwarmGame(i); name == "Quake3Arena" && proto == 68 {
+				fl.Expect++
+			}
+		}
+		return runFlood(ctx, stdout, stderr, cfg.Targets, fl, cfg.Runs, cfg.JSON)
 	}
 	fleet, err := loadgen.NewFleet(cfg.Fleet)
 	if err != nil {
