@@ -166,7 +166,7 @@ var masterOptionSpecs = slices.Concat([]optSpec{
 		set: func(a *masterArgs, v []string) error { a.policy = append(a.policy, v); return nil }},
 	{long: "game-properties", short: 'g', arity: argGameProp, file: fileLists, set: setGameProperties,
 		help: "GAME PROPERTY=VALUE,...: change a game (protocols, options, heartbeat, flatline, gamenames; =, +=, -=; reprobe=DURATION); alone: print the games"},
-	flagOpt("list-loopback", 0, func(a *masterArgs) { a.cfg().Registry.AllowLoopback = true }, "list servers at loopback addresses (127.0.0.0/8, ::1): a master and its servers on one host"),
+	flagOpt("list-loopback", 0, func(a *masterArgs) { a.cfg().Registry.AllowLoopback = true }, "list servers at loopback addresses (127.0.0.0/8, ::1): a master and its servers on one host (dpmaster calls it --allow-loopback, which works too)"),
 	flagOpt("allow-loopback", 0, func(a *masterArgs) { a.cfg().Registry.AllowLoopback = true }, ""), // --list-loopback's former name
 	flagOpt("hash-ports", 0, func(a *masterArgs) { a.hashPorts = true }, "tell servers apart by port only: no per-address limit (dpmaster's debugging option)"),
 	listOpt("map", 'm', func(a *masterArgs) *[]string { return &a.maps }, "FROM=TO: publish server address FROM as TO (ADDR[:PORT])"),
