@@ -98,6 +98,7 @@ const (
 	flagEarly   // its silence moved earlier: needs a node of its own
 	flagRemoved // removed from the registry
 	flagKept    // the expiry queue's compaction has kept a node for it
+	flagClone   // another listed server's clone (clones.go)
 )
 
 // restored reports flagRestored.

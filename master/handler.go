@@ -553,6 +553,7 @@ func (h *Handler) Tick(now time.Time, dst []Outgoing) []Outgoing {
 		dst = h.probe(now, p, dst)
 	}
 	dst = h.tickUpstreams(now, dst)
+	h.reg.clonesDue(now)
 	if h.deps.Landmark != "" {
 		for _, to := range h.reg.mesh.due(now) {
 			dst = h.send(now, to, nil, laneAtOnce, dst, Outgoing{To: to, Kind: KindLandmarkPing, Payload: landmarkPing})

@@ -95,6 +95,14 @@ type Config struct {
 	Catalogue        *game.Catalogue
 	Policy           game.Policy
 	AddrMap          *AddrMap // dpmaster -m; nil maps nothing
+	// OnePerCloneGroup answers list queries with one address of each
+	// group of clones (clones.go), its primary, where dpmaster's answers
+	// (and the default) list every address; the JSON API groups them
+	// either way.
+	OnePerCloneGroup bool
+	// CloneInterval is how often the clones are grouped (Handler.Tick);
+	// default DefaultCloneInterval; negative: never.
+	CloneInterval time.Duration
 	// SuspectAfter is how long a player must stay in a server's roster,
 	// in every player list received, to be counted a suspected bot
 	// (bots.go); default DefaultSuspectAfter; negative: never.
@@ -131,6 +139,7 @@ func (c *Config) setDefaults() {
 	c.ChallengeLifetime = cmp.Or(c.ChallengeLifetime, DefaultChallengeLifetime)
 	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
 	c.SuspectAfter = cmp.Or(c.SuspectAfter, DefaultSuspectAfter)
+	c.CloneInterval = cmp.Or(c.CloneInterval, DefaultCloneInterval)
 	if c.Catalogue == nil {
 		c.Catalogue = game.Default()
 	}
@@ -168,6 +177,10 @@ type Registry struct {
 	names   map[string]string             // interned game and gametype names, at most MaxInternedNames
 	players map[netip.AddrPort]playerList // listed servers' last player lists (players.go)
 	crowds  map[serverKey]crowd           // bots and suspected bots, of the servers with any (bots.go)
+	// The clone groups of the last UpdateClones, and when it ran
+	// (clones.go).
+	cloneGroups []CloneGroup
+	clonesAt    stamp
 	// Where servers were learned from (sources.go): the source names,
 	// at most MaxSourceNames, and each server's marks.
 	srcNames []string

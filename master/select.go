@@ -165,6 +165,9 @@ func (r *Registry) resolve(q Query, snap *snapshot) (filter, Reason) {
 	if !f.want4 && !f.want6 {
 		f.want4, f.want6 = true, true
 	}
+	if r.conf().OnePerCloneGroup {
+		f.skip |= stateClone
+	}
 	return f, OK
 }
 

@@ -14,6 +14,7 @@ import (
 const (
 	stateEmpty uint8 = 1 << iota
 	stateFull
+	stateClone // another server's clone, left out under Config.OnePerCloneGroup
 )
 
 // snapEntry is one listed server in the answer snapshot: what an answer

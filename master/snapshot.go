@@ -115,6 +115,9 @@ func (r *Registry) opOf(e *entry, add bool) snapOp {
 	if e.Full() {
 		st |= stateFull
 	}
+	if e.flags&flagClone != 0 {
+		st |= stateClone
+	}
 	op := snapOp{k: groupKey{e.Family, e.Game, int(e.Protocol)}, add: add,
 		e: snapEntry{ip: pub.Addr().As16(), port: pub.Port(), gametype: e.Gametype, state: st, v6: pub.Addr().Is6()}}
 	if e.hbGame != nil && e.hbGame.Name == e.Game {

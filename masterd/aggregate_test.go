@@ -254,3 +254,54 @@ func TestAggregate_LyingUpstream(t *testing.T) {
 	}
 	t.Logf("%d getinfos to 501 addresses; health %+v", getinfos, h)
 }
+
+// TestClones_GroupedInTheAPI: one game server registered on three ports
+// (same host name, map and clients) is one entry of the API's list with
+// "also listed as", never hidden (clones=all lists each, with clone_of);
+// the UDP answers list every address unless OnePerCloneGroup.
+func TestClones_GroupedInTheAPI(t *testing.T) {
+	for _, one := range []bool{false, true} {
+		var cfg Config
+		cfg.Registry.CloneInterval = time.Second
+		cfg.Registry.OnePerCloneGroup = one
+		m, listed := runLogged(t, cfg)
+		var srvs []*masterproc.Server
+		for range 3 {
+			s := masterproc.NewServer(t)
+			s.Heartbeat(t, m.Addrs()[0])
+			waitListed(t, listed, s.Addr, "the master")
+			srvs = append(srvs, s)
+		}
+		base := "http://" + m.HTTPAddr().String()
+		deadline := time.Now().Add(masterproc.WaitBound)
+		var l web.ListJSON
+		for {
+			getJSON(t, base+"/api/v1/servers", &l)
+			if len(l.Servers) == 1 || time.Now().After(deadline) {
+				break
+			}
+			<-time.After(200 * time.Millisecond) // the next grouping, on the master's clock
+		}
+		if len(l.Servers) != 1 || len(l.Servers[0].AlsoListedAs) != 2 || l.Total != 1 {
+			t.Fatalf("list %+v", l)
+		}
+		var all web.ListJSON
+		getJSON(t, base+"/api/v1/servers?clones=all", &all)
+		clones := 0
+		for _, s := range all.Servers {
+			if s.CloneOf == l.Servers[0].Address {
+				clones++
+			}
+		}
+		if len(all.Servers) != 3 || clones != 2 {
+			t.Fatalf("clones=all %+v", all)
+		}
+		want := 3
+		if one {
+			want = 1
+		}
+		if got := masterproc.GetServers(t, m.Addrs()[0]); len(got) != want {
+			t.Fatalf("OnePerCloneGroup=%v: getservers lists %v, want %d", one, got, want)
+		}
+	}
+}

@@ -242,6 +242,7 @@ func (a *API) current(now time.Time) *view {
 	v := buildView(now, ver, servers, rc.Catalogue, rc.AddrMap, lookup, a.deps.History,
 		cacheLimits{a.cfg.MaxCachedBodies, a.cfg.MaxCachedBytes})
 	a.addLandmarks(v, servers)
+	v.setClones(a.reg.CloneGroups(), rc.AddrMap)
 	a.viewAt.Store(now.UnixNano())
 	a.view.Store(v)
 	a.Builds.Add(1)

@@ -177,6 +177,9 @@ func (v *view) rank(h *history.History, q *RankingQuery) RankingJSON {
 	from := v.slot + 1 - int64(q.Period/history.Resolution)
 	var all []RankedJSON
 	for i := range v.rows {
+		if v.rows[i].CloneOf != "" {
+			continue // a clone is ranked as its primary
+		}
 		r := &v.rows[i]
 		if !matches(r, &lq) {
 			continue

@@ -179,3 +179,24 @@ func (a *API) noQuery(w http.ResponseWriter, r *http.Request) bool {
 	}
 	return true
 }
+
+// setClones marks v's rows with the registry's groups of clones: the
+// primary's also_listed_as, each clone's clone_of (published addresses).
+func (v *view) setClones(groups []master.CloneGroup, am *master.AddrMap) {
+	for _, g := range groups {
+		pp, _ := am.Map(g.Primary)
+		pi, ok := v.byAddr[pp]
+		if !ok {
+			continue
+		}
+		for _, c := range g.Clones {
+			cp, _ := am.Map(c)
+			ci, ok := v.byAddr[cp]
+			if !ok {
+				continue
+			}
+			v.rows[ci].CloneOf = pp.String()
+			v.rows[pi].AlsoListedAs = append(v.rows[pi].AlsoListedAs, cp.String())
+		}
+	}
+}

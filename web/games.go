@@ -48,6 +48,9 @@ func summarize(rows []row) []GameSummaryJSON {
 	by := map[string]*acc{}
 	for i := range rows {
 		r := &rows[i]
+		if r.CloneOf != "" {
+			continue // its primary counts the game server once
+		}
 		a := by[r.Game]
 		if a == nil {
 			a = &acc{g: GameSummaryJSON{Game: r.Game}, maps: map[string]*MapLoadJSON{}}

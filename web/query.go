@@ -75,6 +75,10 @@ type ListQuery struct {
 	Page, PerPage                     int
 	From                              string // viewer's country, upper case; "" unknown
 	FromGiven                         bool   // From came from the query, not the request's address
+	// AllClones lists every address of a group of clones (clones=all),
+	// each with clone_of; by default a group is one entry, its primary,
+	// with also_listed_as.
+	AllClones bool
 }
 
 // Key returns the canonical form of q (the body cache's key; From
@@ -102,6 +106,9 @@ func (q *ListQuery) Key() string {
 	if q.Full != nil {
 		fmt.Fprintf(&b, "full=%t&", *q.Full)
 	}
+	if q.AllClones {
+		b.WriteString("clones=all&")
+	}
 	fmt.Fprintf(&b, "q=%s&sort=%s&desc=%t&page=%d&per_page=%d&from=%s", url.QueryEscape(q.Text), q.Sort, q.Desc, q.Page, q.PerPage, q.From)
 	return b.String()
 }
@@ -111,7 +118,7 @@ func (q *ListQuery) Key() string {
 func ParseListQuery(raw string) (ListQuery, *Error) {
 	q := ListQuery{Sort: SortPlayers, Page: 1, PerPage: DefaultPerPage}
 	known := []string{"game", "protocol", "gametype", "country", "map", "empty", "full", "q",
-		"sort", "order", "page", "per_page", "from"}
+		"sort", "order", "page", "per_page", "from", "clones"}
 	vals, err := parseRaw(raw, known...)
 	if err != nil {
 		return q, err
@@ -180,6 +187,14 @@ func ParseListQuery(raw string) (ListQuery, *Error) {
 			q.Page, err = intIn(name, vs[0], 1, MaxPage)
 		case "per_page":
 			q.PerPage, err = intIn(name, vs[0], 1, MaxPerPage)
+		case "clones":
+			switch vs[0] {
+			case "all":
+				q.AllClones = true
+			case "group":
+			default:
+				return q, badParam(name, "%q: want group or all", clip(vs[0]))
+			}
 		case "from":
 			if !isCountry(vs[0]) {
 				return q, badParam(name, "%q: want an ISO 3166 alpha-2 code (AU)", clip(vs[0]))

@@ -46,6 +46,11 @@ type ServerJSON struct {
 	// Absent with the country model alone.
 	PingLowMs     *int  `json:"ping_low_ms,omitempty"`
 	RecentPlayers []int `json:"recent_players"`
+	// AlsoListedAs are the other addresses of the same game server
+	// (master's clones.go), on the group's primary; CloneOf is the
+	// primary, on each of the others.
+	AlsoListedAs []string `json:"also_listed_as,omitempty"`
+	CloneOf      string   `json:"clone_of,omitempty"`
 	// Landmarks are the landmarks' RTTs to it (landmarks.go); absent
 	// unless the master is configured as a landmark and has measured it.
 	Landmarks []master.LandmarkRTTJSON `json:"landmarks,omitempty"`
@@ -280,6 +285,8 @@ func matches(r *row, q *ListQuery) bool {
 		return false
 	}
 	switch {
+	case r.CloneOf != "" && !q.AllClones:
+		return false // listed as its primary's also_listed_as
 	case !anyOf(q.Games, r.gameKeys...),
 		!anyOf(q.Gametypes, r.gtKey),
 		!anyOf(q.Maps, r.mapKey),

@@ -40,6 +40,8 @@ var ecosystemOpts = []optSpec{
 		"N: entries read of one query's answer, duplicates included; the rest is not read (16384)"),
 	intOpt("aggregate-checks", 0, 1, func(a *masterArgs) *int { return &a.cfg().Handler.LearnPerTick },
 		"N: first checks a second of servers upstreams and peers named (256)"),
+	flagOpt("one-per-clone-group", 0, func(a *masterArgs) { a.cfg().Registry.OnePerCloneGroup = true },
+		"answer list queries with one address of each game server listed under several (same host name, map, players and clock); the JSON API groups them either way"),
 	{long: "block", arity: argOne, file: fileList,
 		help: "\"PREFIX REASON\": refuse servers in PREFIX (1.2.3.4, 1.2.3.0/24, 2001:db8::/32), listing none there, for REASON, published at /api/v1/blocklist and /blocked; several allowed",
 		set: func(a *masterArgs, v []string) error {

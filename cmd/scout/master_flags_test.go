@@ -167,10 +167,12 @@ func TestMasterConfig_FileEqualsFlags(t *testing.T) {
 		// The other masters and the block list.
 		`{"aggregate": [["8.8.4.4", "q3", "et", "name=deathmask"], ["8.8.8.8:27650", "q4"]],
 		  "scout-peer": ["http://8.8.4.4:8080"], "aggregate-interval": 120, "aggregate-max-servers": 5000,
-		  "aggregate-max-entries": 6000, "aggregate-checks": 100, "block": ["93.184.0.0/24 clones on 500 ports"]}`,
+		  "aggregate-max-entries": 6000, "aggregate-checks": 100, "block": ["93.184.0.0/24 clones on 500 ports"],
+		  "one-per-clone-group": true}`,
 		[]string{"--aggregate", "8.8.4.4", "q3", "et", "name=deathmask", "--aggregate", "8.8.8.8:27650", "q4",
 			"--scout-peer", "http://8.8.4.4:8080", "--aggregate-interval", "120", "--aggregate-max-servers", "5000",
-			"--aggregate-max-entries", "6000", "--aggregate-checks", "100", "--block", "93.184.0.0/24 clones on 500 ports"},
+			"--aggregate-max-entries", "6000", "--aggregate-checks", "100", "--block", "93.184.0.0/24 clones on 500 ports",
+			"--one-per-clone-group"},
 	}}
 	keys := map[string]bool{}
 	for _, c := range cases {

@@ -177,12 +177,15 @@ function fillRow(tr, s) {
     td.replaceChildren(...[].concat(make()));
   };
   set("country", s.country ?? "", () => countryCell(s.country));
-  set("name", JSON.stringify([s.name, s.address, s.game, s.map, s.country]), () => {
+  set("name", JSON.stringify([s.name, s.address, s.game, s.map, s.country, s.also_listed_as ?? []]), () => {
     const a = el("a", { href: "#server=" + encodeURIComponent(s.address), class: "open", title: plainName(s.name) },
       colourName(s.name));
     a.addEventListener("click", ev => { ev.preventDefault(); show(s.address, tr); });
     return [a, el("span", { class: "state" }),
       el("span", { class: "sub" }, el("span", { class: "addr", text: s.address }),
+        // One game server listed under several addresses: shown once.
+        ...(s.also_listed_as?.length ? [el("span", { class: "aka", title: s.also_listed_as.join("\n"),
+          text: ` also listed as ${s.also_listed_as.length} more` })] : []),
         el("span", { class: "phone", text: `${flag(s.country)} ${gameTitle(s.game)} · ${s.map}`.trim() }))];
   });
   set("game", s.game ?? "", () => el("span", { title: s.game, text: gameTitle(s.game) }));

@@ -73,6 +73,8 @@ function fill(d) {
     ["Players", `${d.humans ?? d.players} humans, ${d.bots} bots` + (d.suspected_bots ? `, ${d.suspected_bots} suspected bots` : "") + ` of ${d.max_players} slots`],
     ["Country", `${flag(d.country)} ${countryName(d.country)}`.trim()],
     ["Network", d.asn ? `AS${d.asn} ${d.network ?? ""}`.trim() : d.network],
+    ["Also listed as", d.also_listed_as?.join(", ")],
+    ["Clone of", d.clone_of],
     ["Ping", Number.isFinite(d.ping_estimate_ms) ? `~${Math.round(d.ping_estimate_ms)} ms (estimate)` : null],
     ["First seen", d.first_seen ? `${new Date(d.first_seen).toLocaleString()} (${ago(d.first_seen)})` : null],
     ["Last verified", d.last_verified ? `${new Date(d.last_verified).toLocaleString()} (${ago(d.last_verified)})` : "not yet"],
