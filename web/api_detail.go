@@ -12,12 +12,18 @@ import (
 	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/history"
 	"github.com/scout-discovery/scout/latency"
+	"github.com/scout-discovery/scout/master"
+	"github.com/scout-discovery/scout/protocol/gametext"
 )
 
 // PlayerJSON is one player of the detail view.
 type PlayerJSON struct {
+	// Name is as the game draws it, colour codes kept; NamePlain without
+	// them; NameRaw the bytes the server sent, base64 (RFC 4648, standard
+	// alphabet): JSON strings are UTF-8, the games' names are not.
 	Name      string `json:"name"`
 	NamePlain string `json:"name_plain"`
+	NameRaw   []byte `json:"name_raw"`
 	Score     *int   `json:"score,omitempty"` // absent in the Doom 3 family, whose records have none
 	Ping      int    `json:"ping"`
 	// Bot: the server gives it ping 0, as every engine gives its bots;
@@ -26,6 +32,14 @@ type PlayerJSON struct {
 	Bot          bool       `json:"bot"`
 	SuspectedBot bool       `json:"suspected_bot"`
 	Since        *time.Time `json:"since,omitempty"`
+}
+
+// playerJSON is p as the API gives it, its name drawn with cs; Score is
+// set, SuspectedBot and Since are not.
+func playerJSON(cs gametext.Charset, p master.Player) PlayerJSON {
+	sc := p.Score
+	return PlayerJSON{Name: cs.Decode(p.Name), NamePlain: cs.Plain(p.Name), NameRaw: []byte(p.Name),
+		Score: &sc, Ping: p.Ping, Bot: p.Ping == 0}
 }
 
 // HistoryJSON is the detail view's player count over time.
@@ -110,14 +124,14 @@ func (a *API) detail(w http.ResponseWriter, r *http.Request, now time.Time, clie
 		d.PlayersAt = &t
 		doom3 := d.Family == game.FamilyDoom3.String()
 		for _, p := range players {
-			pj := PlayerJSON{Name: p.Name, NamePlain: StripColours(p.Name), Ping: p.Ping, Bot: p.Ping == 0, SuspectedBot: a.reg.Suspected(p, at)}
+			pj := playerJSON(row.cs, p)
+			pj.SuspectedBot = a.reg.Suspected(p, at)
 			if !p.Since.IsZero() {
 				since := p.Since.UTC()
 				pj.Since = &since
 			}
-			if !doom3 {
-				sc := p.Score
-				pj.Score = &sc
+			if doom3 {
+				pj.Score = nil
 			}
 			d.PlayerList = append(d.PlayerList, pj)
 		}

@@ -7,9 +7,10 @@
 // servers with filters, sorting and paging, one server in detail with its
 // players and history, the popularity ranking, and the values the filters
 // offer. Its pure parts take no clock and no socket: the query parser
-// (ParseListQuery, ParseRankingQuery), colour-code stripping
-// (StripColours) and the selection and order of a view's rows
-// (selectRows). The player counts over time come from package history,
+// (ParseListQuery, ParseRankingQuery) and the selection and order of a
+// view's rows (selectRows). Names are drawn as their game draws them and
+// stripped of colour codes by package gametext, the one place that knows
+// the games' character sets and colour codes. The player counts over time come from package history,
 // which masterd feeds from the handler's verified replies.
 //
 // # Caching

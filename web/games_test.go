@@ -42,10 +42,10 @@ func TestFindPlayers_SubstringOfThePlainNameAcrossServers(t *testing.T) {
 	rows[0].reg = netip.MustParseAddrPort("192.0.2.1:27960")
 	rows[1].reg = netip.MustParseAddrPort("192.0.2.2:27960")
 	lists := map[netip.AddrPort][]PlayerJSON{
-		rows[0].reg: {{Name: "^1Sarge", NamePlain: "Sarge", Ping: 0}, {Name: "Bob", NamePlain: "Bob", Ping: 40}},
+		rows[0].reg: {{Name: "^1Sarge", NamePlain: "Sarge", Ping: 0, Bot: true}, {Name: "Bob", NamePlain: "Bob", Ping: 40}},
 		rows[1].reg: {{Name: "^3sargeant", NamePlain: "sargeant", Ping: 55}},
 	}
-	total, found := findPlayers(rows, "sarge", func(a netip.AddrPort) []PlayerJSON { return lists[a] })
+	total, found := findPlayers(rows, "sarge", func(r *row) []PlayerJSON { return lists[r.reg] })
 	if total != 2 || len(found) != 2 || found[0].Server.Address != "192.0.2.1:27960" || !found[0].Bot ||
 		found[1].NamePlain != "sargeant" || found[1].Bot || found[1].Server.Map != "radar" {
 		t.Errorf("found %d: %+v", total, found)
@@ -54,7 +54,7 @@ func TestFindPlayers_SubstringOfThePlainNameAcrossServers(t *testing.T) {
 	for i := range MaxPlayerResults + 5 {
 		many[rows[0].reg] = append(many[rows[0].reg], PlayerJSON{NamePlain: fmt.Sprintf("bob%d", i), Ping: 1})
 	}
-	if total, found := findPlayers(rows, "bob", func(a netip.AddrPort) []PlayerJSON { return many[a] }); total != MaxPlayerResults+5 || len(found) != MaxPlayerResults {
+	if total, found := findPlayers(rows, "bob", func(r *row) []PlayerJSON { return many[r.reg] }); total != MaxPlayerResults+5 || len(found) != MaxPlayerResults {
 		t.Errorf("a common name: total %d, %d found; want every one counted and %d listed", total, len(found), MaxPlayerResults)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/scout-discovery/scout/protocol/gametext"
 )
 
 // Player search across servers (GET /api/v1/players?name=TEXT): the
@@ -24,7 +26,6 @@ const (
 // FoundPlayerJSON is one player a search found, with the server.
 type FoundPlayerJSON struct {
 	PlayerJSON
-	Bot    bool        `json:"bot"` // ping 0: the games' bots
 	Server FoundOnJSON `json:"server"`
 }
 
@@ -46,18 +47,18 @@ type PlayersJSON struct {
 
 // findPlayers searches the rows' player lists (players gives a row's
 // list) for name, lower case. It is pure but for players.
-func findPlayers(rows []row, name string, players func(netip.AddrPort) []PlayerJSON) (int, []FoundPlayerJSON) {
+func findPlayers(rows []row, name string, players func(*row) []PlayerJSON) (int, []FoundPlayerJSON) {
 	total := 0
 	out := []FoundPlayerJSON{}
 	for i := range rows {
 		r := &rows[i]
-		for _, p := range players(r.reg) {
+		for _, p := range players(r) {
 			if !strings.Contains(strings.ToLower(p.NamePlain), name) {
 				continue
 			}
 			total++
 			if len(out) < MaxPlayerResults {
-				out = append(out, FoundPlayerJSON{PlayerJSON: p, Bot: p.Ping == 0,
+				out = append(out, FoundPlayerJSON{PlayerJSON: p,
 					Server: FoundOnJSON{Address: r.Address, NamePlain: r.NamePlain, Game: r.Game, Map: r.Map}})
 			}
 		}
@@ -77,7 +78,7 @@ func (a *API) players(w http.ResponseWriter, r *http.Request, now time.Time, _ n
 		writeError(w, badParam("name", "give one name to search for"))
 		return
 	}
-	name := strings.ToLower(strings.TrimSpace(StripColours(names[0])))
+	name := strings.ToLower(strings.TrimSpace(gametext.StripColours(names[0])))
 	if n := utf8.RuneCountInString(name); n < MinPlayerQuery || n > MaxPlayerQuery {
 		writeError(w, badParam("name", "%d characters: want %d to %d", n, MinPlayerQuery, MaxPlayerQuery))
 		return
@@ -85,15 +86,15 @@ func (a *API) players(w http.ResponseWriter, r *http.Request, now time.Time, _ n
 	v := a.current(now)
 	etag := fmt.Sprintf(`W/"n%d.%d"`, v.version, v.slot)
 	a.cached(w, r, v, etag, false, func() string { return "players\x00" + name }, func() []byte {
-		total, found := findPlayers(v.rows, name, func(reg netip.AddrPort) []PlayerJSON {
-			ps, _, ok := a.deps.Players(reg)
+		total, found := findPlayers(v.rows, name, func(r *row) []PlayerJSON {
+			ps, at, ok := a.deps.Players(r.reg)
 			if !ok {
 				return nil
 			}
 			out := make([]PlayerJSON, len(ps))
 			for i, p := range ps {
-				sc := p.Score
-				out[i] = PlayerJSON{Name: p.Name, NamePlain: StripColours(p.Name), Score: &sc, Ping: p.Ping}
+				out[i] = playerJSON(r.cs, p)
+				out[i].SuspectedBot = a.reg.Suspected(p, at)
 			}
 			return out
 		})

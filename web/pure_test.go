@@ -6,25 +6,31 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/scout-discovery/scout/game"
+	"github.com/scout-discovery/scout/master"
+	"github.com/scout-discovery/scout/protocol/gametext"
 )
 
-func TestStripColours(t *testing.T) {
-	for _, c := range []struct{ in, want string }{
-		{"plain", "plain"},
-		{"^1Red^7White", "RedWhite"},
-		{"^^caret", "^caret"},
-		{"end^", "end^"},
-		{"^", "^"},
-		{"^c900Quake^c0004", "Quake4"},
-		{"^c90", "90"},
-		{"^xF80orange", "orange"},
-		{"^xZZZ", "ZZZ"},
-		{"^a^b^c", ""},
-		{"tab\there", "tabhere"},
-		{"ünï^3code", "ünïcode"},
+// TestNames_AsTheirGameDrawsThem: a server's name and its players' are
+// drawn with their game's character set and stripped of colour codes by
+// package gametext, the one stripper (its tests hold the page's old
+// cases): Quake III's high glyphs, Latin-1 for the Doom 3 family.
+func TestNames_AsTheirGameDrawsThem(t *testing.T) {
+	q3 := gametext.For(game.FamilyQ3.String())
+	d3 := gametext.For(game.FamilyDoom3.String())
+	for _, c := range []struct {
+		cs              gametext.Charset
+		raw, name, want string
+	}{
+		{q3, "^1Red^7White", "^1Red^7White", "RedWhite"},
+		{q3, "\xc1\xe2\xe3 ^3glyphs", "Abc ^3glyphs", "Abc glyphs"},
+		{q3, "a^!b", "a^!b", "a^!b"},
+		{d3, "^c900M\xfcller", "^c900Müller", "Müller"},
 	} {
-		if got := StripColours(c.in); got != c.want {
-			t.Errorf("StripColours(%q) = %q, want %q", c.in, got, c.want)
+		p := playerJSON(c.cs, master.Player{Name: c.raw, Ping: 50})
+		if p.Name != c.name || p.NamePlain != c.want || string(p.NameRaw) != c.raw {
+			t.Errorf("%q: name %q plain %q raw %q; want %q, %q and the bytes", c.raw, p.Name, p.NamePlain, p.NameRaw, c.name, c.want)
 		}
 	}
 }
@@ -79,7 +85,7 @@ func FuzzParseListQuery(f *testing.F) {
 func testRow(addr, name string, players, max int) row {
 	a := netip.MustParseAddrPort(addr)
 	r := row{reg: a, pub: a}
-	r.Address, r.Name, r.NamePlain, r.Players, r.MaxPlayers = addr, name, StripColours(name), players, max
+	r.Address, r.Name, r.NamePlain, r.Players, r.MaxPlayers = addr, name, gametext.StripColours(name), players, max
 	r.nameKey = strings.ToLower(r.NamePlain)
 	r.Country = "--"
 	return r

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/scout-discovery/scout/protocol/gametext"
 )
 
 // Limits of the query parameters. A request beyond any is a 400 with a
@@ -177,7 +179,7 @@ func ParseListQuery(raw string) (ListQuery, *Error) {
 			if msg := validText(vs[0]); msg != "" {
 				return q, badParam(name, "%s", msg)
 			}
-			q.Text = strings.ToLower(strings.TrimSpace(StripColours(vs[0])))
+			q.Text = strings.ToLower(strings.TrimSpace(gametext.StripColours(vs[0])))
 		case "sort":
 			if !slices.Contains(sortKeys, vs[0]) {
 				return q, badParam(name, "%q: want one of %s", clip(vs[0]), strings.Join(sortKeys, ", "))
@@ -363,4 +365,9 @@ func clip(s string) string {
 		s = s[:40] + "..."
 	}
 	return strings.ToValidUTF8(s, "?")
+}
+
+// hasControl reports a control byte (below space, or DEL) in s.
+func hasControl(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return r < ' ' || r == 0x7f })
 }

@@ -103,7 +103,7 @@ func (a *API) serverPage(w http.ResponseWriter, r *http.Request, now time.Time, 
 	}
 	d := pageData(row.ServerJSON)
 	for _, p := range players {
-		d.PlayerList = append(d.PlayerList, serverPagePlayer{Name: StripColours(p.Name), Score: p.Score, Ping: p.Ping, Bot: p.Ping == 0})
+		d.PlayerList = append(d.PlayerList, serverPagePlayer{Name: row.cs.Plain(p.Name), Score: p.Score, Ping: p.Ping, Bot: p.Ping == 0})
 	}
 	var b bytes.Buffer
 	if err := serverPageTmpl.Execute(&b, d); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/scout-discovery/scout/history"
 	"github.com/scout-discovery/scout/latency"
 	"github.com/scout-discovery/scout/master"
+	"github.com/scout-discovery/scout/protocol/gametext"
 )
 
 // RecentSamples is how many of a server's last player counts the list
@@ -20,10 +21,13 @@ const RecentSamples = 24
 
 // ServerJSON is one server of /api/v1/servers.
 type ServerJSON struct {
-	Address        string     `json:"address"`
-	Game           string     `json:"game"`
-	Family         string     `json:"family"`
-	Protocol       int        `json:"protocol"`
+	Address  string `json:"address"`
+	Game     string `json:"game"`
+	Family   string `json:"family"`
+	Protocol int    `json:"protocol"`
+	// Name is the server's name as its game draws it (package gametext:
+	// Quake III's font, Latin-1 for the Doom 3 family), colour codes kept
+	// for the page to draw; NamePlain without them.
 	Name           string     `json:"name"`
 	NamePlain      string     `json:"name_plain"`
 	Map            string     `json:"map"`
@@ -62,8 +66,9 @@ type row struct {
 	reg      netip.AddrPort // the registry's address (the published one is Address)
 	pub      netip.AddrPort
 	info     []master.Pair
-	gameKeys []string // lower-case game name and gamenames, for game=
-	nameKey  string   // lower-case plain name
+	cs       gametext.Charset // how its game draws names (its own, its players')
+	gameKeys []string         // lower-case game name and gamenames, for game=
+	nameKey  string           // lower-case plain name
 	mapKey   string
 	gtKey    string
 	city     latency.City
@@ -107,8 +112,9 @@ func buildView(now time.Time, version uint64, servers []master.Server, cat *game
 			t := s.LastVerified.UTC()
 			j.LastVerified = &t
 		}
-		j.Name = infoOf(s.Info, "hostname", "sv_hostname", "si_name")
-		j.NamePlain = StripColours(j.Name)
+		r.cs = gametext.For(s.Family.String())
+		raw := infoOf(s.Info, "hostname", "sv_hostname", "si_name")
+		j.Name, j.NamePlain = r.cs.Decode(raw), r.cs.Plain(raw)
 		r.sources = sourcesJSON(s)
 		j.Map = infoOf(s.Info, "mapname", "si_map")
 		j.Humans, j.Bots, j.SuspectedBots = s.Humans(), s.Bots, s.SuspectedBots

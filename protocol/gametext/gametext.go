@@ -36,13 +36,14 @@ const (
 	UTF8
 )
 
-// For returns the character set of a probe dialect's names ("q3", "q4",
-// "gs4", "a2s"); Quake for one it does not know.
+// For returns the character set of the names of a probe dialect ("q3",
+// "q4", "gs4", "a2s") or a game family as package game names it ("q3",
+// "doom3", "gamespy4", "source"); Quake for one it does not know.
 func For(dialect string) Charset {
 	switch dialect {
-	case "q4", "gs4":
+	case "q4", "gs4", "doom3", "gamespy4":
 		return Latin1
-	case "a2s":
+	case "a2s", "source":
 		return UTF8
 	}
 	return Quake

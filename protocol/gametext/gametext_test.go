@@ -30,7 +30,8 @@ func TestDecode_Latin1WhereTheGameMeansIt(t *testing.T) {
 	if got := UTF8.Decode("na\xefve caf\xc3\xa9"); got != "naïve café" {
 		t.Errorf("UTF8.Decode of a stray Latin-1 byte = %q", got)
 	}
-	for dialect, want := range map[string]Charset{"q3": Quake, "q4": Latin1, "gs4": Latin1, "a2s": UTF8, "": Quake} {
+	for dialect, want := range map[string]Charset{"q3": Quake, "q4": Latin1, "gs4": Latin1, "a2s": UTF8, "": Quake,
+		"doom3": Latin1, "gamespy4": Latin1, "source": UTF8} {
 		if got := For(dialect); got != want {
 			t.Errorf("For(%q) = %v, want %v", dialect, got, want)
 		}
@@ -48,10 +49,24 @@ func TestStripColours_AsTheGamesDo(t *testing.T) {
 		"^":            "^",
 		"no codes":     "no codes",
 		"^a^B^z":       "",
+		// The server browser page's cases, from when it had a stripper
+		// of its own.
+		"plain":            "plain",
+		"^^caret":          "^caret",
+		"end^":             "end^",
+		"^c900Quake^c0004": "Quake4",
+		"^c90":             "90", // not three digits: "^c" alone is the code
+		"^a^b^c":           "",
+		"ünï^3code":        "ünïcode",
 	} {
 		if got := StripColours(in); got != want {
 			t.Errorf("StripColours(%q) = %q, want %q", in, got, want)
 		}
+	}
+	// A control byte is no colour code: the Quake font draws it (the
+	// page's stripper dropped it, which no game does).
+	if got := Quake.Plain("tab\there"); got != "tab▪here" {
+		t.Errorf("Quake.Plain of a tab = %q", got)
 	}
 	if got := Quake.Plain("\xde1A"); got != "^1A" {
 		t.Errorf("a high byte drawn as '^' started a colour code: %q", got)

@@ -25,10 +25,12 @@ function svg(tag, attrs = {}) {
 }
 
 // colourName renders a name with colour codes as coloured spans, as the
-// games draw it: "^" followed by any character but "^" selects Quake III
-// colour (code - '0') & 7 (classes q0..q7); Quake 4's "^cRGB" (three
-// digits 0-9) and DarkPlaces' "^xRGB" (three hex digits) give any colour;
-// "^^" is a literal "^"; control characters are dropped. The returned node
+// games draw it and as the master strips them (package gametext): "^"
+// followed by a letter or digit selects Quake III colour (code - '0') & 7
+// (classes q0..q7); Quake 4's "^cRGB" (three digits 0-9) and DarkPlaces'
+// "^xRGB" (three hex digits) give any colour; "^^" is a literal "^"; any
+// other "^" is drawn. The API gives names already in Unicode as the game
+// draws them (its font's glyphs for control bytes). The returned node
 // holds only spans of text, so hostile names stay text.
 export function colourName(name) {
   const out = document.createElement("span");
@@ -46,10 +48,10 @@ export function colourName(name) {
   };
   for (let i = 0; i < s.length; i++) {
     const c = s[i];
-    if (c < " " || c === "\x7f") continue;
     if (c !== "^" || i + 1 === s.length) { run += c; continue; }
     const next = s[i + 1], three = s.slice(i + 2, i + 5);
     if (next === "^") { run += "^"; i++; continue; }
+    if (!/^[0-9A-Za-z]$/.test(next)) { run += c; continue; }
     flush();
     if ((next === "c" || next === "C") && /^[0-9]{3}$/.test(three)) {
       cls = "qrgb";
