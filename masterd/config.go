@@ -97,6 +97,11 @@ type Config struct {
 	// CommitInterval plus one commit's duration after it was made (and
 	// a kill -9 loses no more). 0 means DefaultCommitInterval.
 	CommitInterval time.Duration
+	// NoPlayerSightings keeps no record of where players were seen (the
+	// player pages, /api/v1/players/{name}; history.Sightings): for an
+	// operator who will not keep players' names beyond the servers'
+	// current lists.
+	NoPlayerSightings bool
 	// ChallengeRotation is how often the challenge secret rotates;
 	// 0 means master.DefaultRotationPeriod.
 	ChallengeRotation time.Duration

@@ -49,6 +49,7 @@ func (m *Master) HTTPHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/api/", m.API)
 	mux.Handle("/servers/", m.API) // a server's own page, rendered on the server
+	mux.Handle("/players/", m.API) // a player's page, rendered on the server
 	if m.deps.Fleet != nil {
 		reg.MustRegister(m.deps.Fleet)
 	}

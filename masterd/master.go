@@ -31,7 +31,13 @@ type Master struct {
 	// History is every server's player count over time (the handler's
 	// Observer); API serves the list, the detail and the ranking.
 	History *history.History
-	API     *web.API
+	// Sightings is where players were seen recently, fed from the
+	// registry's player lists (nil with Config.NoPlayerSightings). It is
+	// kept in the state file with the history; a fleet's instances keep
+	// each its own, in memory, from their own re-probes (player lists
+	// are not shared).
+	Sightings *history.Sightings
+	API       *web.API
 
 	deps   Deps
 	writer *storeWriter
@@ -72,12 +78,16 @@ func NewMaster(now time.Time, cfg Config, deps Deps) (*Master, error) {
 		return nil, err
 	}
 	hist := history.New()
+	var seen *history.Sightings
+	if !cfg.NoPlayerSightings {
+		seen = history.NewSightings()
+	}
 	lm := cfg.landmark(deps.Fleet)
-	hd, err := handlerDeps(cfg, deps, reg, hist, lm)
+	hd, err := handlerDeps(cfg, deps, reg, hist, seen, lm)
 	if err != nil {
 		return nil, err
 	}
-	wd := web.Deps{Registry: reg, History: hist, Landmark: lm, Logger: log}
+	wd := web.Deps{Registry: reg, History: hist, Sightings: seen, Landmark: lm, Logger: log}
 	var h *master.Handler // set below; the API asks it for the upstreams' health
 	wd.Upstreams = func(now time.Time) []upstream.Health { return h.Upstreams(now) }
 	if lf, ok := deps.Fleet.(interface{ Landmarks() []master.Landmark }); ok {
@@ -87,7 +97,7 @@ func NewMaster(now time.Time, cfg Config, deps Deps) (*Master, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Master{Config: cfg, Registry: reg, Log: log, History: hist, API: api, deps: deps, running: cfg.Reloadable}
+	m := &Master{Config: cfg, Registry: reg, Log: log, History: hist, Sightings: seen, API: api, deps: deps, running: cfg.Reloadable}
 	if len(cfg.LandmarkPeers) > 0 {
 		if err := m.setLandmarkPeers(now, lm); err != nil {
 			return nil, err
@@ -115,13 +125,20 @@ func NewMaster(now time.Time, cfg Config, deps Deps) (*Master, error) {
 }
 
 // handlerDeps derives what the handler works with from cfg and deps: the
-// defences cfg selects, the global budget, the history and deps.Observer
-// as its observers, the landmark id. Persist is set by the caller once the
-// store or fleet is read.
-func handlerDeps(cfg Config, deps Deps, reg *master.Registry, hist *history.History, lm *master.Landmark) (master.HandlerDeps, error) {
+// defences cfg selects, the global budget, the history, the sightings (if
+// kept) and deps.Observer as its observers, the landmark id. Persist is
+// set by the caller once the store or fleet is read.
+func handlerDeps(cfg Config, deps Deps, reg *master.Registry, hist *history.History, seen *history.Sightings, lm *master.Landmark) (master.HandlerDeps, error) {
 	hd := master.HandlerDeps{Registry: reg, Logger: deps.Logger, Observer: hist, DeferEncoding: max(cfg.DeferEncoding, 0), Seed: randomSeed()}
+	obs := observers{hist}
+	if seen != nil {
+		obs = append(obs, seen.Watch(reg.Players))
+	}
 	if deps.Observer != nil {
-		hd.Observer = observers{hist, deps.Observer}
+		obs = append(obs, deps.Observer)
+	}
+	if len(obs) > 1 {
+		hd.Observer = obs
 	}
 	if lm != nil {
 		hd.Landmark = lm.ID
@@ -223,6 +240,20 @@ func (m *Master) restore(now time.Time) error {
 		servers, _, _ := m.History.Len()
 		log.Info("history restored", "servers", servers, "days", len(loaded), "corrupt", corrupt)
 		m.writer.keepHistory(m.History)
+	}
+	if ps, ok := st.(PlayerStore); ok && m.Sightings != nil {
+		recs, corrupt, err := ps.LoadPlayers()
+		if err != nil {
+			return fmt.Errorf("masterd: loading the player sightings: %w", err)
+		}
+		in := make([]history.SightingRecord, len(recs))
+		for i, r := range recs {
+			in[i] = history.SightingRecord{Key: r.Key, Value: r.Value}
+		}
+		corrupt += m.Sightings.Load(now, in)
+		names, _, _ := m.Sightings.Len()
+		log.Info("player sightings restored", "players", names, "corrupt", corrupt)
+		m.writer.keepSightings(m.Sightings)
 	}
 	// Servers the current configuration refuses leave the state.
 	for _, r := range skipped {

@@ -33,6 +33,15 @@ type HistoryStore interface {
 	LoadHistory() (days []store.HistoryDay, corrupt int, err error)
 }
 
+// PlayerStore is a HistoryStore that also keeps the players' sightings
+// (master/store does): the writer then commits the names whose sightings
+// changed in the same transaction.
+type PlayerStore interface {
+	HistoryStore
+	ApplyWithPlayers(puts []master.Server, deletes []netip.AddrPort, days []store.HistoryDay, keepFrom int32, players []store.PlayerRecord) error
+	LoadPlayers() (players []store.PlayerRecord, corrupt int, err error)
+}
+
 // historyPrune is how often the writer drops the days History no longer
 // keeps from memory (the store drops them at every commit).
 const historyPrune = time.Hour
@@ -76,6 +85,18 @@ type storeWriter struct {
 	// when it was last pruned (the writer goroutine's).
 	hist   *history.History
 	pruned time.Time
+	// seen, with a PlayerStore and a hist, is committed with them.
+	seen *history.Sightings
+}
+
+// keepSightings makes the writer commit r's changed names with the
+// history when its store is a PlayerStore, and wake on every change of r.
+func (w *storeWriter) keepSightings(r *history.Sightings) {
+	if _, ok := w.st.(PlayerStore); !ok || w.hist == nil {
+		return
+	}
+	w.seen = r
+	r.OnChange(w.wakeUp)
 }
 
 // keepHistory makes the writer commit h's changed days with the servers
@@ -180,7 +201,11 @@ func (w *storeWriter) flush(final bool) error {
 		}
 		days = w.hist.TakeDirty()
 	}
-	if len(batch) == 0 && len(days) == 0 {
+	var seen []history.SightingRecord
+	if w.seen != nil {
+		seen = w.seen.TakeDirty()
+	}
+	if len(batch) == 0 && len(days) == 0 && len(seen) == 0 {
 		return nil
 	}
 	puts := make([]master.Server, 0, len(batch))
@@ -198,7 +223,15 @@ func (w *storeWriter) flush(final bool) error {
 		for i := range days {
 			hd[i] = store.HistoryDay{Addr: days[i].Addr, Day: days[i].Day, Counts: days[i].Counts[:]}
 		}
-		err = w.st.(HistoryStore).ApplyWithHistory(puts, dels, hd, history.KeepFrom(start))
+		if w.seen != nil {
+			ps := make([]store.PlayerRecord, len(seen))
+			for i, r := range seen {
+				ps[i] = store.PlayerRecord{Key: r.Key, Value: r.Value}
+			}
+			err = w.st.(PlayerStore).ApplyWithPlayers(puts, dels, hd, history.KeepFrom(start), ps)
+		} else {
+			err = w.st.(HistoryStore).ApplyWithHistory(puts, dels, hd, history.KeepFrom(start))
+		}
 	} else {
 		err = w.st.Apply(puts, dels)
 	}
@@ -208,7 +241,10 @@ func (w *storeWriter) flush(final bool) error {
 		if w.hist != nil {
 			w.hist.Redirty(days)
 		}
-		err = fmt.Errorf("committing %d changes and %d history days: %w", len(batch), len(days), err)
+		if w.seen != nil {
+			w.seen.Redirty(seen)
+		}
+		err = fmt.Errorf("committing %d changes, %d history days and %d players' sightings: %w", len(batch), len(days), len(seen), err)
 		if final {
 			w.log.Error("writing the state file at stop; these changes are lost", "err", err)
 			return err
@@ -229,6 +265,6 @@ func (w *storeWriter) flush(final bool) error {
 	w.lastNS.Store(int64(d))
 	for m := w.maxNS.Load(); int64(d) > m && !w.maxNS.CompareAndSwap(m, int64(d)); m = w.maxNS.Load() {
 	}
-	w.log.Debug("state written", "puts", len(puts), "deletes", len(dels), "history_days", len(days), "took", d)
+	w.log.Debug("state written", "puts", len(puts), "deletes", len(dels), "history_days", len(days), "players", len(seen), "took", d)
 	return nil
 }

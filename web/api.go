@@ -73,6 +73,9 @@ type Deps struct {
 	History *history.History
 	// Geo geolocates servers and viewers; nil means geo.Default().
 	Geo *geo.DB
+	// Sightings, if set, is where players were seen recently, for the
+	// players' pages (playerpage.go); nil serves none.
+	Sightings *history.Sightings
 	// Landmark, if set, is this master as a landmark: the API publishes
 	// its RTTs to the servers and describes it at /api/v1/landmarks
 	// (landmarks.go).
@@ -323,6 +326,10 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 		route = a.games
 	case path == "/api/v1/players":
 		route = a.players
+	case strings.HasPrefix(path, "/api/v1/players/"):
+		route = a.player
+	case strings.HasPrefix(path, "/players/"):
+		route = a.playerPage
 	case strings.HasPrefix(path, "/servers/"):
 		route = a.serverPage
 	case path == "/api/v1/upstreams":
@@ -333,7 +340,7 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 		route = a.verified
 	default:
 		writeError(w, &Error{Status: http.StatusNotFound, Code: "not_found",
-			Message: fmt.Sprintf("%q: no such path; see /api/v1/servers, /api/v1/servers/{address}, /api/v1/ranking, /api/v1/meta, /api/v1/landmarks, /api/v1/games, /api/v1/players, /api/v1/upstreams, /api/v1/blocklist, /api/v1/verified", clip(path))})
+			Message: fmt.Sprintf("%q: no such path; see /api/v1/servers, /api/v1/servers/{address}, /api/v1/ranking, /api/v1/meta, /api/v1/landmarks, /api/v1/games, /api/v1/players, /api/v1/players/{name}, /api/v1/upstreams, /api/v1/blocklist, /api/v1/verified", clip(path))})
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {

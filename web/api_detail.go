@@ -32,14 +32,28 @@ type PlayerJSON struct {
 	Bot          bool       `json:"bot"`
 	SuspectedBot bool       `json:"suspected_bot"`
 	Since        *time.Time `json:"since,omitempty"`
+	// Page is the path of the player's page (where they played
+	// recently); absent for bots, names of colour codes alone, and on a
+	// master that keeps no sightings.
+	Page string `json:"page,omitempty"`
 }
 
 // playerJSON is p as the API gives it, its name drawn with cs; Score is
-// set, SuspectedBot and Since are not.
+// set, SuspectedBot, Since and Page are not.
 func playerJSON(cs gametext.Charset, p master.Player) PlayerJSON {
 	sc := p.Score
 	return PlayerJSON{Name: cs.Decode(p.Name), NamePlain: cs.Plain(p.Name), NameRaw: []byte(p.Name),
 		Score: &sc, Ping: p.Ping, Bot: p.Ping == 0}
+}
+
+// playerJSON is the package's playerJSON with the player's page, where
+// this master keeps sightings and would have recorded p.
+func (a *API) playerJSON(cs gametext.Charset, p master.Player) PlayerJSON {
+	j := playerJSON(cs, p)
+	if k := history.PlayerKey(p.Name); a.deps.Sightings != nil && !j.Bot && k != "" {
+		j.Page = playerPath(k)
+	}
+	return j
 }
 
 // HistoryJSON is the detail view's player count over time.
@@ -124,7 +138,7 @@ func (a *API) detail(w http.ResponseWriter, r *http.Request, now time.Time, clie
 		d.PlayersAt = &t
 		doom3 := d.Family == game.FamilyDoom3.String()
 		for _, p := range players {
-			pj := playerJSON(row.cs, p)
+			pj := a.playerJSON(row.cs, p)
 			pj.SuspectedBot = a.reg.Suspected(p, at)
 			if !p.Since.IsZero() {
 				since := p.Since.UTC()

@@ -19,6 +19,7 @@ import (
 	"github.com/scout-discovery/scout/lab/world"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/masterd"
+	"github.com/scout-discovery/scout/web"
 )
 
 // Bounds of the real-master setup of the browser tests.
@@ -472,15 +473,58 @@ func TestBrowser_GamesSummary(t *testing.T) {
 }
 
 // TestBrowser_FindAPlayer: typing part of a bot's name finds it on the
-// OpenArena server, linked to that server's page.
+// OpenArena server, linked to that server's page; a person found links to
+// their page, rendered by the master, which lists the server they play on.
 func TestBrowser_FindAPlayer(t *testing.T) {
 	s := startScout(t)
 	ctx := newBrowser(t, desktopWidth, desktopHeight)
 	do(t, ctx, "searching for a player", chromedp.Navigate(s.base+"/"), chromedp.WaitVisible(`#player-search summary`),
 		chromedp.Click(`#player-search summary`), chromedp.SendKeys(`#player-search input`, "sarg"),
 		poll(fmt.Sprintf(`[...document.querySelectorAll("#player-search tbody tr")].some(r => r.dataset.address === %q)`, s.oa.String())))
-	href := eval[string](t, ctx, fmt.Sprintf(`document.querySelector('#player-search tbody tr[data-address=%q] a').getAttribute("href")`, s.oa.String()))
+	href := eval[string](t, ctx, fmt.Sprintf(`document.querySelector('#player-search tbody tr[data-address=%q] td:nth-child(2) a').getAttribute("href")`, s.oa.String()))
 	if href != "/servers/"+s.oa.String() {
 		t.Errorf("the result links to %q", href)
 	}
+
+	// A person of the world's servers, and their page.
+	var person struct {
+		NamePlain string `json:"name_plain"`
+		Page      string `json:"page"`
+	}
+	var on string
+	for _, a := range s.list(t, "per_page=500").addresses() {
+		var d struct {
+			PlayerList []struct {
+				NamePlain string `json:"name_plain"`
+				Page      string `json:"page"`
+			} `json:"player_list"`
+		}
+		s.get(t, "/api/v1/servers/"+url.PathEscape(a), &d)
+		for _, p := range d.PlayerList {
+			if p.Page != "" && len(p.NamePlain) >= web.MinPlayerQuery && !strings.ContainsAny(p.NamePlain, `"\'`) {
+				person.NamePlain, person.Page, on = p.NamePlain, p.Page, a
+				break
+			}
+		}
+		if on != "" {
+			break
+		}
+	}
+	if on == "" {
+		t.Fatal("no person with a page on the world's servers")
+	}
+	link := fmt.Sprintf(`#player-search tbody a.player[href=%s]`, jsQuote(person.Page))
+	eval[string](t, ctx, `document.querySelector("#player-search input").value = ""`)
+	do(t, ctx, "searching for a person", chromedp.SendKeys(`#player-search input`, person.NamePlain),
+		chromedp.WaitVisible(link), chromedp.Click(link))
+	do(t, ctx, "opening their page", chromedp.WaitVisible(`#player-sightings`),
+		poll(`location.pathname + location.search === `+jsQuote(person.Page)))
+	if title := eval[string](t, ctx, `document.title`); !strings.HasPrefix(title, person.NamePlain+" · ") {
+		t.Errorf("the player's page title %q, want it to start with %q", title, person.NamePlain)
+	}
+	rows := eval[[]string](t, ctx, `[...document.querySelectorAll("#player-sightings tbody tr")].map(r => r.dataset.address)`)
+	if !slices.Contains(rows, on) {
+		t.Errorf("%s's page lists %v, not %s where they play", person.NamePlain, rows, on)
+	}
+	screenshot(t, ctx, "web-player.png", false)
 }

@@ -93,7 +93,7 @@ func (a *API) players(w http.ResponseWriter, r *http.Request, now time.Time, _ n
 			}
 			out := make([]PlayerJSON, len(ps))
 			for i, p := range ps {
-				out[i] = playerJSON(r.cs, p)
+				out[i] = a.playerJSON(r.cs, p)
 				out[i].SuspectedBot = a.reg.Suspected(p, at)
 			}
 			return out

@@ -196,6 +196,7 @@ var masterOptionSpecs = slices.Concat([]optSpec{
 	strOpt("fleet-id", func(a *masterArgs) *string { return &a.setup.FleetID }, "ID: this instance's name in the fleet (random if not given)"),
 	flagOpt("refuse-damaged-state", 0, func(a *masterArgs) { a.setup.RefuseDamaged = true }, "exit (status 1) when the --state file is damaged, empty or not scout's, leaving it in place"),
 	strOpt("http", func(a *masterArgs) *string { return &a.cfg().HTTP }, "ADDR: serve the server browser (/), the JSON API (/api/v1/), /metrics, /healthz and the legacy /servers on ADDR (off by default)"),
+	flagOpt("no-player-sightings", 0, func(a *masterArgs) { a.cfg().NoPlayerSightings = true }, "keep no record of where players were seen (the player pages, /api/v1/players/NAME): by default 7 days of the names in the servers' player lists, bots left out"),
 	{long: "landmark-place", arity: argOne, file: fileString, help: "CITY|[NAME:]LAT,LON: act as a landmark placed there: the JSON API gives this master's RTT to each server, /api/v1/landmarks describes it, and a getserversExt with the word landmarks gets the RTTs after the list",
 		set: func(a *masterArgs, v []string) error {
 			lm, err := parseLandmarkPlace(v[0])

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"net/netip"
 	"slices"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -50,6 +51,12 @@ func dayKey(day int32) []byte { return binary.BigEndian.AppendUint32(nil, uint32
 // keepFrom deleted, all in the one transaction: when it returns nil all of
 // it is on disk, when it fails none is.
 func (s *Store) ApplyWithHistory(puts []master.Server, deletes []netip.AddrPort, days []HistoryDay, keepFrom int32) (err error) {
+	return s.applyHistory(puts, deletes, days, keepFrom, nil)
+}
+
+// applyHistory is ApplyWithHistory with more work (if not nil) in the
+// same transaction.
+func (s *Store) applyHistory(puts []master.Server, deletes []netip.AddrPort, days []HistoryDay, keepFrom int32, more func(*bolt.Tx) error) (err error) {
 	type kv struct{ k, v []byte }
 	recs := make([]kv, 0, len(days))
 	for _, d := range days {
@@ -79,6 +86,9 @@ func (s *Store) ApplyWithHistory(puts []master.Server, deletes []netip.AddrPort,
 				return err
 			}
 		}
+		if more != nil {
+			return more(tx)
+		}
 		return nil
 	})
 }
@@ -106,4 +116,80 @@ func (s *Store) LoadHistory() (days []HistoryDay, corrupt int, err error) {
 		})
 	})
 	return days, corrupt, err
+}
+
+// The players bucket: where each player was seen recently (package
+// history's Sightings keeps them and says what they mean). Key: the
+// player's name, colour codes stripped (1 to MaxPlayerKeyBytes bytes).
+// Value: the name's sightings as package history encodes them
+// (history.EncodeSightings, which has its own version byte); this package
+// checks only their size, and history.Sightings.Load skips and counts
+// what does not decode.
+var playersBucket = []byte("players")
+
+// Bounds of a players record.
+const (
+	MaxPlayerKeyBytes   = master.MaxPlayerNameBytes
+	MaxPlayerValueBytes = 2048
+)
+
+// PlayerRecord is one player's sightings; a nil Value deletes the player.
+type PlayerRecord struct {
+	Key   string
+	Value []byte
+}
+
+// ApplyWithPlayers is ApplyWithHistory with players' sightings written or
+// deleted too, all in the one transaction. Records beyond the bounds are
+// left out.
+func (s *Store) ApplyWithPlayers(puts []master.Server, deletes []netip.AddrPort, days []HistoryDay, keepFrom int32, players []PlayerRecord) error {
+	ps := make([]PlayerRecord, 0, len(players))
+	for _, p := range players {
+		if p.Key != "" && len(p.Key) <= MaxPlayerKeyBytes && len(p.Value) <= MaxPlayerValueBytes {
+			ps = append(ps, p)
+		}
+	}
+	slices.SortFunc(ps, func(a, b PlayerRecord) int { return strings.Compare(a.Key, b.Key) })
+	return s.applyHistory(puts, deletes, days, keepFrom, func(tx *bolt.Tx) error {
+		if len(ps) == 0 {
+			return nil
+		}
+		b, err := tx.CreateBucketIfNotExists(playersBucket)
+		if err != nil {
+			return err
+		}
+		for _, p := range ps {
+			if p.Value == nil {
+				err = b.Delete([]byte(p.Key))
+			} else {
+				err = b.Put([]byte(p.Key), p.Value)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// LoadPlayers reads every player's sightings. Records beyond the bounds
+// are skipped and counted in corrupt.
+func (s *Store) LoadPlayers() (players []PlayerRecord, corrupt int, err error) {
+	defer faultsPanic()()
+	defer guard(&err, "loading")
+	err = s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(playersBucket)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			if len(k) == 0 || len(k) > MaxPlayerKeyBytes || len(v) == 0 || len(v) > MaxPlayerValueBytes {
+				corrupt++
+				return nil
+			}
+			players = append(players, PlayerRecord{Key: string(k), Value: bytes.Clone(v)})
+			return nil
+		})
+	})
+	return players, corrupt, err
 }

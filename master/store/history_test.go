@@ -94,3 +94,40 @@ func BenchmarkHistory_FileBytesPerServer(b *testing.B) {
 		st.Close()
 	}
 }
+
+// TestPlayers_RoundTripDeleteReopen: players' records written with a
+// commit come back after a close and reopen, a nil value deletes one,
+// records beyond the bounds are neither written nor loaded.
+func TestPlayers_RoundTripDeleteReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	st, err := Open(path, Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps, _, err := st.LoadPlayers(); err != nil || len(ps) != 0 {
+		t.Fatalf("new file: %v %v", ps, err)
+	}
+	long := string(bytes.Repeat([]byte{'x'}, MaxPlayerKeyBytes+1))
+	if err := st.ApplyWithPlayers(nil, nil, nil, 0, []PlayerRecord{{"Bob", []byte{1, 2}}, {"\xc1lice", []byte{3}}, {"Gone", []byte{4}},
+		{long, []byte{5}}, {"", []byte{6}}, {"Huge", make([]byte, MaxPlayerValueBytes+1)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.ApplyWithPlayers(nil, nil, nil, 0, []PlayerRecord{{"Gone", nil}, {"Bob", []byte{7}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(playersBucket).Put([]byte("Damaged"), nil) // an empty value, behind the store's back
+	}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if st, err = Open(path, Options{Timeout: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ps, corrupt, err := st.LoadPlayers()
+	if err != nil || corrupt != 1 || len(ps) != 2 || ps[0].Key != "Bob" || !bytes.Equal(ps[0].Value, []byte{7}) ||
+		ps[1].Key != "\xc1lice" || !bytes.Equal(ps[1].Value, []byte{3}) {
+		t.Fatalf("%+v, %d corrupt, %v", ps, corrupt, err)
+	}
+}

@@ -76,6 +76,11 @@
 // 289 bytes of value and an 8-byte key (20 for IPv6): 3,039 bytes of file
 // per server for the 8 days package web keeps, bbolt's pages included
 // (BenchmarkHistory_FileBytesPerServer).
+//
+// Bucket "players" (created by the first ApplyWithPlayers that writes
+// one): where each player was seen recently, one record per player name
+// (colour codes stripped), written by the same commits (ApplyWithPlayers)
+// and read back by LoadPlayers; see playersBucket.
 package store
 
 import (

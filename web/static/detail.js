@@ -75,7 +75,9 @@ function fill(d) {
     ["Network", d.asn ? `AS${d.asn} ${d.network ?? ""}`.trim() : d.network],
     ["Also listed as", d.also_listed_as?.join(", ")],
     ["Clone of", d.clone_of],
-    ["Ping", Number.isFinite(d.ping_estimate_ms) ? `~${Math.round(d.ping_estimate_ms)} ms (estimate)` : null],
+    ["Ping", !Number.isFinite(d.ping_estimate_ms) ? null : Number.isFinite(d.ping_low_ms)
+      ? `${d.ping_low_ms}–${d.ping_estimate_ms} ms (estimate from the landmark masters' measurements)`
+      : `~${Math.round(d.ping_estimate_ms)} ms (estimate)`],
     ["First seen", d.first_seen ? `${new Date(d.first_seen).toLocaleString()} (${ago(d.first_seen)})` : null],
     ["Last verified", d.last_verified ? `${new Date(d.last_verified).toLocaleString()} (${ago(d.last_verified)})` : "not yet"],
   ];
@@ -83,7 +85,8 @@ function fill(d) {
 
   const players = [...(d.player_list ?? [])].sort((a, b) => (b.score ?? 0) - (a.score ?? 0) || plainName(a.name).localeCompare(plainName(b.name)));
   $("#detail-players tbody").replaceChildren(...players.map(p => el("tr", {},
-    el("td", {}, colourName(p.name)), el("td", { class: "num", text: p.score ?? "" }),
+    el("td", {}, p.page ? el("a", { href: p.page, title: "where they played recently" }, colourName(p.name)) : colourName(p.name)),
+    el("td", { class: "num", text: p.score ?? "" }),
     el("td", { class: "num", text: p.ping ?? "" }))));
   $("#detail-players").hidden = players.length === 0;
   $("#detail-noplayers").hidden = players.length > 0;

@@ -1,6 +1,7 @@
 // Player search across servers (GET /api/v1/players?name=TEXT): who is
 // playing where, from each server's last player list. Each result links
-// to the server's own page.
+// to the server's own page, and each person to their page (where they
+// played recently), at the path the API gives.
 
 import { el, colourName, gameTitle } from "./quake.js";
 
@@ -22,7 +23,7 @@ async function search() {
     const d = await r.json().catch(() => null);
     if (!r.ok) throw new Error(d?.error?.message ?? `the master answered ${r.status}`);
     tbody.replaceChildren(...(d.players ?? []).map(p => el("tr", { "data-address": p.server.address },
-      el("td", {}, colourName(p.name)),
+      el("td", {}, p.page ? el("a", { href: p.page, class: "player", title: "where they played recently" }, colourName(p.name)) : colourName(p.name)),
       el("td", {}, el("a", { href: "/servers/" + p.server.address, text: p.server.name_plain || p.server.address })),
       el("td", { text: gameTitle(p.server.game) }),
       el("td", { text: p.server.map }),
