@@ -40,7 +40,8 @@ type termServer struct {
 	mapName string
 	players int
 	delay   time.Duration
-	silent  bool // answers the master's checks only
+	silent  bool   // answers the master's checks only
+	stop    func() // closes its socket (serveTerm sets it)
 }
 
 var termMaps = []string{"q3dm17", "q3dm6", "q3tourney2", "q3ctf1", "oa_dm1"}
@@ -133,7 +134,8 @@ func serveTerm(t *testing.T, fs termServer, host int, master netip.AddrPort) ter
 			time.AfterFunc(fs.delay, func() { c.WriteToUDPAddrPort(out, from) }) // the server's distance
 		}
 	}()
-	t.Cleanup(func() { c.Close() })
+	fs.stop = func() { c.Close() }
+	t.Cleanup(fs.stop)
 	if _, err := c.WriteToUDPAddrPort([]byte(q3.Prefix+"heartbeat QuakeArena-1\n"), master); err != nil {
 		t.Fatal(err)
 	}
