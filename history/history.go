@@ -1,9 +1,11 @@
 // Package history keeps every listed server's player count over time, in
 // five-minute slots for the last eight days: what the server browser's
 // detail view and ranking show, what masterd's state file and a fleet's
-// Redis keep across restarts. A pure core: it takes the time of every
-// sample, never reads the clock and owns no file; masterd feeds it from the
-// master's verified replies and persists the days it hands out (TakeDirty).
+// Redis keep across restarts; and where each player was seen in the last
+// seven days (Sightings, sightings.go), for the players' pages, which the
+// state file keeps. A pure core: it takes the time of every sample, never
+// reads the clock and owns no file; masterd feeds it from the master's
+// verified replies and persists what it hands out (TakeDirty).
 package history
 
 import (

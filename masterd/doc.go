@@ -13,7 +13,9 @@
 // kill -9), with the player-count history (history.History, fed by the
 // handler's verified replies) when the Store is a HistoryStore: its
 // changed days go in the same commits, so a sample is on disk within the
-// commit interval too, and it is read back at start; the HTTP endpoints
+// commit interval too, and it is read back at start; likewise the
+// players' sightings (history.Sightings, fed by the registry's player
+// lists) when the Store is a PlayerStore; the HTTP endpoints
 // (the JSON API under /api/ and the page at /, package web; the legacy
 // /servers; /healthz) and the Prometheus metrics (/metrics).
 //
@@ -24,7 +26,8 @@
 // /servers reads the shared registry itself. When the fleet is a
 // HistoryFleet (package fleet's is) the player history is kept there too:
 // read back at NewMaster, its changed days written every
-// FleetHistoryInterval.
+// FleetHistoryInterval. The players' sightings are each instance's own, in
+// memory: player lists are not shared either.
 //
 // It is configured by one typed Config of plain values that library users
 // fill directly (the demo, discobench, tests); every zero field is its
