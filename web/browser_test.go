@@ -439,7 +439,8 @@ func TestBrowser_PlayersFlagsLinksPhone(t *testing.T) {
 
 	phone := newBrowser(t, 390, 844)
 	do(t, phone, "opening a panel at phone width", chromedp.Navigate(s.base+"/"), poll(rowsAre(def.addresses())),
-		chromedp.Click(oaRow+" a.open"), chromedp.WaitVisible(`#detail-addr`))
+		chromedp.Click(oaRow+" a.open"), chromedp.WaitVisible(`#detail-addr`),
+		poll(`document.querySelectorAll("#detail-addr code").length === 2`)) // filled once the detail arrives
 	// The line may break between the address and the connect command,
 	// never inside either.
 	lines := eval[[]int](t, phone, `[...document.querySelectorAll("#detail-addr code")].map(c => new Set([...c.getClientRects()].map(x => Math.round(x.top))).size)`)
