@@ -265,12 +265,10 @@ func TestClones_GroupedInTheAPI(t *testing.T) {
 		cfg.Registry.CloneInterval = time.Second
 		cfg.Registry.OnePerCloneGroup = one
 		m, listed := runLogged(t, cfg)
-		var srvs []*masterproc.Server
 		for range 3 {
 			s := masterproc.NewServer(t)
 			s.Heartbeat(t, m.Addrs()[0])
 			waitListed(t, listed, s.Addr, "the master")
-			srvs = append(srvs, s)
 		}
 		base := "http://" + m.HTTPAddr().String()
 		deadline := time.Now().Add(masterproc.WaitBound)
