@@ -233,3 +233,56 @@ func TestFleet_CutOffInstanceReportsItselfAlone(t *testing.T) {
 		t.Errorf("after c was cut off: a %v, b %v, c %v; want 2, 2 and 1", instances(ins[0]), instances(ins[1]), instances(ins[2]))
 	}
 }
+
+// A catch-up's full read of a registry this instance holds nearly whole
+// decodes only the records that changed (the others are held at their
+// version), and finds the servers the hash no longer holds without
+// copying the listing: at a million servers the read took 8.6-30.7 s
+// after a partition against 2.2 s for a fresh join, and the registry's
+// lock was held for seconds at a time (BENCHMARKS.md, "Catching up").
+func TestFleet_CatchUpDecodesOnlyWhatChanged(t *testing.T) {
+	r := startRedis(t)
+	ctx := context.Background()
+	other, _ := joinedNode(t, r.URL(), "other")
+	old := time.Now().Add(-time.Minute)
+	for i := range 2000 {
+		other.Put(record(i, old))
+	}
+	flushNode(t, other)
+	b, reg := joinedNode(t, r.URL(), "b")
+	if n, _ := reg.Counts(); n != 2000 {
+		t.Fatalf("joined with %d", n)
+	}
+	decoded0 := b.stats.decoded.Load()
+	// While b was cut off, the others re-verified ten servers and removed
+	// five.
+	later := time.Now()
+	for i := range 10 {
+		other.Put(record(i, later))
+	}
+	for i := 100; i < 105; i++ {
+		other.Remove(master.Removal{Addr: record(i, old).Addr, Listed: true, LastVerified: old})
+	}
+	flushNode(t, other)
+	if err := b.catchUp(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if d := b.stats.decoded.Load() - decoded0; d != 10 {
+		t.Errorf("the catch-up decoded %d records, want the 10 that changed", d)
+	}
+	if n, _ := reg.Counts(); n != 1995 {
+		t.Errorf("b lists %d, want 1,995", n)
+	}
+	if s, _ := reg.Lookup(record(3, later).Addr); !s.LastVerified.Equal(later.Round(0)) && !s.LastVerified.Equal(later) {
+		t.Errorf("a re-verified server is at %v, want %v", s.LastVerified, later)
+	}
+}
+
+func flushNode(t *testing.T, n *Node) {
+	t.Helper()
+	for n.Queued() > 0 {
+		if err := n.flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -256,8 +256,10 @@ func (n *Node) readPages(ctx context.Context, fr *fullRead) error {
 					fr.seen[a] = struct{}{}
 				}
 				fr.read++
+				n.stats.held.Add(1)
 				continue
 			}
+			n.stats.decoded.Add(1)
 			s, err := decode(kv[i], kv[i+1])
 			if err != nil {
 				n.stats.corrupt.Add(1)

@@ -24,6 +24,7 @@ type stats struct {
 	resumed             atomic.Uint64 // full reads gone on with after an error
 	resets              atomic.Uint64 // Redis came back without the registry
 	histWritten         atomic.Uint64 // history days written (history.go)
+	decoded, held       atomic.Uint64 // full reads' records decoded, and those skipped as held already
 	latency             prometheus.Histogram
 }
 
@@ -78,6 +79,8 @@ func (n *Node) Collect(ch chan<- prometheus.Metric) {
 	counter(d("redis_errors_total", "Failed Redis round trips."), n.stats.errors.Load())
 	counter(d("redis_outages_total", "Times Redis became unreachable."), n.stats.outages.Load())
 	counter(d("resyncs_total", "Full reads of the shared registry (startup, and catching up after the stream lost changes)."), n.stats.resyncs.Load())
+	counter(d("resync_records_total", "Records read by full reads of the shared registry: decoded, or skipped as held already at their version (held).", "outcome"), n.stats.decoded.Load(), "decoded")
+	counter(d("resync_records_total", "Records read by full reads of the shared registry: decoded, or skipped as held already at their version (held).", "outcome"), n.stats.held.Load(), "held")
 	counter(d("resyncs_resumed_total", "Full reads of the shared registry cut short by an error and gone on with from the last page read, not from the start."), n.stats.resumed.Load())
 	counter(d("registry_lost_total", "Times Redis came back without the shared registry (started again without its data); this instance's list was written to it again."), n.stats.resets.Load())
 	counter(d("history_days_written_total", "Player-history days (one server, one UTC day) this instance wrote to Redis: its share's."), n.stats.histWritten.Load())
