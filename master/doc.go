@@ -79,17 +79,22 @@
 //
 // Challenger (HMAC-SHA256 with a rotating secret), ResponseLimiter (the
 // default defence against reflection, in the manner of DNS Response Rate
-// Limiting: the bytes of replies per victim IPv4 address or IPv6 /64,
-// whatever the source port, with a return lane that keeps answering a
-// client's refreshes while a spoofed flood of its address is cut off; by
-// default a flood aimed at one victim gets at most 896 KiB at once and
-// 48 KiB/s after, while a burst of 20 full lists of 5,000 servers and a
-// refresh every 2 s are answered), SourceLimiter (dpmaster's -f,
-// --fp-throttle / --fp-decay-time, which limit how often a source may ask,
-// used instead when an operator passes them), ByteBudget (global outbound
-// bytes per second, kept under either), AddrMap (dpmaster's -m), and the
-// limits in Config. Every decision returns a Reason with a stable metrics
-// label.
+// Limiting: the bytes of replies to each victim address (IPv4, IPv6 /64),
+// its network (/24, /56) and its wider network (/16, /48), whatever the
+// source port, each with a return lane that keeps answering a client's
+// refreshes while a spoofed flood of its address or network is cut off;
+// by default a flood aimed at one address gets at most 896 KiB at once
+// and 48 KiB/s after, one spread over a /24 1.25 MiB and 96 KiB/s, over a
+// /16 2.5 MiB and 192 KiB/s, while a burst of 20 full lists of 5,000
+// servers and a refresh every 2 s are answered; a reply larger than a
+// budget's burst is paced, Pace), cookies (cookie.go: scout's clients
+// prove their return path and are served from a lane no spoofed request
+// reaches), SourceLimiter (dpmaster's -f, --fp-throttle /
+// --fp-decay-time, which limit how often a source may ask, used instead
+// when an operator passes them), ByteBudget (global outbound bytes per
+// second, kept under either, a quarter of its burst kept from addresses
+// without a cookie), AddrMap (dpmaster's -m), and the limits in Config.
+// Every decision returns a Reason with a stable metrics label.
 //
 // Measured (BENCHMARKS.md, "Flood defence": scout-lab load --flood 300, 5,000
 // servers listed, 60 s, three runs): a flood of 300 spoofed list requests

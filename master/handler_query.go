@@ -99,30 +99,6 @@ func (h *Handler) getServers(now time.Time, from netip.AddrPort, m q3.GetServers
 	return dst
 }
 
-// cookie is the lane of a list query from from whose unknown
-// words are other, and the cookie to send it, if any (cookie.go): the
-// cookie lane when it echoes a cookie this master gave its address;
-// otherwise the legacy lane, and, when it asks for a cookie (or echoes
-// one that does not check), a new one.
-func (h *Handler) cookie(now time.Time, from netip.AddrPort, other []string) (replyLane, *q3.Cookie) {
-	if h.deps.Cookies == nil {
-		return laneLegacy, nil
-	}
-	token, asked := q3.CookieOf(other)
-	if !asked {
-		return laneLegacy, nil
-	}
-	a := netip.AddrPortFrom(from.Addr().Unmap(), 0)
-	if token != "" {
-		if h.deps.Cookies.Check(now, a, token) == OK {
-			return laneCookie, nil
-		}
-		h.stats.badCookies.Add(1)
-	}
-	h.stats.cookies.Add(1)
-	return laneLegacy, &q3.Cookie{Token: h.deps.Cookies.Issue(now, a).Text}
-}
-
 // sendList sends a cached server-list reply, all or nothing: its bytes
 // are reserved from the response limiter and the budget at once (paced
 // if it is larger than a budget's burst), and its packets rotated for
