@@ -33,17 +33,19 @@ type floodRun struct {
 // routed to lo) a /32 of IPv6, while scout's own client refreshes from
 // the victim's address: the bytes reaching the flooded address or network
 // stay within its bound (ResponseLimits.FloodBound, NetFloodBound,
-// WideFloodBound; across networks the global budget's share for
-// addresses without a cookie), and the client, on its cookie, gets every
-// list.
+// WideFloodBound; across networks the global budget), and the client, on
+// its cookie, gets every list.
 func TestLoad_FloodSpreadsAgainstDefaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("floods a real master for 3 s per spread")
 	}
 	_, scout := buildBinaries(t)
 	lim := master.ResponseLimits{}
-	legacyRate := float64(master.DefaultOutboundBytesPerSecond) * (master.BudgetReserveShare - 1) / master.BudgetReserveShare
-	global := func(d time.Duration) int64 { return master.DefaultOutboundBurst + int64(legacyRate*d.Seconds()) }
+	// Across networks, the global budget (replies to addresses without a
+	// cookie take all of its rate but not the last quarter of its burst).
+	global := func(d time.Duration) int64 {
+		return master.DefaultOutboundBurst + int64(float64(master.DefaultOutboundBytesPerSecond)*d.Seconds())
+	}
 	const prefix6 = "fd5c:5c07::/32"
 	route6 := exec.Command("ip", "-6", "route", "add", "local", prefix6, "dev", "lo").Run() == nil
 	if route6 {
