@@ -12,7 +12,11 @@ package master
 // served from the address's and networks' lanes as a game client's, and
 // one that asked gets a token in a cookie datagram first, never larger
 // than the request (so it reflects nothing), with "again" when the list
-// did not go (getServers).
+// did not go (getServers). A reply to a request that asked is never
+// paced: one too large to go at once is not sent, and the client, told
+// "again", asks at once with its cookie and gets the whole list from its
+// cookie lane; a paced list would come slower, and its pauses could end a
+// client's wait for it.
 
 import (
 	"net/netip"
@@ -42,5 +46,5 @@ func (h *Handler) cookie(now time.Time, from netip.AddrPort, other []string) (re
 		h.stats.badCookies.Add(1)
 	}
 	h.stats.cookies.Add(1)
-	return laneLegacy, &q3.Cookie{Token: h.deps.Cookies.Issue(now, a).Text}
+	return laneAsking, &q3.Cookie{Token: h.deps.Cookies.Issue(now, a).Text}
 }

@@ -154,4 +154,16 @@ func TestMaster_LargeListPaced(t *testing.T) {
 	if f.h.Stats().Paced() != 1 {
 		t.Errorf("paced %d", f.h.Stats().Paced())
 	}
+	// scout's client is never paced: told to ask again with its cookie,
+	// it gets the whole list at once from its cookie lane.
+	scout := ap("192.0.2.77:27960")
+	outs = f.in(scout, oob("getservers 71 empty full cookie"))
+	c, n := reply(t, outs)
+	if c == nil || !c.Again || n != 0 {
+		t.Fatalf("asking: cookie %+v, %d servers; want again and no list", c, n)
+	}
+	outs = f.in(scout, oob("getservers 71 empty full "+q3.CookieWord(c.Token)))
+	if _, n := reply(t, outs); n != 1000 || outs[len(outs)-1].Delay != 0 {
+		t.Fatalf("echoing: %d servers, last delay %v", n, outs[len(outs)-1].Delay)
+	}
 }

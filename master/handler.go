@@ -411,12 +411,14 @@ func pairs(in infostring.Info) []Pair {
 
 // replyLane is how a reply is charged: at once only (the master's own
 // probes), to an address's budgets (a reply that has not proven its return
-// path), or to its cookie lane.
+// path; laneAsking: one that asked for a cookie, never paced: told to ask
+// again with it instead, cookie.go), or to its cookie lane.
 type replyLane uint8
 
 const (
 	laneAtOnce replyLane = iota
 	laneLegacy
+	laneAsking
 	laneCookie
 )
 
@@ -431,7 +433,10 @@ func (h *Handler) reserve(now time.Time, to netip.AddrPort, lim *ResponseLimiter
 	maxPace := DefaultMaxPace
 	if lim != nil && lane != laneAtOnce {
 		var why Reason
-		if p, why = lim.Reserve(now, to, cost, lane == laneCookie); why != OK {
+		if p, why = lim.reserve(now, to, cost, lane == laneCookie, lane != laneAsking); why != OK {
+			return p, why
+		}
+		if why = p.refusePaced(lane == laneAsking); why != OK {
 			return p, why
 		}
 		maxPace = lim.Limits().MaxPace
@@ -444,7 +449,7 @@ func (h *Handler) reserve(now time.Time, to netip.AddrPort, lim *ResponseLimiter
 		case laneCookie:
 			wait = maxPace
 		}
-		ln, why := h.deps.Budget.ReservePaced(now, payload, lane == laneLegacy, wait)
+		ln, why := h.deps.Budget.ReservePaced(now, payload, lane == laneLegacy || lane == laneAsking, wait)
 		if why != OK {
 			return p, why
 		}

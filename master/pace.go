@@ -50,6 +50,15 @@ func (p *Pace) finish(cost int) {
 	p.end = p.at(cost)
 }
 
+// refusePaced is ReasonResponseLimited for a paced reply when atOnce, else
+// OK. (A limiter reserving at once never paces; this guards the rule.)
+func (p Pace) refusePaced(atOnce bool) Reason {
+	if atOnce && p.Paced() {
+		return ReasonResponseLimited
+	}
+	return OK
+}
+
 // Paced reports whether some datagram of the reply must wait.
 func (p Pace) Paced() bool { return p.end > p.now }
 

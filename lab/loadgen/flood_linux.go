@@ -255,6 +255,25 @@ func spoofed(cfg FloodConfig, rng *rand.Rand) netip.Addr {
 	return cfg.Victim
 }
 
+// ClientReadBuffer is the receive buffer of the flood's client: a list of
+// a million servers (7 MB) at once.
+const ClientReadBuffer = 16 << 20
+
+// bigReadBuffer gives c a receive buffer of n bytes: past
+// net.core.rmem_max where the process may (SO_RCVBUFFORCE, as root), else
+// up to it.
+func bigReadBuffer(c *net.UDPConn, n int) {
+	forced := false
+	if rc, err := c.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) {
+			forced = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, n) == nil
+		})
+	}
+	if !forced {
+		c.SetReadBuffer(n)
+	}
+}
+
 // listenUDP opens a socket on a, an IPv6 one with IPV6_FREEBIND (an
 // address of a locally routed prefix, configured on no interface).
 func listenUDP(a netip.Addr) (*net.UDPConn, error) {
@@ -355,6 +374,9 @@ func Flood(ctx context.Context, cfg FloodConfig) (FloodResult, error) {
 		return FloodResult{}, fmt.Errorf("loadgen: client socket: %w", err)
 	}
 	defer client.Close()
+	// A whole list arrives at once on loopback, where on a real link it
+	// comes at the link's pace: room for the largest.
+	bigReadBuffer(client, ClientReadBuffer)
 
 	var res FloodResult
 	clientStart := time.Now()
@@ -448,11 +470,19 @@ func refreshLoop(ctx context.Context, c *net.UDPConn, master *net.UDPAddr, cfg F
 		}
 		res.Refreshes++
 		entries, done, askedAgain := 0, false, false
-		c.SetReadDeadline(time.Now().Add(cfg.Timeout))
+		// A refused refresh gets nothing: it is given up after a refresh
+		// interval (at least a second) without a datagram; an answer
+		// that comes has until Timeout.
+		c.SetReadDeadline(time.Now().Add(min(cfg.Timeout, max(cfg.Refresh, time.Second))))
+		first := true
 		for !done {
 			n, err := c.Read(buf)
 			if err != nil {
 				break // timed out: this refresh is incomplete
+			}
+			if first {
+				first = false
+				c.SetReadDeadline(time.Now().Add(cfg.Timeout))
 			}
 			res.ClientPackets++
 			res.ClientBytes += int64(n)
