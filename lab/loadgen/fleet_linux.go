@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -449,7 +450,11 @@ func ListServers(ctx context.Context, master, from netip.AddrPort, query []byte,
 	if err := c.SetReadDeadline(deadline); err != nil {
 		return nil, err
 	}
-	if _, err := c.WriteToUDPAddrPort(query, master); err != nil {
+	// Asked as scout's client asks, with the cookie word (a master that
+	// does not know it skips it): a scout master sends the whole list at
+	// once to an address that echoes its cookie, where it would pace a
+	// large one to an address that has not.
+	if _, err := c.WriteToUDPAddrPort(append(slices.Clip(query), " "+q3.CookieKeyword...), master); err != nil {
 		return nil, fmt.Errorf("loadgen: list: %w", err)
 	}
 	var list []netip.AddrPort
@@ -465,6 +470,14 @@ func ListServers(ctx context.Context, master, from netip.AddrPort, query []byte,
 			return list, fmt.Errorf("loadgen: list from %v: %d servers before %w", master, len(list), err)
 		}
 		if src != master {
+			continue
+		}
+		if ck, err := q3.ParseCookie(buf[:n]); err == nil {
+			if ck.Again {
+				if _, err := c.WriteToUDPAddrPort(append(slices.Clip(query), " "+q3.CookieWord(ck.Token)...), master); err != nil {
+					return nil, fmt.Errorf("loadgen: list: %w", err)
+				}
+			}
 			continue
 		}
 		m, err := q3.Parse(buf[:n])
