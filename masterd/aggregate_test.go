@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -169,6 +170,33 @@ func TestAggregate_UpstreamAndPeerOverSockets(t *testing.T) {
 	}
 }
 
+// TestRegister_MasterToMasterOverSockets: dpmaster's master-to-master
+// register still works beside aggregation: master A, with B as its
+// upstream (--upstream), passes each server it verifies on to B as
+// register; B, with A as its peer (--peer), checks the server with its
+// own challenge and lists it, its source the register from A.
+func TestRegister_MasterToMasterOverSockets(t *testing.T) {
+	var bc Config
+	bc.Handler.Peers = []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")} // any port
+	b, bListed := runLogged(t, bc)
+	var ac Config
+	ac.Handler.Upstreams = []netip.AddrPort{b.Addrs()[0]}
+	a, aListed := runLogged(t, ac)
+
+	srv := masterproc.NewServer(t)
+	srv.Heartbeat(t, a.Addrs()[0])
+	waitListed(t, aListed, srv.Addr, "master A (heartbeat)")
+	waitListed(t, bListed, srv.Addr, "master B (register from A)")
+	s, _ := b.Registry.Lookup(srv.Addr)
+	want := master.SourceRegister + a.Addrs()[0].String()
+	if !s.Listed || len(s.Sources) != 1 || s.Sources[0].Source != want {
+		t.Fatalf("master B: %+v; want one source %q", s, want)
+	}
+	if got := b.Handler.Stats().Probes(master.CauseHeartbeat) + b.Handler.Stats().Probes(master.CauseLearned); got != 1 {
+		t.Errorf("master B checked the server %d times; want 1", got)
+	}
+}
+
 // TestAggregate_BlockListPublished: the block list is published with its
 // reasons, as JSON and as a page.
 func TestAggregate_BlockListPublished(t *testing.T) {
@@ -194,6 +222,63 @@ func TestAggregate_BlockListPublished(t *testing.T) {
 		if r.StatusCode != http.StatusOK || !strings.Contains(string(b), "<table") {
 			t.Errorf("%s: %s", page, r.Status)
 		}
+	}
+}
+
+// TestAggregate_BlockListReloaded: a reload's block list is published at
+// once, with its reasons, and a listed server it covers leaves the list
+// at the next expiry; a reload without it lets the server back.
+func TestAggregate_BlockListReloaded(t *testing.T) {
+	m, listed := runLogged(t, Config{})
+	srv := masterproc.NewServer(t)
+	srv.Heartbeat(t, m.Addrs()[0])
+	waitListed(t, listed, srv.Addr, "the master")
+
+	before := m.Config
+	next := m.Config
+	next.Registry.Blocked = []master.Block{{Prefix: netip.PrefixFrom(srv.Addr.Addr(), 32), Reason: "reloaded"}}
+	changed, _, err := m.Reload(time.Now(), next)
+	if err != nil || !slices.Contains(changed, "Registry.Blocked") {
+		t.Fatalf("reload: changed %v, %v", changed, err)
+	}
+	base := "http://" + m.HTTPAddr().String()
+	if bl := waitBlockList(t, base, 1); bl.Blocked[0].Reason != "reloaded" {
+		t.Fatalf("block list after the reload %+v", bl)
+	}
+	deadline := time.Now().Add(masterproc.WaitBound)
+	for {
+		if s, ok := m.Registry.Lookup(srv.Addr); !ok || !s.Listed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a blocked server still listed after the reload")
+		}
+		<-time.After(100 * time.Millisecond) // polled: expiry runs on the master's own clock
+	}
+
+	if _, _, err := m.Reload(time.Now(), before); err != nil {
+		t.Fatal(err)
+	}
+	waitBlockList(t, base, 0)
+	srv.Heartbeat(t, m.Addrs()[0])
+	waitListed(t, listed, srv.Addr, "the master (unblocked)")
+}
+
+// waitBlockList waits for the published block list to hold n entries: the
+// API rebuilds it at most once per its minimum refresh.
+func waitBlockList(t *testing.T, base string, n int) web.BlockListJSON {
+	t.Helper()
+	deadline := time.Now().Add(masterproc.WaitBound)
+	for {
+		var bl web.BlockListJSON
+		getJSON(t, base+"/api/v1/blocklist", &bl)
+		if len(bl.Blocked) == n {
+			return bl
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("block list %+v; want %d entries", bl, n)
+		}
+		<-time.After(100 * time.Millisecond) // polled: the API's cache runs on the master's clock
 	}
 }
 
