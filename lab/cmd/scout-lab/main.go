@@ -12,9 +12,6 @@ package main
 import (
 	"context"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/scout-discovery/scout/internal/cli"
 )
@@ -25,12 +22,9 @@ var commands = cli.Commands{Prog: "scout-lab"}
 
 func register(c cli.Command) { commands.Register(c) }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func init() { register(cli.Version(commands.Prog)) }
+
+func main() { commands.Main() }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return commands.Run(ctx, args, stdout, stderr)
