@@ -1,11 +1,15 @@
 package web_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/scout-discovery/scout/lab/world"
 	"github.com/scout-discovery/scout/master"
@@ -133,5 +137,64 @@ func TestAPI_LandmarksOfAFleet(t *testing.T) {
 		if fmt.Sprint(ids) != fmt.Sprint(wantIDs) {
 			t.Errorf("/api/v1/landmarks ids %v, want %v", ids, wantIDs)
 		}
+	}
+}
+
+// TestBrowser_LandmarkPingRange: on a landmark master (in Frankfurt, with
+// its coordinates) the page shows, from Australia, each German server's
+// ping as the range the landmark's measurement gives, not the one
+// country-to-country figure: two servers of one country, 10 and 200 ms
+// from the landmark over real loopback UDP, get two ranges, the API's.
+func TestBrowser_LandmarkPingRange(t *testing.T) {
+	w := world.World{Version: 1, Seed: 1, Servers: []world.Server{
+		server(0, world.Q3A, "81.169.145.1:27960", "Near", "q3dm17", 8),
+		server(1, world.Q3A, "88.198.1.1:27960", "Far", "q3dm17", 8),
+	}}
+	w.Servers[0].Link = world.Link{RTT: world.Duration(10 * time.Millisecond)}
+	w.Servers[1].Link = world.Link{RTT: world.Duration(200 * time.Millisecond)}
+	lat, lon := 50.11, 8.68
+	lm := &master.Landmark{ID: "fra-1", Address: "127.0.0.1:27950", Place: "Frankfurt", Lat: &lat, Lon: &lon}
+	f := start(t, w, 0, web.Config{MinRefresh: -1}, nil, func(c *masterd.Config) { c.Landmark = lm })
+	var l web.ListJSON
+	f.waitFor(t, "both servers measured", func() bool {
+		f.getJSON(t, "/api/v1/servers?from=AU", &l)
+		n := 0
+		for _, s := range l.Servers {
+			if s.PingLowMs != nil && s.PingEstimateMs != nil {
+				n++
+			}
+		}
+		return n == 2
+	})
+	want := map[string]string{}
+	for _, s := range l.Servers {
+		if s.Country != "DE" {
+			t.Fatalf("%s is in %q: the test wants two servers of one country", s.Address, s.Country)
+		}
+		want[s.Address] = fmt.Sprintf("%d–%d ms", *s.PingLowMs, *s.PingEstimateMs)
+	}
+	var addrs []string
+	for a := range want {
+		addrs = append(addrs, a)
+	}
+	if want[addrs[0]] == want[addrs[1]] {
+		t.Fatalf("the API gives both servers %s: not told apart", want[addrs[0]])
+	}
+
+	ctx := newBrowser(t, desktopWidth, desktopHeight)
+	cells := `JSON.stringify(Object.fromEntries([...document.querySelectorAll("#servers tbody tr")].map(r => [r.dataset.address, r.querySelector(".c-ping").textContent])))`
+	do(t, ctx, "loading the page from Australia", chromedp.Navigate(f.url+"/?from=AU"),
+		poll(`document.querySelectorAll("#servers tbody tr .ping-range").length === 2`))
+	var got map[string]string
+	if err := json.Unmarshal([]byte(eval[string](t, ctx, cells)), &got); err != nil {
+		t.Fatal(err)
+	}
+	for a, w := range want {
+		if got[a] != w {
+			t.Errorf("%s: the page shows %q, the API %q", a, got[a], w)
+		}
+	}
+	if title := eval[string](t, ctx, `document.querySelector("#servers tbody tr .ping-range").title`); !strings.Contains(title, "landmark") {
+		t.Errorf("the range's title %q does not say where it comes from", title)
 	}
 }
