@@ -84,9 +84,10 @@ type MasterReport struct {
 	Listed   int            `json:"listed"`   // entries, duplicates included
 	New      int            `json:"new"`      // servers no master had listed before
 	Unusable int            `json:"unusable"` // entries that name no server (port 0, broadcast, ...)
-	// Refused counts the entries of a public master at local addresses or
-	// at the master's own (netscope.Refused), not probed unless
-	// Config.AllowLocal.
+	// Refused counts the servers a public master listed at local
+	// addresses or at the master's own (netscope.Refused), not probed
+	// unless Config.AllowLocal; as New, those no master had listed
+	// before, so the reports add up to the run's distinct servers.
 	Refused int    `json:"refused"`
 	End     string `json:"end"` // how the list ended: EndMarker, EndQuiet, ...
 	Error   string `json:"error,omitempty"`
@@ -350,8 +351,11 @@ func (s *session) receive(now time.Time, from netip.AddrPort, b []byte) []outgoi
 			continue
 		}
 		if why := netscope.Refused(m.Addr, ap); why != "" && !s.cfg.AllowLocal {
-			m.rep.Refused++
-			s.refused[string(why)]++
+			if _, again := s.refusedSeen[ap]; !again {
+				s.refusedSeen[ap] = struct{}{}
+				m.rep.Refused++
+				s.refused[string(why)]++
+			}
 			continue
 		}
 		s.list(m, ap)

@@ -133,8 +133,8 @@ type Summary struct {
 	Listed  int          // distinct servers listed
 	Probe   probe.Counts // the probe engine's counts
 	// Refused counts, by reason (a netscope.Scope's name, or "master"),
-	// the entries of public masters not probed for their address (see
-	// Config.AllowLocal); nil when none was.
+	// the distinct servers public masters listed and that were not
+	// probed for their address (see Config.AllowLocal); nil when none was.
 	Refused map[string]int
 	// Master traffic: queries sent and bytes each way, and packets on the
 	// master socket from other addresses (dropped).

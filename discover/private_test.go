@@ -62,6 +62,26 @@ func TestMasterReply_LocalEntriesFromAPublicMasterNotProbed(t *testing.T) {
 	}
 }
 
+// TestMasterReply_RefusedServerCountedOnce: a local server listed twice
+// by one master (under two forms) and again by a second public master is
+// one server not probed, in the reports and the summary alike.
+func TestMasterReply_RefusedServerCountedOnce(t *testing.T) {
+	req := q3Request(t)
+	req.Q3.Ext = true
+	other := netip.MustParseAddrPort("198.51.101.1:27950")
+	s := coreOf(t, Config{Masters: []Master{{Name: "public", Addr: publicMaster, Request: req}, {Name: "other", Addr: other, Request: req}}})
+	local := []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:27960"), netip.MustParseAddrPort("10.0.0.1:27960")}
+	s.receive(at(10*time.Millisecond), publicMaster, q3Entries(local, false))
+	s.receive(at(11*time.Millisecond), publicMaster, q3Entries(local, true))
+	s.receive(at(12*time.Millisecond), other, q3Entries(local, true))
+	if a, b := s.masters[0].rep, s.masters[1].rep; a.Listed != 4 || a.Refused != 2 || b.Listed != 2 || b.Refused != 0 {
+		t.Errorf("reports: %d listed, %d refused; %d listed, %d refused; want 4, 2; 2, 0 (as New)", a.Listed, a.Refused, b.Listed, b.Refused)
+	}
+	if got, want := s.summary(at(time.Second)).Refused, map[string]int{"loopback": 1, "private": 1}; !maps.Equal(got, want) {
+		t.Errorf("summary refused %v, want %v", got, want)
+	}
+}
+
 func TestMasterReply_AllowLocalProbesThem(t *testing.T) {
 	req := q3Request(t)
 	req.Q3.Ext = true

@@ -110,9 +110,11 @@ type session struct {
 	order []netip.AddrPort
 	// Listed counts the distinct addresses the masters listed.
 	listed int
-	// refused counts the entries not probed by netscope.Refused, by
-	// reason.
-	refused map[string]int
+	// refused counts the servers not probed by netscope.Refused, by
+	// reason; refusedSeen holds them, so that one listed twice (under two
+	// forms, by two masters) counts once.
+	refused     map[string]int
+	refusedSeen map[netip.AddrPort]struct{}
 
 	// Probing (Discover only).
 	handed      int        // order[:handed] went to the prober
@@ -130,7 +132,7 @@ type session struct {
 // masters deduplicated by address.
 func newSession(cfg Config, start time.Time) *session {
 	s := &session{cfg: cfg, start: start, byAddr: map[netip.AddrPort]*collecting{},
-		seen: map[netip.AddrPort]*listing{}, refused: map[string]int{}, meter: newMeter(&cfg, start)}
+		seen: map[netip.AddrPort]*listing{}, refused: map[string]int{}, refusedSeen: map[netip.AddrPort]struct{}{}, meter: newMeter(&cfg, start)}
 	for _, m := range cfg.Masters {
 		m.Addr = netip.AddrPortFrom(m.Addr.Addr().Unmap(), m.Addr.Port())
 		if s.byAddr[m.Addr] != nil {
