@@ -100,6 +100,11 @@ type Model struct {
 	elapsed time.Duration
 
 	listed, probed, answered, mastersDone int
+	// refused counts the entries public masters listed at local
+	// addresses or at their own, not probed (discover's netscope rule);
+	// toldRefused: the browser said so once, in the status line.
+	refused     int
+	toldRefused bool
 
 	filter  filters
 	order   string
@@ -129,7 +134,7 @@ func (m *Model) reset() {
 	m.results, m.shown = nil, nil
 	m.index = map[netip.AddrPort]int{}
 	m.masters = map[netip.AddrPort][]string{}
-	m.listed, m.probed, m.answered, m.mastersDone, m.elapsed = 0, 0, 0, 0, 0
+	m.listed, m.probed, m.answered, m.mastersDone, m.refused, m.elapsed = 0, 0, 0, 0, 0, 0
 	m.done = nil
 	m.cursor, m.top, m.chosen = 0, 0, netip.AddrPort{}
 }
@@ -199,6 +204,11 @@ func (m *Model) events(msg EventsMsg) {
 			m.masters[e.Addr] = append(m.masters[e.Addr], e.Master)
 		case discover.MasterDone:
 			m.mastersDone++
+			m.refused += e.Refused
+			if m.refused > 0 && !m.toldRefused {
+				m.toldRefused = true
+				m.status = fmt.Sprintf("not probing %d servers at local addresses (--allow-local)", m.refused)
+			}
 		case discover.Probed:
 			m.probed++
 			if !e.Answered() {
@@ -646,6 +656,8 @@ func (m Model) footer() string {
 	}
 	if m.status != "" {
 		parts = append(parts, m.status)
+	} else if m.refused > 0 {
+		parts = append(parts, fmt.Sprintf("%d local not probed", m.refused))
 	}
 	if m.mode == modeDetails {
 		parts = append(parts, "esc back  y copy  c connect")

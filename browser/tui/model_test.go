@@ -346,6 +346,37 @@ func TestModel_RefreshDropsTheOldRun(t *testing.T) {
 	}
 }
 
+// TestModel_SaysWhatItRefused: entries a public master listed at local
+// addresses, not probed, are said once in the status line as they come
+// (not only after quitting), then counted there; a refresh counts its own
+// run's without saying it again.
+func TestModel_SaysWhatItRefused(t *testing.T) {
+	done := func(gen, refused int) EventsMsg {
+		return EventsMsg{Gen: gen, Events: []discover.Event{discover.MasterDone{MasterReport: discover.MasterReport{Name: "m", Refused: refused}}}}
+	}
+	footer := func(m Model) string { s := screen(m); return s[len(s)-1] }
+	m, _ := update(t, New(Options{Masters: 2, Start: func(int) tea.Cmd { return nil }}), probed(world()...), done(1, 0))
+	if f := footer(m); strings.Contains(f, "local") {
+		t.Errorf("nothing refused, yet %q", f)
+	}
+	m, _ = update(t, m, done(1, 1796))
+	if f := footer(m); !strings.HasPrefix(f, "not probing 1796 servers at local addresses (--allow-local) | enter details") {
+		t.Errorf("status line %q does not say what was refused", f)
+	}
+	m, _ = update(t, m, key("s"), done(1, 4))
+	if f := footer(m); !strings.HasPrefix(f, "sorted by") {
+		t.Errorf("said again: %q", f)
+	}
+	m, _ = update(t, m, key("down"))
+	if f := footer(m); !strings.HasPrefix(f, "1800 local not probed") {
+		t.Errorf("status line %q does not count them", f)
+	}
+	m, _ = update(t, m, key("r"), done(2, 3), key("down"))
+	if f := footer(m); !strings.HasPrefix(f, "3 local not probed") {
+		t.Errorf("after a refresh, status line %q", f)
+	}
+}
+
 func TestModel_DoneSaysHowTheRunEnded(t *testing.T) {
 	m, _ := update(t, New(Options{}), probed(world()...), DoneMsg{Gen: 1, Summary: discover.Summary{Took: 2500 * time.Millisecond}})
 	if title := screen(m)[0]; !strings.Contains(title, "done in 2.5s") {

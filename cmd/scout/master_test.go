@@ -42,6 +42,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if ready := os.Getenv(refusingMasterEnv); ready != "" {
+		os.Exit(runRefusingMaster(ready)) // the test binary as a helper process
+	}
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)

@@ -134,6 +134,10 @@ func program(lines []string) []string {
 // History returns the pane's scrolled-off lines and the screen.
 func (s *Session) History() []string { return s.capture(false, "-S", "-") }
 
+// JoinedHistory is History with the lines the terminal wrapped joined
+// again, to find what the program printed whatever the width.
+func (s *Session) JoinedHistory() []string { return s.capture(true, "-S", "-") }
+
 // WaitFor polls the screen until ok holds, failing the test with the
 // last screen and what was awaited after within.
 func (s *Session) WaitFor(what string, within time.Duration, ok func(screen []string) bool) []string {
