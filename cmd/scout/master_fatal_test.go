@@ -50,6 +50,9 @@ func TestMaster_FatalStartErrorsAreOneLine(t *testing.T) {
 		{"state-and-store", []string{"--state", state, "--store", "redis://127.0.0.1:1/0"}, []string{"scout master:", "kept in one place"}},
 		{"bad-config-file", []string{"--config", bad}, []string{"scout master:", "max-servers"}},
 		{"missing-config-file", []string{"--config", filepath.Join(dir, "none.json")}, []string{"scout master:", "no such file"}},
+		{"http-address-without-port", []string{"-l", "127.0.0.1", "-p", "0", "--http", "nonsense"}, []string{"level=ERROR", "missing port"}},
+		{"unknown-user", []string{"-l", "127.0.0.1", "-p", "0", "-u", "no-such-user-here"}, []string{"scout master:", "unknown user"}},
+		{"chroot-without-user", []string{"-l", "127.0.0.1", "-p", "0", "-j", dir}, []string{"scout master:", "-j needs -u"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out, err := exec.Command(bin, append([]string{"master", "--motd-port", "0"}, c.args...)...).CombinedOutput()
