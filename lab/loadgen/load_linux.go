@@ -47,9 +47,13 @@ type Config struct {
 	Query  []byte         // the request; required
 	Expect int            // servers in a complete answer; required
 
-	Sources     int        // source sockets, one per address; default DefaultSources
-	SourceBase  netip.Addr // first source address; default DefaultSourceBase
-	Outstanding int        // closed loop: requests in flight (at most Sources); default DefaultOutstanding
+	Sources    int        // source sockets, one per address; default DefaultSources
+	SourceBase netip.Addr // first source address; default DefaultSourceBase
+	// SourceNets, above 1, spreads the sources over that many /16s from
+	// SourceBase's (SpreadLayout): clients from many networks rather than
+	// one.
+	SourceNets  int
+	Outstanding int // closed loop: requests in flight (at most Sources); default DefaultOutstanding
 	// Rate, when positive, makes the run open-loop: requests per second,
 	// round-robin over the sources whatever is in flight.
 	Rate        float64
@@ -185,7 +189,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	case cfg.Duration < 0 || cfg.Timeout < 0 || cfg.MaxRequests < 0 || cfg.EndGrace < 0:
 		return res, errors.New("loadgen: negative duration, timeout, grace or request bound")
 	}
-	addrs, err := Layout(cfg.SourceBase, 0, cfg.Sources, 1)
+	addrs, err := SpreadLayout(cfg.SourceBase, cfg.Sources, cfg.SourceNets)
 	if err != nil {
 		return res, err
 	}

@@ -83,3 +83,29 @@ func Layout(base netip.Addr, port uint16, n, perAddr int) ([]netip.AddrPort, err
 	}
 	return out, nil
 }
+
+// SpreadLayout returns n source addresses (port 0) spread round-robin
+// over nets /16s: source i is in the /16 nets after base's by i%nets and
+// is the (i/nets)-th address of it from base's last two bytes, so that no
+// two sources share a /24 and a /16 holds at most ceil(n/nets) of them:
+// clients from many networks, as a master's per-network limits see them.
+// nets <= 1 is Layout's consecutive addresses.
+func SpreadLayout(base netip.Addr, n, nets int) ([]netip.AddrPort, error) {
+	if nets <= 1 {
+		return Layout(base, 0, n, 1)
+	}
+	if !base.Is4() || !base.IsLoopback() || n < 0 {
+		return nil, fmt.Errorf("loadgen: %d sources from %v", n, base)
+	}
+	b := base.As4()
+	per := (n + nets - 1) / nets
+	if int(b[1])+nets > 256 || int(b[2])+per > 256 {
+		return nil, fmt.Errorf("loadgen: %d sources over %d /16s from %v leave 127.0.0.0/8", n, nets, base)
+	}
+	out := make([]netip.AddrPort, 0, n)
+	for i := range n {
+		a := [4]byte{127, b[1] + byte(i%nets), b[2] + byte(i/nets), max(b[3], 1)}
+		out = append(out, netip.AddrPortFrom(netip.AddrFrom4(a), 0))
+	}
+	return out, nil
+}

@@ -142,3 +142,30 @@ func BenchmarkCountEntries(b *testing.B) {
 		}
 	}
 }
+
+// Sources spread over /16s: none shares a /24, each /16 holds its share.
+func TestSpreadLayout(t *testing.T) {
+	got, err := SpreadLayout(netip.MustParseAddr("127.64.0.1"), 256, 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 256 || got[0].String() != "127.64.0.1:0" || got[1].String() != "127.65.0.1:0" || got[128].String() != "127.64.1.1:0" || got[255].String() != "127.191.1.1:0" {
+		t.Errorf("got %v ... %v", got[:2], got[len(got)-1])
+	}
+	nets24, nets16 := map[netip.Prefix]int{}, map[netip.Prefix]int{}
+	for _, a := range got {
+		p24, _ := a.Addr().Prefix(24)
+		p16, _ := a.Addr().Prefix(16)
+		nets24[p24]++
+		nets16[p16]++
+	}
+	if len(nets24) != 256 || len(nets16) != 128 {
+		t.Errorf("%d /24s and %d /16s, want 256 and 128", len(nets24), len(nets16))
+	}
+	if _, err := SpreadLayout(netip.MustParseAddr("127.200.0.1"), 256, 128); err == nil {
+		t.Error("sources past 127.255.0.0/16 accepted")
+	}
+	if l, _ := SpreadLayout(netip.MustParseAddr("127.64.0.1"), 3, 1); len(l) != 3 || l[2].String() != "127.64.0.3:0" {
+		t.Errorf("one /16: %v", l)
+	}
+}

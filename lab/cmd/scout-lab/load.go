@@ -27,8 +27,10 @@ const loadAbout = `Registers --servers emulated game servers (each a UDP socket 
 127.x.y.z address and port, answering getinfo and getstatus) with every
 target master, then, --runs times and taking turns between targets, sends
 the list request for --duration from --sources sockets on distinct
-127.x.y.z addresses: closed-loop with --outstanding requests in flight, or
-open-loop at --rate requests per second. Every answer is checked (EOT and
+127.x.y.z addresses (consecutive, or with --source-nets N spread over N
+/16s, as clients from many networks reach a master's per-network limits):
+closed-loop with --outstanding requests in flight, or open-loop at --rate
+requests per second. Every answer is checked (EOT and
 all servers; every 1000th decoded in full and compared with the fleet).
 An answer is complete at the packet with an end marker that brings it to
 --servers servers, whether the master puts the marker on every packet
@@ -138,6 +140,7 @@ func parseLoadFlags(args []string, stderr io.Writer) (cfg bench.Config, code int
 	l := &cfg.Load
 	fs.IntVar(&l.Sources, "sources", loadgen.DefaultSources, "source sockets, each on its own 127.x.y.z address")
 	f.sourceBase = fs.String("source-base", loadgen.DefaultSourceBase.String(), "first source address")
+	fs.IntVar(&l.SourceNets, "source-nets", 0, "spread the sources over this many /16s from --source-base's, no two in one /24 (0: consecutive addresses)")
 	fs.IntVar(&l.Outstanding, "outstanding", loadgen.DefaultOutstanding, "closed loop: requests in flight")
 	fs.Float64Var(&l.Rate, "rate", 0, "open loop: requests per second (0: closed loop)")
 	fs.DurationVar(&l.Duration, "duration", loadgen.DefaultDuration, "how long each run sends requests")
