@@ -169,6 +169,7 @@ type Registry struct {
 	chunkMax    int                       // most entries a chunk holds (DefaultChunk; tests set fewer)
 	inlineGroup int                       // MaxInlineGroup; tests set fewer
 	opsMissed   atomic.Uint64             // removals a build did not find (a bookkeeping bug; tests check 0)
+	released    func()                    // nil but in tests: called each time VerifiedBefore lets go of mu
 
 	mu      sync.Mutex
 	servers map[serverKey]*entry

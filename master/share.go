@@ -3,6 +3,7 @@ package master
 import (
 	"encoding/binary"
 	"net/netip"
+	"slices"
 	"time"
 )
 
@@ -244,18 +245,39 @@ type Verified struct {
 // t (a restored server, verified by no one since, counts as verified
 // before any t). It copies two fields a server, so that a fleet's full
 // read can find what the shared registry no longer holds without copying
-// the whole listing under the lock (Servers).
+// the whole listing under the lock (Servers), and it lets go of the lock
+// every VerifiedBatch servers, so that a lookup (the HTTP API's) or a
+// verification waits for one batch, not for a million. A server added or
+// removed meanwhile may be left out, as in a map changed while it is
+// ranged over; each one given was listed and verified before t when it
+// was looked at.
 func (r *Registry) VerifiedBefore(t time.Time, dst []Verified) []Verified {
 	st := stampOf(t)
 	r.mu.Lock()
+	n := len(r.servers)
+	r.mu.Unlock()
+	dst = slices.Grow(dst, n) // allocated without the lock
+	r.mu.Lock()
 	defer r.mu.Unlock()
+	looked := 0
 	for _, e := range r.servers {
 		if e.Listed && (e.restored() || e.LastVerified < st) {
 			dst = append(dst, Verified{e.Addr, e.LastVerified.Time()})
 		}
+		if looked++; looked%VerifiedBatch == 0 {
+			r.mu.Unlock()
+			if r.released != nil {
+				r.released()
+			}
+			r.mu.Lock()
+		}
 	}
 	return dst
 }
+
+// VerifiedBatch is how many servers VerifiedBefore looks at between two
+// releases of the registry's lock: about a millisecond's work.
+const VerifiedBatch = 4096
 
 // ApplyRemoval removes a listed server as another instance removed it,
 // unless this registry holds a verification of it newer than verified

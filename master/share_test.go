@@ -364,3 +364,55 @@ func rotationMeasures(t *testing.T, tick time.Duration) {
 		}
 	}
 }
+
+// VerifiedBefore lets go of the registry's lock every VerifiedBatch
+// servers: a lookup and a verification made at each release go through
+// (they would wait for the whole listing, a million servers at a fleet's
+// catch-up, if it held the lock throughout), and what it gives is
+// listed and verified before t when it looked.
+func TestRegistry_VerifiedBeforeLetsLookupsIn(t *testing.T) {
+	const n = 3*VerifiedBatch + 100
+	r := newTestRegistry(t, Config{AllowLoopback: true, MaxServers: 2 * n, MaxServersPerAddress: -1})
+	at := func(i int) netip.AddrPort {
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, byte(i >> 8), byte(i)}), 27960)
+	}
+	rec := func(i int, verified time.Time) Server {
+		return Server{Addr: at(i), Listed: true, Game: "Quake3Arena", Family: game.FamilyQ3, Protocol: 68,
+			Gametype: "0", MaxClients: 8, FirstSeen: t0, LastVerified: verified}
+	}
+	cut := t0.Add(time.Minute)
+	for i := range n {
+		v := t0 // every other one verified before the cut
+		if i%2 == 1 {
+			v = cut.Add(time.Second)
+		}
+		if _, why := r.Apply(cut, rec(i, v)); why != OK {
+			t.Fatal(why)
+		}
+	}
+	releases := 0
+	r.released = func() {
+		releases++
+		if _, ok := r.Lookup(at(0)); !ok {
+			t.Error("a lookup at a release found nothing")
+		}
+		// Re-verified while the listing is read: given with its old
+		// time or not at all.
+		r.Apply(cut, rec(2*releases, cut.Add(time.Hour)))
+	}
+	got := r.VerifiedBefore(cut, nil)
+	r.released = nil
+	if releases != n/VerifiedBatch {
+		t.Errorf("%d releases of the lock over %d servers, want %d", releases, n, n/VerifiedBatch)
+	}
+	seen := map[netip.AddrPort]bool{}
+	for _, v := range got {
+		if !v.LastVerified.Before(cut) || seen[v.Addr] {
+			t.Fatalf("%v given (verified %v, given before: %v)", v.Addr, v.LastVerified, seen[v.Addr])
+		}
+		seen[v.Addr] = true
+	}
+	if want := n/2 - releases; len(got) < want || len(got) > n/2 {
+		t.Errorf("%d given, want %d-%d", len(got), want, n/2)
+	}
+}
