@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
@@ -22,8 +23,10 @@ import (
 // output shows events in the chosen mode: JSON lines, plain lines as
 // servers answer (a pipe), or on a terminal a progress line and, at the
 // end, the best servers that fit the screen. Its methods are called from
-// one goroutine at a time (discover serialises events).
+// one goroutine at a time (discover serialises events); on a terminal a
+// ticker of its own redraws the progress line meanwhile, under mu.
 type output struct {
+	mu     sync.Mutex // the events' counts against the ticker's redraw
 	opt    Config
 	w      io.Writer
 	enc    *json.Encoder
@@ -33,7 +36,10 @@ type output struct {
 	headed bool           // plain output: the header is out
 	began  time.Time
 	drawn  time.Time // when the progress line was last drawn
-	tally  tally
+	// stopDraw stops the ticker that redraws the progress line and
+	// waits for it; nil when there is none.
+	stopDraw func()
+	tally    tally
 	// mastersDone and mastersAsked count the masters whose list ended
 	// and those asked.
 	mastersDone, mastersAsked int
@@ -68,7 +74,10 @@ func (t *tally) add(r probe.Result) {
 	}
 }
 
-// drawEvery limits the progress line's redraws.
+// drawEvery is how often the progress line is redrawn: on events at most
+// this often, and by a ticker while none comes, so the line never keeps
+// stale counts (a burst's last answers, then silence while the silent
+// servers' probes wait for their timeouts).
 const drawEvery = 100 * time.Millisecond
 
 func newOutput(opt Config, w io.Writer) *output {
@@ -87,9 +96,38 @@ func newOutput(opt Config, w io.Writer) *output {
 	return o
 }
 
-func (o *output) start() { o.began = time.Now() }
+// start marks the run's beginning and, on a terminal, starts redrawing
+// the progress line every drawEvery until finish.
+func (o *output) start() {
+	o.began = time.Now()
+	if o.height == 0 {
+		return
+	}
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(drawEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				o.mu.Lock()
+				if time.Since(o.drawn) >= drawEvery {
+					o.drawn = time.Now()
+					o.progress()
+				}
+				o.mu.Unlock()
+			}
+		}
+	}()
+	o.stopDraw = func() { close(done); <-stopped }
+}
 
 func (o *output) event(e discover.Event) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	switch e := e.(type) {
 	case discover.Listed:
 		if !e.Again {
@@ -193,6 +231,10 @@ func wrapWords(s string, w int) string {
 }
 
 func (o *output) finish(sum discover.Summary) {
+	if o.stopDraw != nil {
+		o.stopDraw()
+		o.stopDraw = nil
+	}
 	if o.enc != nil {
 		o.enc.Encode(summaryJSON(sum, o))
 		return
