@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,18 +67,28 @@ func TestServers_BrowserSaysWhatItRefused(t *testing.T) {
 		"XDG_CONFIG_HOME=" + home, "HOME=" + home}
 	s := tmux.Start(t, 80, 24, env, unshare, "-rn", "sh", "-c", netnsScript, "sh",
 		bin, "servers", "--game", "q3", "--master", refusingMaster, "--status")
-	sc := s.WaitFor("the refusal said", screenWait, tmux.Contains("not probing 1800 servers at local addresses (--allow-local)"))
-	checkFits(t, s, sc)
-	sc = s.WaitFor("the public server", screenWait, tmux.Contains("done in"))
-	if rs := rows(sc); len(rs) != 1 || !strings.HasPrefix(rs[0], "Public server") {
-		t.Errorf("rows %q, want the public server alone", rs)
-	}
-	if !strings.Contains(sc[0], "answered 1") || !strings.Contains(sc[0], "probed 1/1") {
-		t.Errorf("title %q: want the one public server listed, probed and answered", sc[0])
-	}
+	s.WaitCheck("the refusal said", screenWait, func(sc []string) error {
+		if !tmux.Contains("not probing 1800 servers at local addresses (--allow-local)")(sc) {
+			return errors.New("the status line does not say it")
+		}
+		return fits(s, sc)
+	})
+	s.WaitCheck("the public server alone", screenWait, func(sc []string) error {
+		if !strings.Contains(sc[0], "done in") || !strings.Contains(sc[0], "answered 1 ") || !strings.Contains(sc[0], "probed 1/1") {
+			return errors.New("the title does not say the one public server listed, probed and answered")
+		}
+		if rs := rows(sc); len(rs) != 1 || !strings.HasPrefix(rs[0], "Public server") {
+			return fmt.Errorf("rows %q, want the public server alone", rs)
+		}
+		return nil
+	})
 	s.SendKeys("Down")
-	sc = s.WaitFor("the count", screenWait, func(sc []string) bool { return strings.HasPrefix(sc[len(sc)-1], "1800 local not probed") })
-	checkFits(t, s, sc)
+	s.WaitCheck("the count", screenWait, func(sc []string) error {
+		if !strings.HasPrefix(sc[len(sc)-1], "1800 local not probed") {
+			return errors.New("the status line does not count them")
+		}
+		return fits(s, sc)
+	})
 	s.SendKeys("q")
 	s.WaitExit(screenWait)
 	text := strings.Join(s.JoinedHistory(), " ")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -159,38 +160,56 @@ func rows(sc []string) []string {
 	return out
 }
 
-// checkFits fails when a line of the screen wrapped, or the header, the
-// column titles or the status line is not where it belongs.
-func checkFits(t *testing.T, s *tmux.Session, sc []string) {
-	t.Helper()
-	if n := s.Wrapped(); n != 0 {
-		t.Errorf("%dx%d: %d lines wrapped:\n%s", s.Width, s.Height, n, tmux.String(sc))
+// fits says what is wrong when a line of the screen wrapped, or the
+// header, the column titles or the status line is not where it belongs.
+func fits(s *tmux.Session, sc []string) error {
+	switch {
+	case s.Wrapped() != 0:
+		return fmt.Errorf("%dx%d: %d lines wrapped", s.Width, s.Height, s.Wrapped())
+	case len(sc) != s.Height:
+		return fmt.Errorf("%dx%d: %d lines on the screen", s.Width, s.Height, len(sc))
+	case !strings.HasPrefix(sc[0], "scout Quake3Arena") || !strings.HasPrefix(sc[1], "NAME"):
+		return fmt.Errorf("%dx%d: the title and the column header are not at the top", s.Width, s.Height)
+	case !strings.Contains(sc[len(sc)-1], "details") && !strings.Contains(sc[len(sc)-1], "esc back"):
+		return fmt.Errorf("%dx%d: the status line is not at the bottom", s.Width, s.Height)
 	}
-	if len(sc) != s.Height {
-		t.Errorf("%dx%d: %d lines on the screen", s.Width, s.Height, len(sc))
-	}
-	if !strings.HasPrefix(sc[0], "scout Quake3Arena") || !strings.HasPrefix(sc[1], "NAME") {
-		t.Errorf("%dx%d: the title and the column header are not at the top:\n%s", s.Width, s.Height, tmux.String(sc))
-	}
-	if !strings.Contains(sc[len(sc)-1], "details") && !strings.Contains(sc[len(sc)-1], "esc back") {
-		t.Errorf("%dx%d: the status line is not at the bottom:\n%s", s.Width, s.Height, tmux.String(sc))
-	}
+	return nil
 }
 
-func pings(t *testing.T, rs []string) []float64 {
-	t.Helper()
+// pings reads the rows' pings, nearest first or not.
+func pings(rs []string) ([]float64, error) {
 	var out []float64
 	for _, r := range rs {
 		m := pingRe.FindStringSubmatch(r)
 		if m == nil {
-			t.Fatalf("row without a ping: %q", r)
+			return nil, fmt.Errorf("row without a ping: %q", r)
 		}
 		v, _ := strconv.ParseFloat(m[1], 64)
 		out = append(out, v)
 	}
-	return out
+	return out, nil
 }
 
+// nearestFirst says what is wrong unless the screen fits and its rows,
+// n of them, are nearest first.
+func nearestFirst(s *tmux.Session, sc []string, n int) error {
+	if err := fits(s, sc); err != nil {
+		return err
+	}
+	rs := rows(sc)
+	if len(rs) != n {
+		return fmt.Errorf("%d rows on a %d-line screen, want %d", len(rs), s.Height, n)
+	}
+	p, err := pings(rs)
+	if err == nil && !slices.IsSorted(p) {
+		err = fmt.Errorf("rows not nearest first: %v", p)
+	}
+	return err
+}
+
+// Each wait below is for the whole frame the step should show (WaitCheck):
+// tmux may show the top of a new frame, the title, before the program has
+// written the rows below it.
 func TestServers_BrowserInATerminal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs scout, a master, OpenArena and tmux")
@@ -208,53 +227,83 @@ func TestServers_BrowserInATerminal(t *testing.T) {
 	env := []string{"XDG_CONFIG_HOME=" + cfg, "HOME=" + cfg}
 	argv := []string{bin, "servers", "--game", "q3", "--master", w.master.String(), "--status"}
 	done := fmt.Sprintf("answered %d", w.listed)
+	// finished: the run's end with every server answered.
+	finished := func(sc []string) error {
+		if !strings.Contains(sc[0], "done in") || !strings.Contains(sc[0], done) {
+			return errors.New("the title does not say the run is done with every server answered")
+		}
+		return nil
+	}
 
 	t.Run("80x24", func(t *testing.T) {
 		s := tmux.Start(t, 80, 24, env, argv...)
-		s.WaitFor("every server", screenWait, tmux.Contains(done))
-		sc := s.WaitFor("the end of the run", screenWait, tmux.Contains("done in"))
-		checkFits(t, s, sc)
-		if !strings.Contains(sc[1], "PING*") || strings.Contains(sc[1], "TYPE") {
-			t.Errorf("at 80 columns the header is %q: want PING sorted and TYPE dropped", sc[1])
-		}
-		if p := pings(t, rows(sc)); !slices.IsSorted(p) {
-			t.Errorf("rows not nearest first: %v", p)
-		}
+		s.WaitCheck("the end of the run, nearest first", screenWait, func(sc []string) error {
+			if err := finished(sc); err != nil {
+				return err
+			}
+			if !strings.Contains(sc[1], "PING*") || strings.Contains(sc[1], "TYPE") {
+				return fmt.Errorf("at 80 columns the header is %q: want PING sorted and TYPE dropped", sc[1])
+			}
+			return nearestFirst(s, sc, min(w.listed, 24-3))
+		})
 
 		s.SendKeys("s")
-		sc = s.WaitFor("the players order", screenWait, func(sc []string) bool { return strings.Contains(sc[1], "PLAYERS*") })
-		checkFits(t, s, sc)
-		var counts []int
-		for _, r := range rows(sc) {
-			if m := playersRe.FindStringSubmatch(r); m != nil {
-				n, _ := strconv.Atoi(m[1])
-				counts = append(counts, n)
+		s.WaitCheck("the players order", screenWait, func(sc []string) error {
+			if !strings.Contains(sc[1], "PLAYERS*") {
+				return errors.New("the header does not mark PLAYERS")
 			}
-		}
-		if len(counts) == 0 || !slices.IsSortedFunc(counts, func(a, b int) int { return b - a }) {
-			t.Errorf("rows not by players, most first: %v", counts)
-		}
+			if err := fits(s, sc); err != nil {
+				return err
+			}
+			var counts []int
+			for _, r := range rows(sc) {
+				if m := playersRe.FindStringSubmatch(r); m != nil {
+					n, _ := strconv.Atoi(m[1])
+					counts = append(counts, n)
+				}
+			}
+			if len(counts) == 0 || !slices.IsSortedFunc(counts, func(a, b int) int { return b - a }) {
+				return fmt.Errorf("rows not by players, most first: %v", counts)
+			}
+			return nil
+		})
 
 		s.SendKeys("m")
 		s.Type("q3dm17")
 		s.SendKeys("Enter")
-		sc = s.WaitFor("the map filter", screenWait, tmux.Contains("filter: map ~q3dm17"))
-		checkFits(t, s, sc)
-		for _, r := range rows(sc) {
-			if !strings.Contains(r, "q3dm17") {
-				t.Errorf("map filter shows %q", r)
+		s.WaitCheck("the map filter", screenWait, func(sc []string) error {
+			if !tmux.Contains("filter: map ~q3dm17")(sc) {
+				return errors.New("the status line does not say the filter")
 			}
-		}
+			if err := fits(s, sc); err != nil {
+				return err
+			}
+			rs := rows(sc)
+			if len(rs) == 0 {
+				return errors.New("no row")
+			}
+			for _, r := range rs {
+				if !strings.Contains(r, "q3dm17") {
+					return fmt.Errorf("map filter shows %q", r)
+				}
+			}
+			return nil
+		})
 		s.SendKeys("Escape")
 		s.WaitFor("the filters cleared", screenWait, tmux.Contains("filters cleared"))
 
 		s.SendKeys("e")
-		sc = s.WaitFor("empty servers hidden", screenWait, tmux.Contains("not empty"))
-		for _, r := range rows(sc) {
-			if strings.Contains(r, " 0/") {
-				t.Errorf("hide empty shows %q", r)
+		s.WaitCheck("empty servers hidden", screenWait, func(sc []string) error {
+			if !tmux.Contains("not empty")(sc) {
+				return errors.New("the status line does not say the filter")
 			}
-		}
+			for _, r := range rows(sc) {
+				if strings.Contains(r, " 0/") {
+					return fmt.Errorf("hide empty shows %q", r)
+				}
+			}
+			return nil
+		})
 		s.SendKeys("Escape")
 		s.WaitFor("the filters cleared", screenWait, tmux.Contains("filters cleared"))
 
@@ -266,16 +315,18 @@ func TestServers_BrowserInATerminal(t *testing.T) {
 			return len(rs) == 1 && strings.HasPrefix(rs[0], "OpenArena peer")
 		})
 		s.SendKeys("Enter")
-		sc = s.WaitFor("its details", screenWait, tmux.Contains("SETTINGS"))
-		text := strings.Join(sc, "\n")
-		for _, want := range []string{"address  " + w.oa.String(), "Sarge", "Grism", "bot?"} {
-			if !strings.Contains(text, want) {
-				t.Errorf("the details lack %q:\n%s", want, text)
+		s.WaitCheck("its details", screenWait, func(sc []string) error {
+			text := strings.Join(sc, "\n")
+			for _, want := range []string{"SETTINGS", "address  " + w.oa.String(), "Sarge", "Grism", "bot?"} {
+				if !strings.Contains(text, want) {
+					return fmt.Errorf("the details lack %q", want)
+				}
 			}
-		}
-		if n := s.Wrapped(); n != 0 {
-			t.Errorf("the details wrapped:\n%s", text)
-		}
+			if n := s.Wrapped(); n != 0 {
+				return errors.New("the details wrapped")
+			}
+			return nil
+		})
 		s.SendKeys("y")
 		s.WaitFor("the copy", screenWait, tmux.Contains("copied "+w.oa.String()))
 		s.SendKeys("c")
@@ -286,8 +337,8 @@ func TestServers_BrowserInATerminal(t *testing.T) {
 		s.SendKeys("Escape")
 		s.WaitFor("the list", screenWait, func(sc []string) bool { return strings.HasPrefix(sc[1], "NAME") })
 		s.SendKeys("q")
-		sc = s.WaitExit(screenWait)
-		text = strings.Join(sc, "\n")
+		sc := s.WaitExit(screenWait)
+		text := strings.Join(sc, "\n")
 		if !strings.Contains(text, "copied "+w.oa.String()) || !strings.Contains(text, fmt.Sprintf("%d servers listed, %d answered", w.listed, w.listed)) {
 			t.Errorf("after the browser, the terminal shows:\n%s", text)
 		}
@@ -295,26 +346,32 @@ func TestServers_BrowserInATerminal(t *testing.T) {
 
 	t.Run("200x50", func(t *testing.T) {
 		s := tmux.Start(t, 200, 50, env, argv...)
-		sc := s.WaitFor("the end of the run", screenWait, tmux.Contains("done in"))
-		checkFits(t, s, sc)
-		for _, col := range []string{"NAME", "MAP", "PLAYERS", "PING*", "ADDRESS", "GAME", "TYPE"} {
-			if !strings.Contains(sc[1], col) {
-				t.Errorf("at 200 columns the header %q lacks %s", sc[1], col)
+		s.WaitCheck("the end of the run, nearest first", screenWait, func(sc []string) error {
+			if err := finished(sc); err != nil {
+				return err
 			}
-		}
-		if n := len(rows(sc)); n != min(w.listed, 50-3) {
-			t.Errorf("%d rows on a 50-line screen with %d servers", n, w.listed)
-		}
-		if p := pings(t, rows(sc)); !slices.IsSorted(p) {
-			t.Errorf("rows not nearest first: %v", p)
-		}
+			for _, col := range []string{"NAME", "MAP", "PLAYERS", "PING*", "ADDRESS", "GAME", "TYPE"} {
+				if !strings.Contains(sc[1], col) {
+					return fmt.Errorf("at 200 columns the header %q lacks %s", sc[1], col)
+				}
+			}
+			return nearestFirst(s, sc, min(w.listed, 50-3))
+		})
 		s.SendKeys("s", "s")
-		sc = s.WaitFor("the name order", screenWait, func(sc []string) bool { return strings.Contains(sc[1], "NAME*") })
-		checkFits(t, s, sc)
+		s.WaitCheck("the name order", screenWait, func(sc []string) error {
+			if !strings.Contains(sc[1], "NAME*") {
+				return errors.New("the header does not mark NAME")
+			}
+			return fits(s, sc)
+		})
 		s.SendKeys("q")
 		s.WaitExit(screenWait)
 	})
 }
+
+// progressRe matches the plain progress line with ten servers answered
+// after the run's first second.
+var progressRe = regexp.MustCompile(`answered 10  [1-9]\d*\.\ds`)
 
 // summaryRe reads the plain summary line.
 var summaryRe = regexp.MustCompile(`(\d+) servers listed: (\d+) answered, (\d+) silent, (\d+) unreachable, (\d+) stopped, (\d+) not probed`)
@@ -373,7 +430,16 @@ func TestServers_InterruptedSummaryAddsUp(t *testing.T) {
 	w := startTermWorld(t, bin, 10, 30, false)
 	s := tmux.Start(t, 120, 40, nil, bin, "servers", "--game", "q3", "--master", w.master.String(), "--plain",
 		"--timeout", "20s", "--strategy", "et", "--window", "64")
-	s.WaitFor("answers", screenWait, tmux.Contains("answered 10"))
+	// The progress line goes on while the silent servers' probes wait
+	// for their timeouts: its clock passes a second with the tenth answer.
+	s.WaitFor("answers, and the clock going on", screenWait, func(sc []string) bool {
+		for _, l := range sc {
+			if progressRe.MatchString(l) {
+				return true
+			}
+		}
+		return false
+	})
 	s.SendKeys("C-c")
 	sc := s.WaitExit(screenWait)
 	n := checkSummary(t, sc)

@@ -6,6 +6,7 @@
 package tmux
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -142,16 +143,34 @@ func (s *Session) JoinedHistory() []string { return s.capture(true, "-S", "-") }
 // last screen and what was awaited after within.
 func (s *Session) WaitFor(what string, within time.Duration, ok func(screen []string) bool) []string {
 	s.t.Helper()
+	return s.WaitCheck(what, within, func(sc []string) error {
+		if ok(sc) {
+			return nil
+		}
+		return errNotYet
+	})
+}
+
+// errNotYet is WaitFor's complaint.
+var errNotYet = errors.New("not shown")
+
+// WaitCheck is WaitFor for a screen that must pass check, failing with
+// check's last complaint and the screen after within. A test waits this
+// way for what a frame should show, not for one line of it: tmux may show
+// the top of a new frame before the program has written its bottom.
+func (s *Session) WaitCheck(what string, within time.Duration, check func(screen []string) error) []string {
+	s.t.Helper()
 	deadline := time.Now().Add(within)
 	tick := time.NewTicker(Poll)
 	defer tick.Stop()
 	for {
 		sc := s.Screen()
-		if ok(sc) {
+		err := check(sc)
+		if err == nil {
 			return sc
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("after %v, still waiting for %s; the screen:\n%s", within, what, strings.Join(sc, "\n"))
+			s.t.Fatalf("after %v, still waiting for %s: %v; the screen:\n%s", within, what, err, strings.Join(sc, "\n"))
 		}
 		<-tick.C
 	}
