@@ -364,6 +364,40 @@ func TestServers_BrowserInATerminal(t *testing.T) {
 			}
 			return fits(s, sc)
 		})
+
+		// A refresh is a new run: the nearest server, silenced since the
+		// first, does not answer it.
+		w.servers[0].stop()
+		s.SendKeys("r")
+		s.WaitCheck("the refreshed run", screenWait, func(sc []string) error {
+			if !strings.Contains(sc[0], "done in") || !strings.Contains(sc[0], fmt.Sprintf("answered %d ", w.listed-1)) {
+				return fmt.Errorf("the title does not say a run is done with %d servers answered", w.listed-1)
+			}
+			if tmux.Contains(w.servers[0].addr.String())(rows(sc)) {
+				return errors.New("the silenced server is shown")
+			}
+			return fits(s, sc)
+		})
+
+		s.SendKeys("p")
+		s.Type("15")
+		s.SendKeys("Enter")
+		s.WaitCheck("the max ping filter", screenWait, func(sc []string) error {
+			if !tmux.Contains("filter: ping <= 15 ms")(sc) {
+				return errors.New("the status line does not say the filter")
+			}
+			if err := fits(s, sc); err != nil {
+				return err
+			}
+			p, err := pings(rows(sc))
+			if err != nil {
+				return err
+			}
+			if len(p) == 0 || slices.Max(p) > 15 {
+				return fmt.Errorf("pings %v, want some and none above 15 ms", p)
+			}
+			return nil
+		})
 		s.SendKeys("q")
 		s.WaitExit(screenWait)
 	})
