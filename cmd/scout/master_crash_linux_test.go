@@ -115,7 +115,8 @@ type stateMaster struct {
 
 func startStateMaster(t *testing.T, bin, state string) *stateMaster {
 	t.Helper()
-	args := []string{"-l", "127.0.0.1", "-p", "0", "--list-loopback", "--state", state, "--http", "127.0.0.1:0"}
+	// The test polls /servers as fast as it answers: no per-client limit.
+	args := []string{"-l", "127.0.0.1", "-p", "0", "--list-loopback", "--state", state, "--http", "127.0.0.1:0", "--http-no-limit"}
 	m := &stateMaster{child: startMaster(t, bin, args...), args: args}
 	m.addr = netip.MustParseAddrPort(m.waitLog(t, "listening", "port", "master")["addr"].(string))
 	m.httpAddr = m.waitLog(t, "listening", "port", "http")["addr"].(string)
