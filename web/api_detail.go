@@ -65,6 +65,9 @@ type HistoryJSON struct {
 // DetailJSON is the answer of /api/v1/servers/{address}.
 type DetailJSON struct {
 	ServerJSON
+	// NameRaw is the server's name as the bytes it sent, base64, as a
+	// player's (the list leaves it out to stay small).
+	NameRaw    []byte            `json:"name_raw"`
 	Info       map[string]string `json:"info"`
 	PlayerList []PlayerJSON      `json:"player_list"`
 	PlayersAt  *time.Time        `json:"players_at,omitempty"` // when the player list was received
@@ -118,7 +121,8 @@ func (a *API) detail(w http.ResponseWriter, r *http.Request, now time.Time, clie
 		a.answer(w, r, etag, modified, private, nil, "", nil)
 		return
 	}
-	d := DetailJSON{ServerJSON: row.ServerJSON, Info: map[string]string{}, PlayerList: []PlayerJSON{}, Sources: row.sources,
+	d := DetailJSON{ServerJSON: row.ServerJSON, NameRaw: []byte(infoOf(row.info, "hostname", "sv_hostname", "si_name")),
+		Info: map[string]string{}, PlayerList: []PlayerJSON{}, Sources: row.sources,
 		History: HistoryJSON{ResolutionS: int(history.Resolution / time.Second), Points: []history.Point{}}}
 	if fc, ok := latency.MainCity(from); ok {
 		if ms, low, ok := pingRange(fc, true, row); ok {

@@ -182,3 +182,22 @@ func TestAPI_StableOrderAcrossRefresh(t *testing.T) {
 	}
 	t.Logf("%d of %d servers changed players between versions %d and %d", len(l2.Servers)-len(same2), len(l2.Servers), l1.Version, l2.Version)
 }
+
+// TestAPI_ServerNameRawKeepsTheBytes: a server's detail gives its name's
+// exact bytes (name_raw), beside the name drawn with Quake III's font:
+// the high glyphs are not UTF-8, which a JSON string cannot carry.
+func TestAPI_ServerNameRawKeepsTheBytes(t *testing.T) {
+	const raw = "\xc1\xe2\xe3 ^3glyphs"
+	w := world.World{Version: 1, Seed: 1, Servers: []world.Server{server(0, world.Q3A, "81.169.145.1:27960", raw, "q3dm17", 8)}}
+	f := start(t, w, 0, web.Config{MinRefresh: -1}, nil)
+	var l web.ListJSON
+	f.getJSON(t, "/api/v1/servers", &l)
+	if len(l.Servers) != 1 {
+		t.Fatalf("%d servers listed", len(l.Servers))
+	}
+	var d web.DetailJSON
+	f.getJSON(t, "/api/v1/servers/"+l.Servers[0].Address, &d)
+	if string(d.NameRaw) != raw || d.Name != "Abc ^3glyphs" || d.NamePlain != "Abc glyphs" {
+		t.Errorf("name %q, plain %q, raw %q; want the glyphs drawn and the bytes kept", d.Name, d.NamePlain, d.NameRaw)
+	}
+}
