@@ -167,3 +167,67 @@ func TestMaster_LargeListPaced(t *testing.T) {
 		t.Fatalf("echoing: %d servers, last delay %v", n, outs[len(outs)-1].Delay)
 	}
 }
+
+// A list left to the encoder (a listing large enough to be encoded off
+// the socket loop) for a request that asked for a cookie: the cookie goes
+// when the list is sent, before it, or alone with "again" when the list
+// is too large to go at once; scout's client then asks again with it at
+// once instead of waiting for a list that will not come.
+func TestMaster_CookieWithDeferredList(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		lim   ResponseLimits
+		again bool
+	}{{"list-goes", ResponseLimits{}, false}, {"list-too-large", ResponseLimits{VictimBurst: 16 << 10}, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			chal, err := NewChallenger(time.Hour, rand.Reader)
+			if err != nil {
+				t.Fatal(err)
+			}
+			budget, err := NewByteBudget(DefaultOutboundBytesPerSecond, DefaultOutboundBurst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rl := newRRL(t, c.lim)
+			f := newHandlerFix(t, Config{MaxServersPerAddress: -1}, func(s *handlerSetup) {
+				s.Responses, s.Budget, s.Cookies, s.DeferEncoding = rl, budget, chal, 1
+			})
+			listMany(t, f, 5000)
+			f.now = f.now.Add(time.Second)
+			send := func(req string) []Outgoing {
+				out := f.in(client, oob(req))
+				if len(out) != 1 || out[0].Encode == nil {
+					t.Fatalf("%d datagrams, want the list left to the encoder", len(out))
+				}
+				job := out[0].Encode
+				return f.h.SendEncoded(f.now, f.h.Encode(f.now, job), []*Encoding{job}, nil)
+			}
+			req := "getservers 71 empty full cookie"
+			out := send(req)
+			k, n := reply(t, out)
+			want := 5000
+			if c.again {
+				want = 0
+			}
+			if k == nil || k.Again != c.again || n != want {
+				t.Fatalf("cookie %+v, %d servers; want a cookie, again %v, %d servers", k, n, c.again, want)
+			}
+			if len(out[0].Payload) > len(oob(req)) {
+				t.Errorf("the cookie is %d bytes, the request %d", len(out[0].Payload), len(oob(req)))
+			}
+			if !c.again {
+				return
+			}
+			// Asked again with the cookie: the whole list, from the cookie
+			// lane, and no other cookie.
+			out = f.in(client, oob("getservers 71 empty full "+q3.CookieWord(k.Token)))
+			if len(out) == 1 && out[0].Encode != nil {
+				job := out[0].Encode
+				out = f.h.SendEncoded(f.now, f.h.Encode(f.now, job), []*Encoding{job}, nil)
+			}
+			if k2, n := reply(t, out); k2 != nil || n != 5000 {
+				t.Fatalf("echoed: cookie %+v, %d servers", k2, n)
+			}
+		})
+	}
+}

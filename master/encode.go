@@ -3,6 +3,8 @@ package master
 import (
 	"net/netip"
 	"time"
+
+	"github.com/scout-discovery/scout/protocol/q3"
 )
 
 // Encoding is a server-list query whose reply HandlePacket left to be
@@ -18,6 +20,11 @@ type Encoding struct {
 	every     bool
 	landmarks lmAsk // follow the list with the landmark packets
 	lane      replyLane
+	// cookie, for a request that asked for one, goes before the list
+	// when the list is sent, or alone with "again" when it is not
+	// (cookie.go); at most cookieMax bytes, the request's size.
+	cookie    *q3.Cookie
+	cookieMax int
 }
 
 // To returns the address the reply goes to.
@@ -98,7 +105,9 @@ func (h *Handler) SendEncoded(now time.Time, r *Encoded, jobs []*Encoding, dst [
 			dst = h.drop(dst, j.kind, j.to, ReasonMalformed)
 			continue
 		}
+		n := len(dst)
 		dst = h.sendReply(now, j.to, j.kind, r.a, j.f, j.landmarks, j.lane, dst)
+		dst = h.sendCookie(dst, n, j.to, j.cookie, j.cookieMax)
 	}
 	return dst
 }

@@ -87,16 +87,31 @@ func (h *Handler) getServers(now time.Time, from netip.AddrPort, m q3.GetServers
 	lane, cookie := h.cookie(now, from, m.Other)
 	n := len(dst)
 	dst = h.reply(now, from, outK, f, form, !h.conf().EndOnLastOnly, landmarks, lane, dst)
-	if cookie != nil {
-		// The cookie goes first; "again" when the list did not go.
-		cookie.Again = len(dst) == n
-		if b, err := cookie.AppendBinary(nil); err == nil && len(b) <= size {
-			h.stats.out[KindCookie].Add(1)
-			h.stats.outBytes[KindCookie].Add(uint64(len(b)))
-			dst = slices.Insert(dst, n, Outgoing{To: from, Kind: KindCookie, Payload: b})
-		}
+	if len(dst) == n+1 && dst[n].Encode != nil {
+		// Left to the encoder: the cookie goes when the list is sent.
+		dst[n].Encode.cookie, dst[n].Encode.cookieMax = cookie, size
+		return dst
 	}
-	return dst
+	return h.sendCookie(dst, n, from, cookie, size)
+}
+
+// sendCookie puts cookie, if any, before the list's datagrams that dst
+// holds from n on, with "again" when there are none (the list did not
+// go), if it is at most max bytes (the request's size: a cookie reflects
+// nothing).
+func (h *Handler) sendCookie(dst []Outgoing, n int, to netip.AddrPort, cookie *q3.Cookie, max int) []Outgoing {
+	if cookie == nil {
+		return dst
+	}
+	c := *cookie
+	c.Again = len(dst) == n
+	b, err := c.AppendBinary(nil)
+	if err != nil || len(b) > max {
+		return dst
+	}
+	h.stats.out[KindCookie].Add(1)
+	h.stats.outBytes[KindCookie].Add(uint64(len(b)))
+	return slices.Insert(dst, n, Outgoing{To: to, Kind: KindCookie, Payload: b})
 }
 
 // sendList sends a cached server-list reply, all or nothing: its bytes
