@@ -424,7 +424,9 @@ const (
 
 // reserve takes a reply of payload bytes in datagrams datagrams to to from
 // lim (a nil lim, as for the master's own probes, skips it), then from the
-// global budget, and returns when its datagrams may go. A reply the budget
+// global budget, and returns when its datagrams may go. The master's own
+// requests (laneAtOnce without lim) are charged to the budget, never
+// refused by it (ByteBudget.Charge). A reply the budget
 // refuses stays charged to lim: an exhausted budget makes the per-victim
 // limit stricter, never looser.
 func (h *Handler) reserve(now time.Time, to netip.AddrPort, lim *ResponseLimiter, payload, datagrams int, lane replyLane) (Pace, Reason) {
@@ -440,6 +442,10 @@ func (h *Handler) reserve(now time.Time, to netip.AddrPort, lim *ResponseLimiter
 			return p, why
 		}
 		maxPace = lim.Limits().MaxPace
+	}
+	if h.deps.Budget != nil && lane == laneAtOnce && lim == nil {
+		h.deps.Budget.Charge(now, payload) // the master's own requests
+		return p, OK
 	}
 	if h.deps.Budget != nil {
 		var wait time.Duration

@@ -252,3 +252,31 @@ func TestMaster_MOTD(t *testing.T) {
 		t.Fatalf("drops %v", f.dropSummary())
 	}
 }
+
+// A large list paced on the global budget (scout's client, from its
+// cookie lane) takes the budget for a while ahead; the master's own
+// checks of servers that heartbeat meanwhile are charged to it but still
+// go: a million-server listing read by scout's clients must not stop the
+// registration of new servers.
+func TestMaster_OwnChecksGoWhileTheBudgetIsPacedAhead(t *testing.T) {
+	f := newHandlerFix(t, Config{}, nil)
+	budget, err := NewByteBudget(DefaultOutboundBytesPerSecond, DefaultOutboundBurst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.h.deps.Budget = budget
+	// 5 MB paced over the budget: about 0.4 s of it taken ahead.
+	if _, why := budget.ReservePaced(f.now, 5_000_000, false, time.Minute); why != OK {
+		t.Fatal(why)
+	}
+	for i := range 100 {
+		a := netip.AddrPortFrom(netip.AddrFrom4([4]byte{203, 0, 113, byte(i + 1)}), 27960)
+		if out := f.in(a, oaHeartbeat); len(out) != 1 || out[0].Kind != KindGetInfo {
+			t.Fatalf("heartbeat %d: %d datagrams, drops %v; want its getinfo", i, len(out), f.dropSummary())
+		}
+	}
+	// They were charged: a list that needs the budget at once waits.
+	if _, why := budget.ReservePaced(f.now, 1000, true, 0); why != ReasonBudgetExhausted {
+		t.Errorf("a reply at once while the budget is taken ahead: %v", why)
+	}
+}

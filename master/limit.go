@@ -199,6 +199,19 @@ func (b *ByteBudget) Reserve(now time.Time, n int) Reason {
 	return OK
 }
 
+// Charge takes n bytes from the budget at now whatever is left in it:
+// the master's own requests (checks of servers, registrations forwarded
+// upstream, queries to upstream masters, landmark pings) are small and
+// bounded by what drives them, and the master's work depends on them, so
+// they count against the lists' share but are never refused; a large
+// list paced on the budget does not hold up the checks of the servers
+// that heartbeat meanwhile.
+func (b *ByteBudget) Charge(now time.Time, n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.tat = max(b.tat, now.UnixNano()) + int64(b.cost(n))
+}
+
 // The global budget's share for replies to addresses that have not proven
 // their return path (no cookie): they may not take the last
 // BudgetReserveShare of its burst, and a paced one may not be scheduled
