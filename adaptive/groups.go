@@ -1,0 +1,368 @@
+package adaptive
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+)
+
+// Group probing. Servers in one /24 (IPv6: one /64; the ports of one
+// address always together) sit in one network, nearly always in one room,
+// so their RTTs from a client differ by little: [Grouped] probes one of
+// them first (in the order its inner strategy hands them out) and holds
+// the others, its group-mates, until that sample answers. Then:
+//
+//   - under Threshold: the group is playable, every mate is probed;
+//   - at or over Threshold + Margin/k, k the group's answered samples: the
+//     mates are skipped, and the inner strategy is told each answered with
+//     the least sample (so its clusters and stop rule see them);
+//   - in between: one more mate is probed, a further sample.
+//
+// A single sample can sit well over its path's RTT (queueing); the least
+// of k samples sits closer, and for the exponential tail of such delays
+// the chance that the least of k exceeds the path's RTT by Margin/k is the
+// same for every k (exp(-Margin/mean)). An unanswered probe is not a
+// sample: the next mate is tried.
+//
+// The client's memory of its own earlier runs ([Prior], per group) counts
+// as samples taken Drift ms ago, so their least is lowered by Drift (the
+// path may have become shorter since): a group remembered under Threshold
+// is probed first, before the inner strategy's order, and whole; one
+// remembered far is skipped without a probe; one in between gets fresh
+// samples as above. A server the inner strategy hands out after it was
+// probed first is not probed again: its outcome is reported to the inner
+// strategy as it comes.
+
+// GroupBits4 and GroupBits6 are the prefix lengths of a group.
+const (
+	GroupBits4 = 24
+	GroupBits6 = 64
+)
+
+// GroupKey returns the group of address a: its /24, or /64 for IPv6.
+func GroupKey(a netip.Addr) netip.Prefix {
+	a = a.Unmap()
+	bits := GroupBits4
+	if a.Is6() {
+		bits = GroupBits6
+	}
+	p, _ := a.Prefix(bits)
+	return p
+}
+
+// GroupParams are group probing's constants.
+type GroupParams struct {
+	// Threshold is the largest playable RTT (RTTstop). Zero probes every
+	// mate (nothing is far).
+	Threshold time.Duration
+	// Margin is M: the mates are skipped once the least of k samples is
+	// at or over Threshold + M/k.
+	Margin time.Duration
+	// Drift is taken off a remembered least RTT: how much shorter the
+	// path may have become since it was measured.
+	Drift time.Duration
+}
+
+// DefaultGroups returns the constants scout uses: 200 ms, M = 20 ms (the
+// risk per group exp(-M/mean) with the simulator's queueing delay of about
+// 2 ms near 200 ms: under 1e-4), and 2 ms of drift (the least RTTs of the
+// two directions of a WonderProxy path, measured by different nodes over
+// the same two days, differ by at most 3 ms for 99% of the paths outside a
+// few nodes; EVALUATION.md).
+func DefaultGroups() GroupParams {
+	return GroupParams{Threshold: 200 * time.Millisecond, Margin: 20 * time.Millisecond, Drift: 2 * time.Millisecond}
+}
+
+// Prior is what the client remembers of a group: the least RTT of its
+// recent samples and how many there are.
+type Prior struct {
+	Least   time.Duration
+	Samples int
+}
+
+// ErrGroups is wrapped by NewGrouped's error for an input it refuses.
+var ErrGroups = errors.New("adaptive: invalid group parameters")
+
+type groupState uint8
+
+const (
+	grpOpen     groupState = iota // no sample out: the next server handed out is one
+	grpSampling                   // a sample is outstanding; mates are held
+	grpNear                       // playable: every mate is probed
+	grpFar                        // skipped: mates are reported with least
+)
+
+type group struct {
+	state   groupState
+	least   time.Duration // least answered sample, remembered ones less Drift
+	samples int           // answered samples, remembered ones included
+	fresh   bool          // an answered sample of this run
+	held    []Target      // mates handed out by the inner strategy, not yet sent
+}
+
+// own is a probe the wrapper sent before the inner strategy asked for it
+// (a remembered playable group's server).
+type own struct {
+	done      bool // its outcome is in
+	asked     bool // the inner strategy has handed it out since
+	rtt       time.Duration
+	answered  bool
+	delivered bool // the outcome was reported to the inner strategy
+}
+
+// GroupStats count what group probing saved and spent.
+type GroupStats struct {
+	Skipped    int // servers not probed: a sample of their group was far
+	Remembered int // servers not probed: their group is remembered far
+	First      int // servers probed first: their group is remembered playable
+	Samples    int // further samples: mates probed to decide a group
+}
+
+// Grouped wraps a Strategy with group probing. Pure: no clock, no
+// sockets. Not safe for concurrent use.
+type Grouped struct {
+	in      Strategy
+	p       GroupParams
+	targets map[netip.AddrPort]Target
+	groups  map[netip.Prefix]*group
+	queue   []Target // to send before asking the inner strategy
+	sent    map[netip.AddrPort]bool
+	owns    map[netip.AddrPort]*own
+	skipped map[netip.AddrPort]time.Duration // what a skipped server was reported at
+	stats   GroupStats
+}
+
+// NewGrouped wraps inner, built from targets (the same list, so that
+// Target.Index agrees), with group probing under p; prior, which may be
+// nil, is the client's memory by group.
+func NewGrouped(inner Strategy, targets []Target, p GroupParams, prior map[netip.Prefix]Prior) (*Grouped, error) {
+	if inner == nil {
+		return nil, fmt.Errorf("%w: no strategy", ErrGroups)
+	}
+	if p.Threshold < 0 || p.Margin < 0 || p.Drift < 0 {
+		return nil, fmt.Errorf("%w: threshold %v, margin %v, drift %v", ErrGroups, p.Threshold, p.Margin, p.Drift)
+	}
+	g := &Grouped{in: inner, p: p, targets: make(map[netip.AddrPort]Target, len(targets)), groups: map[netip.Prefix]*group{},
+		sent: map[netip.AddrPort]bool{}, owns: map[netip.AddrPort]*own{}, skipped: map[netip.AddrPort]time.Duration{}}
+	var first []Target
+	for i, t := range targets {
+		t.Addr = netip.AddrPortFrom(t.Addr.Addr().Unmap(), t.Addr.Port())
+		if _, dup := g.targets[t.Addr]; dup || !t.Addr.IsValid() {
+			continue
+		}
+		t.Index = i
+		g.targets[t.Addr] = t
+		k := GroupKey(t.Addr.Addr())
+		gr := g.groups[k]
+		if gr == nil {
+			gr = &group{}
+			if pr, ok := prior[k]; ok && pr.Samples > 0 && pr.Least >= 0 {
+				gr.least, gr.samples = max(pr.Least-p.Drift, 0), pr.Samples
+				g.decide(gr, pr.Least < p.Threshold)
+			}
+			g.groups[k] = gr
+		}
+		if gr.state == grpNear && p.Threshold > 0 {
+			first = append(first, t)
+		}
+	}
+	slices.SortStableFunc(first, func(a, b Target) int {
+		return cmp.Compare(g.groups[GroupKey(a.Addr.Addr())].least, g.groups[GroupKey(b.Addr.Addr())].least)
+	})
+	for _, t := range first {
+		g.owns[t.Addr] = &own{}
+	}
+	g.queue = first
+	g.stats.First = len(first)
+	return g, nil
+}
+
+// decide sets a group's state from its samples; near says a sample was
+// under the threshold (remembered, or of this run).
+func (g *Grouped) decide(gr *group, near bool) {
+	switch {
+	case g.p.Threshold == 0 || near:
+		gr.state = grpNear
+	case gr.samples > 0 && gr.least >= g.p.Threshold+g.p.Margin/time.Duration(gr.samples):
+		gr.state = grpFar
+	default:
+		gr.state = grpOpen
+	}
+}
+
+// Next returns the next probe: a remembered playable group's server
+// first, a released mate, or what the inner strategy hands out, unless its
+// group holds it or skips it. ok false with Waiting while samples are out
+// that decide held mates.
+func (g *Grouped) Next() (Target, Phase, bool) {
+	for {
+		if len(g.queue) > 0 {
+			t := g.queue[0]
+			g.queue = g.queue[1:]
+			g.sent[t.Addr] = true
+			return t, Reordered, true
+		}
+		if st, _ := g.in.Stopped(); st {
+			return Target{}, Done, false
+		}
+		t, ph, ok := g.in.Next()
+		if !ok {
+			if ph == Done && g.holding() {
+				return Target{}, Waiting, false
+			}
+			return t, ph, false
+		}
+		if o := g.owns[t.Addr]; o != nil {
+			o.asked = true
+			if o.done {
+				if err := g.deliver(t.Addr, o); err != nil {
+					return Target{}, Done, false
+				}
+			}
+			continue
+		}
+		gr := g.groups[GroupKey(t.Addr.Addr())]
+		switch gr.state {
+		case grpOpen:
+			gr.state = grpSampling
+			if gr.fresh {
+				g.stats.Samples++
+			}
+		case grpSampling:
+			gr.held = append(gr.held, t)
+			continue
+		case grpFar:
+			if gr.fresh {
+				g.stats.Skipped++
+			} else {
+				g.stats.Remembered++
+			}
+			g.skipped[t.Addr] = gr.least
+			if err := g.in.Observe(t.Addr, gr.least, true); err != nil {
+				return Target{}, Done, false
+			}
+			continue
+		}
+		g.sent[t.Addr] = true
+		return t, ph, true
+	}
+}
+
+// holding reports whether a sample is out whose group holds mates, or a
+// probe sent first whose outcome the inner strategy still waits for.
+func (g *Grouped) holding() bool {
+	for _, gr := range g.groups {
+		if len(gr.held) > 0 {
+			return true
+		}
+	}
+	for _, o := range g.owns {
+		if o.asked && !o.delivered {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *Grouped) deliver(a netip.AddrPort, o *own) error {
+	o.delivered = true
+	return g.in.Observe(a, o.rtt, o.answered)
+}
+
+// Observe records the outcome of a probe handed out by Next. It refuses
+// an address not in the list (ErrUnknown) and one not outstanding
+// (ErrNotSent).
+func (g *Grouped) Observe(addr netip.AddrPort, rtt time.Duration, answered bool) error {
+	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
+	if _, ok := g.targets[addr]; !ok {
+		return fmt.Errorf("%w: %v", ErrUnknown, addr)
+	}
+	if !g.sent[addr] {
+		return fmt.Errorf("%w: %v", ErrNotSent, addr)
+	}
+	delete(g.sent, addr)
+	gr := g.groups[GroupKey(addr.Addr())]
+	if answered {
+		if gr.samples == 0 || rtt < gr.least {
+			gr.least = rtt
+		}
+		gr.samples++
+		gr.fresh = true
+	}
+	if o := g.owns[addr]; o != nil {
+		o.done, o.rtt, o.answered = true, rtt, answered
+		if o.asked {
+			return g.deliver(addr, o)
+		}
+		return nil
+	}
+	if err := g.in.Observe(addr, rtt, answered); err != nil {
+		return err
+	}
+	if gr.state != grpSampling {
+		return nil
+	}
+	if answered {
+		g.decide(gr, rtt < g.p.Threshold)
+	} else {
+		gr.state = grpOpen
+	}
+	switch gr.state {
+	case grpNear:
+		g.queue = append(g.queue, gr.held...)
+		gr.held = nil
+	case grpFar:
+		for _, t := range gr.held {
+			g.stats.Skipped++
+			g.skipped[t.Addr] = gr.least
+			if st, _ := g.in.Stopped(); st {
+				continue // it no longer listens
+			}
+			if err := g.in.Observe(t.Addr, gr.least, true); err != nil {
+				return err
+			}
+		}
+		gr.held = nil
+	case grpOpen:
+		// Undecided (or the sample was lost): the next mate held is the
+		// next sample; with none held, the next one handed out will be.
+		if len(gr.held) > 0 {
+			t := gr.held[0]
+			gr.held = gr.held[1:]
+			gr.state = grpSampling
+			g.queue = append(g.queue, t)
+			if gr.fresh {
+				g.stats.Samples++
+			}
+		}
+	}
+	return nil
+}
+
+// Stopped reports whether discovery is over: the inner strategy stopped
+// and no probe of the wrapper's own is left to send or to hear from.
+func (g *Grouped) Stopped() (bool, StopInfo) {
+	st, info := g.in.Stopped()
+	return st && len(g.queue) == 0 && len(g.sent) == 0, info
+}
+
+// Skip reports whether a was skipped, and the least RTT of its group it
+// was reported at then (remembered ones less the drift).
+func (g *Grouped) Skip(a netip.AddrPort) (least time.Duration, ok bool) {
+	least, ok = g.skipped[netip.AddrPortFrom(a.Addr().Unmap(), a.Port())]
+	return least, ok
+}
+
+// Clusters are the inner strategy's.
+func (g *Grouped) Clusters() []ClusterInfo { return g.in.Clusters() }
+
+// Stats returns what group probing saved and spent so far.
+func (g *Grouped) Stats() GroupStats { return g.stats }
+
+// Inner returns the wrapped strategy.
+func (g *Grouped) Inner() Strategy { return g.in }
+
+var _ Strategy = (*Grouped)(nil)

@@ -1,0 +1,259 @@
+package adaptive
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+// recorder is a Strategy that passes its inner one's hand-outs through and
+// counts what it is told, so a test can check that the inner strategy
+// hears of every server it handed out exactly once.
+type recorder struct {
+	Strategy
+	told map[netip.AddrPort]int
+	rtt  map[netip.AddrPort]time.Duration
+}
+
+func newRecorder(s Strategy) *recorder {
+	return &recorder{Strategy: s, told: map[netip.AddrPort]int{}, rtt: map[netip.AddrPort]time.Duration{}}
+}
+
+func (r *recorder) Observe(a netip.AddrPort, rtt time.Duration, answered bool) error {
+	r.told[a]++
+	r.rtt[a] = rtt
+	return r.Strategy.Observe(a, rtt, answered)
+}
+
+func grouped(t testing.TB, ts []Target, prior map[netip.Prefix]Prior) (*Grouped, *recorder) {
+	t.Helper()
+	c, err := NewConventional(ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder(c)
+	g, err := NewGrouped(rec, ts, DefaultGroups(), prior)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, rec
+}
+
+// fixed is a world of given RTTs by address; missing ones never answer.
+func fixed(rtts map[string]float64) truth {
+	return func(t Target) (time.Duration, bool) {
+		r, ok := rtts[t.Addr.Addr().String()]
+		return ms(r), ok
+	}
+}
+
+func sent(ps []probe) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.t.Addr.Addr().String())
+	}
+	return out
+}
+
+func TestGrouped_SkipsTheMatesOfAFarGroup(t *testing.T) {
+	ts := []Target{tg("10.0.0.1", "DE"), tg("10.0.0.2", "DE"), tg("10.0.0.3", "DE"), tg("10.0.1.1", "DE")}
+	g, rec := grouped(t, ts, nil)
+	ps := drive(t, g, fixed(map[string]float64{"10.0.0.1": 250, "10.0.0.2": 250, "10.0.0.3": 250, "10.0.1.1": 30}))
+	if got := sent(ps); fmt.Sprint(got) != "[10.0.0.1 10.0.1.1]" {
+		t.Errorf("probed %v, want one of the far /24 and the other /24's", got)
+	}
+	if st := g.Stats(); st.Skipped != 2 {
+		t.Errorf("stats %+v, want 2 skipped", st)
+	}
+	for _, tt := range ts {
+		if rec.told[tt.Addr] != 1 {
+			t.Errorf("inner strategy told of %v %d times", tt.Addr, rec.told[tt.Addr])
+		}
+	}
+	if r := rec.rtt[ts[2].Addr]; r != ms(250) {
+		t.Errorf("a skipped mate was reported at %v, want the sample's 250ms", r)
+	}
+}
+
+func TestGrouped_ProbesEveryMateOfAPlayableGroup(t *testing.T) {
+	ts := addrs("AU", 10, 0, 5)
+	g, _ := grouped(t, ts, nil)
+	rtts := map[string]float64{}
+	for _, tt := range ts {
+		rtts[tt.Addr.Addr().String()] = 199
+	}
+	if ps := drive(t, g, fixed(rtts)); len(ps) != 5 {
+		t.Errorf("%d probes, want all 5", len(ps))
+	}
+}
+
+// TestGrouped_SamplesAgainNearTheThreshold: with M = 20 ms, a first sample
+// at 212 ms is under 220 and a second at 207 under 210, so a third is
+// taken; 207 is at least 200 + 20/3 and the rest are skipped.
+func TestGrouped_SamplesAgainNearTheThreshold(t *testing.T) {
+	ts := addrs("US", 10, 1, 6)
+	g, _ := grouped(t, ts, nil)
+	ps := drive(t, g, fixed(map[string]float64{"10.1.0.1": 212, "10.1.0.2": 207, "10.1.0.3": 209, "10.1.0.4": 190, "10.1.0.5": 190, "10.1.0.6": 190}))
+	if len(ps) != 3 {
+		t.Fatalf("%d probes (%v), want 3 samples", len(ps), sent(ps))
+	}
+	if st := g.Stats(); st.Skipped != 3 || st.Samples != 2 {
+		t.Errorf("stats %+v, want 3 skipped after 2 further samples", st)
+	}
+}
+
+// TestGrouped_OneSampleUnderTheThresholdKeepsTheGroup: the least sample,
+// not the first, decides; any sample under the threshold makes the group
+// playable.
+func TestGrouped_OneSampleUnderTheThresholdKeepsTheGroup(t *testing.T) {
+	ts := addrs("US", 10, 2, 4)
+	g, _ := grouped(t, ts, nil)
+	ps := drive(t, g, fixed(map[string]float64{"10.2.0.1": 215, "10.2.0.2": 199.5, "10.2.0.3": 203, "10.2.0.4": 201}))
+	if len(ps) != 4 {
+		t.Errorf("%d probes, want every mate once one answered under 200 ms", len(ps))
+	}
+}
+
+func TestGrouped_ALostProbeIsNotASample(t *testing.T) {
+	ts := addrs("FR", 10, 3, 3)
+	g, _ := grouped(t, ts, nil)
+	// The first is silent (gone since it registered): the second is the
+	// sample, and it decides.
+	ps := drive(t, g, fixed(map[string]float64{"10.3.0.2": 300, "10.3.0.3": 300}))
+	if len(ps) != 2 || g.Stats().Skipped != 1 {
+		t.Errorf("probed %v, stats %+v; want 2 probes and 1 skipped", sent(ps), g.Stats())
+	}
+}
+
+func TestGrouped_AnAddressIsOneGroup(t *testing.T) {
+	var ts []Target
+	for port := range 4 {
+		ts = append(ts, Target{Addr: netip.AddrPortFrom(netip.MustParseAddr("2001:db8::1"), uint16(27960+port))})
+	}
+	ts = append(ts, Target{Addr: netip.AddrPortFrom(netip.MustParseAddr("2001:db8:0:1::1"), 27960)})
+	g, _ := grouped(t, ts, nil)
+	ps := drive(t, g, fixed(map[string]float64{"2001:db8::1": 300, "2001:db8:0:1::1": 300}))
+	if len(ps) != 2 {
+		t.Errorf("probed %v, want one per /64", sent(ps))
+	}
+}
+
+func TestGrouped_RememberedPlayableGroupsFirst(t *testing.T) {
+	ts := []Target{tg("10.9.0.1", "DE"), tg("10.9.0.2", "DE"), tg("10.8.0.1", "AU"), tg("10.8.0.2", "AU")}
+	prior := map[netip.Prefix]Prior{GroupKey(netip.MustParseAddr("10.8.0.1")): {Least: ms(40), Samples: 3}}
+	g, rec := grouped(t, ts, prior)
+	ps := drive(t, g, fixed(map[string]float64{"10.9.0.1": 300, "10.9.0.2": 300, "10.8.0.1": 41, "10.8.0.2": 42}))
+	if got := fmt.Sprint(sent(ps)); got != "[10.8.0.1 10.8.0.2 10.9.0.1]" {
+		t.Errorf("probed %v, want the remembered playable group first, then one of the other", got)
+	}
+	if st := g.Stats(); st.First != 2 || st.Skipped != 1 {
+		t.Errorf("stats %+v", st)
+	}
+	for _, tt := range ts {
+		if rec.told[tt.Addr] != 1 {
+			t.Errorf("inner strategy told of %v %d times", tt.Addr, rec.told[tt.Addr])
+		}
+	}
+}
+
+func TestGrouped_RememberedFarGroupIsNotProbed(t *testing.T) {
+	ts := addrs("BR", 10, 4, 3)
+	prior := map[netip.Prefix]Prior{GroupKey(ts[0].Addr.Addr()): {Least: ms(330), Samples: 1}}
+	g, rec := grouped(t, ts, prior)
+	if ps := drive(t, g, fixed(nil)); len(ps) != 0 {
+		t.Errorf("probed %v, want none", sent(ps))
+	}
+	if g.Stats().Remembered != 3 || rec.rtt[ts[1].Addr] != ms(328) {
+		t.Errorf("stats %+v, reported %v; want 3 remembered, reported at the least less the drift", g.Stats(), rec.rtt[ts[1].Addr])
+	}
+}
+
+// TestGrouped_DriftKeepsARememberedEdgeOpen: remembered at 221 ms once,
+// less 2 ms of drift is 219, under 200 + 20/1: one fresh sample decides.
+func TestGrouped_DriftKeepsARememberedEdgeOpen(t *testing.T) {
+	ts := addrs("US", 10, 5, 4)
+	prior := map[netip.Prefix]Prior{GroupKey(ts[0].Addr.Addr()): {Least: ms(221), Samples: 1}}
+	g, _ := grouped(t, ts, prior)
+	ps := drive(t, g, fixed(map[string]float64{"10.5.0.1": 222, "10.5.0.2": 222, "10.5.0.3": 222, "10.5.0.4": 222}))
+	if len(ps) != 1 {
+		t.Errorf("probed %v, want one fresh sample (2 samples, least 219 >= 210)", sent(ps))
+	}
+}
+
+func TestNewGrouped_Refuses(t *testing.T) {
+	c, _ := NewConventional(addrs("DE", 10, 0, 2))
+	for _, p := range []GroupParams{{Threshold: -1}, {Margin: -1}, {Drift: -1}} {
+		if _, err := NewGrouped(c, nil, p, nil); !errors.Is(err, ErrGroups) {
+			t.Errorf("%+v: %v", p, err)
+		}
+	}
+	if _, err := NewGrouped(nil, nil, DefaultGroups(), nil); !errors.Is(err, ErrGroups) {
+		t.Errorf("nil strategy: %v", err)
+	}
+}
+
+// TestGrouped_Properties: on random lists and worlds where a /24's servers
+// share an RTT up to a little queueing, with many probes in flight and
+// outcomes in any order, around the adaptive planner: no server is probed
+// twice, the inner planner hears of every server it handed out exactly
+// once, and a server is skipped only when its group had a sample at or
+// over the threshold; with no queueing at all no playable server is
+// skipped.
+func TestGrouped_Properties(t *testing.T) {
+	for seed := range uint64(40) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		var ts []Target
+		base := map[netip.Prefix]float64{}
+		for range 1 + rng.IntN(300) {
+			a := netip.AddrFrom4([4]byte{10, byte(rng.IntN(4)), byte(rng.IntN(8)), byte(1 + rng.IntN(3))})
+			ts = append(ts, Target{Addr: netip.AddrPortFrom(a, uint16(27960+rng.IntN(4))), Country: []string{"DE", "US", "AU"}[rng.IntN(3)]})
+			if _, ok := base[GroupKey(a)]; !ok {
+				base[GroupKey(a)] = 150 + 100*rng.Float64()
+			}
+		}
+		jitter := seed%2 == 1
+		world := func(tt Target) (time.Duration, bool) {
+			if tt.Addr.Addr().As4()[3] == 3 && seed%3 == 0 {
+				return 0, false
+			}
+			r := base[GroupKey(tt.Addr.Addr())]
+			if jitter {
+				r += 2 * rng.ExpFloat64()
+			}
+			return ms(r), true
+		}
+		pl, err := New(ts, Scout(), rand.New(rand.NewPCG(seed, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := newRecorder(pl)
+		g, err := NewGrouped(rec, ts, DefaultGroups(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps := driveBatched(t, g, world, rng, 1+rng.IntN(16))
+		seen := map[netip.AddrPort]bool{}
+		for _, p := range ps {
+			if seen[p.t.Addr] {
+				t.Fatalf("seed %d: %v probed twice", seed, p.t.Addr)
+			}
+			seen[p.t.Addr] = true
+		}
+		for a, n := range rec.told {
+			if n != 1 {
+				t.Fatalf("seed %d: inner planner told of %v %d times", seed, a, n)
+			}
+		}
+		for _, tt := range ts {
+			if rec.told[tt.Addr] == 1 && !seen[tt.Addr] && rec.rtt[tt.Addr] < ms(200) {
+				t.Fatalf("seed %d: %v skipped on a sample of %v", seed, tt.Addr, rec.rtt[tt.Addr])
+			}
+			if !jitter && rec.told[tt.Addr] == 1 && !seen[tt.Addr] && base[GroupKey(tt.Addr.Addr())] < 200 {
+				t.Fatalf("seed %d: playable %v skipped", seed, tt.Addr)
+			}
+		}
+	}
+}
