@@ -86,6 +86,12 @@ type PlanParams struct {
 	// landmark) predict it unplayable (siblings.go); nil probes every
 	// candidate.
 	Siblings *Siblings
+	// Sites, when set, measures instead of trusting the bound: a server
+	// the stop rule would leave out (or, with Sites.All, every bounded
+	// server) is probed only through its site's representatives
+	// (sites.go), and its site comes back when one answers near. nil
+	// leaves them out unprobed.
+	Sites *SiteCheck
 }
 
 // DefaultPlanParams returns the defaults: 200 ms, no margin, drop 0,
@@ -107,6 +113,10 @@ type PlanInput struct {
 	// Landmarks is the K x K matrix of the landmarks' RTTs to each other,
 	// for Repair; nil with Repair off.
 	Landmarks [][]float64
+	// Known, when not nil, marks the targets (same order) whose group the
+	// client remembers: they are a site's representatives first, since
+	// their outcome may come without a probe (adaptive.Grouped).
+	Known []bool
 	// LandmarksDerived says Landmarks was derived from the servers'
 	// vectors (MatrixFromVectors) instead of measured: Repair then clips
 	// the servers' vectors but not the client's, whose entries are its own
@@ -182,6 +192,7 @@ type Planner struct {
 	stopped bool
 	info    adaptive.StopInfo
 	sib     *siblingIndex // nil without PlanParams.Siblings
+	sites   *siteIndex    // nil without PlanParams.Sites
 }
 
 // NewPlanner plans the discovery of in.Targets. Duplicate addresses are
@@ -207,6 +218,12 @@ func NewPlanner(in PlanInput, p PlanParams, rng *rand.Rand) (*Planner, error) {
 	default:
 		return nil, fmt.Errorf("%w: stop on %q", ErrPlan, p.Stop)
 	}
+	if c := p.Sites; c != nil && (!(c.Margin >= 0) || math.IsInf(c.Margin, 0) || !(c.Spread >= 0) || math.IsInf(c.Spread, 0)) {
+		return nil, fmt.Errorf("%w: sites' margin %v, spread %v", ErrPlan, c.Margin, c.Spread)
+	}
+	if in.Known != nil && len(in.Known) != len(in.Targets) {
+		return nil, fmt.Errorf("%w: %d targets, %d known flags", ErrPlan, len(in.Targets), len(in.Known))
+	}
 	if s := p.Siblings; s != nil && (!(s.Tolerance > 0) || math.IsInf(s.Tolerance, 0) || math.IsNaN(s.Margin) || math.IsInf(s.Margin, 0) || !(s.MaxDelta >= 0) || !(s.Near >= 0)) {
 		return nil, fmt.Errorf("%w: siblings' tolerance %v, margin %v, largest difference %v, near %v", ErrPlan, s.Tolerance, s.Margin, s.MaxDelta, s.Near)
 	}
@@ -224,6 +241,9 @@ func NewPlanner(in PlanInput, p PlanParams, rng *rand.Rand) (*Planner, error) {
 		return nil, fmt.Errorf("%w: client height %v", ErrPlan, h)
 	}
 	pl := &Planner{p: p, index: make(map[netip.AddrPort]int32, len(in.Targets)), slotOf: make([]int32, len(in.Targets))}
+	if p.Sites != nil {
+		pl.sites = newSiteIndex(*p.Sites)
+	}
 	if p.Siblings != nil && (p.Siblings.Near <= 0 || nearest(in.Client)-h <= p.Siblings.Near) {
 		pl.sib = newSiblingIndex(*p.Siblings)
 	}
@@ -285,7 +305,9 @@ func NewPlanner(in PlanInput, p PlanParams, rng *rand.Rand) (*Planner, error) {
 			case EstMid:
 				stop = (sl.lo + hi) / 2
 			}
-			if stop-p.Margin <= p.Threshold {
+			if pl.sites != nil && (pl.sites.p.All || stop-p.Margin > p.Threshold) {
+				pl.sites.add(s, t, v, in.Known != nil && in.Known[i])
+			} else if stop-p.Margin <= p.Threshold {
 				if p.Calibrate != nil {
 					sl.sub = true
 					pl.subIdx = append(pl.subIdx, s)
@@ -300,6 +322,9 @@ func NewPlanner(in PlanInput, p PlanParams, rng *rand.Rand) (*Planner, error) {
 			unknown = append(unknown, t)
 		}
 		pl.slots = append(pl.slots, sl)
+	}
+	if pl.sites != nil {
+		pl.order = append(pl.order, pl.sites.form(pl.slots)...)
 	}
 	slices.SortStableFunc(pl.order, func(a, b int32) int { return cmp.Compare(pl.slots[a].est, pl.slots[b].est) })
 	if len(unknown) > 0 {
@@ -376,7 +401,7 @@ func (pl *Planner) Next() (adaptive.Target, adaptive.Phase, bool) {
 		pl.hand(s)
 		return pl.targets[s], adaptive.Reordered, true
 	}
-	if !pl.subDone {
+	if !pl.subDone || pl.sites.waiting() {
 		return adaptive.Target{}, adaptive.Waiting, false
 	}
 	pl.checkStop()
@@ -404,6 +429,11 @@ func (pl *Planner) Observe(addr netip.AddrPort, rtt time.Duration, answered bool
 	}
 	sl.status = slotObserved
 	pl.out--
+	if pl.sites != nil {
+		if more := pl.sites.observed(s, rtt, answered, pl.p.Threshold, pl.slots); len(more) > 0 {
+			pl.order = slices.Insert(pl.order, pl.next, more...)
+		}
+	}
 	if pl.sib != nil && answered {
 		pl.sib.observed(s, rtt)
 	}
