@@ -1,0 +1,350 @@
+// Package rttcache is the client's memory of its own round-trip times: per
+// server group (a /24, or an IPv6 /64: adaptive.GroupKey), the few latest
+// samples, each the least RTT of a run in that group, with the time it
+// was taken. A later run of scout servers orders and stops by it
+// (adaptive.Grouped: groups remembered playable are probed first, groups
+// remembered far are not probed); servers it has never seen fall back to
+// the landmarks and calibration. Only measurements over the client's own
+// path are close enough to stop by: a landmark's, or another player's,
+// are tens of ms off (EVALUATION.md, "The client's memory").
+//
+// The memory is only as good as the paths are stable, so it is bounded
+// in age (MaxAge), and it is tied to where it was measured from: the
+// client's RTTs to the masters it asked (the vantage). A run whose RTTs
+// to the same masters differ by more than VantageTolerance (a laptop on
+// another network) does not use it.
+//
+// The core (Cache, Parse, AppendText) is pure: times are passed in. The
+// file shell (Load, Save, DefaultPath) writes atomically (a temporary
+// file, synced, renamed over the old one) and treats the file as hostile:
+// a damaged one is moved aside and the run starts with an empty memory.
+//
+// The file is text, one record a line:
+//
+//	scout-rtt-cache 1
+//	vantage 192.0.2.1:27950 31.2
+//	group 203.0.113.0/24 1767225600 41.3 1767229200 40.9
+//	end 1c291ca3
+//
+// "vantage" gives a master and the client's RTT to it (ms); "group" a
+// group, then up to MaxSamples pairs of Unix time (s) and RTT (ms), oldest
+// first; "end" the CRC-32 (IEEE) of every byte before its line, in hex.
+package rttcache
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"maps"
+	"math"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/scout-discovery/scout/adaptive"
+)
+
+// Limits.
+const (
+	// MaxGroups bounds the groups kept; past it, the groups sampled
+	// longest ago are dropped first. A full Source list is about 20,000
+	// /24s.
+	MaxGroups = 1 << 16
+	// MaxSamples bounds the samples kept per group, newest kept.
+	MaxSamples = 4
+	// MaxAge is how old a sample may be and still be used. The shared
+	// data has no RTT time series to fit it on (EVALUATION.md): a day is
+	// the span over which the two directions of a path, measured apart,
+	// agreed within 3 ms for 99% of the paths.
+	MaxAge = 24 * time.Hour
+	// MaxVantage bounds the masters a vantage holds.
+	MaxVantage = 32
+	// MaxFile bounds the file's size: a larger one is refused as damaged.
+	MaxFile = 8 << 20
+	// MaxRTT bounds an RTT (ms) the file may hold.
+	MaxRTT = 60_000
+	// maxLine bounds a line's length: a group line with MaxSamples pairs
+	// is under 120 bytes.
+	maxLine = 256
+)
+
+// VantageTolerance is how far (ms) the client's RTT to a master may be
+// from the one remembered, or that fraction of it if larger, for the
+// memory to be used.
+const (
+	VantageTolerance      = 10.0
+	VantageToleranceShare = 0.2
+)
+
+// header is the file's first line.
+const header = "scout-rtt-cache 1"
+
+// Sample is one remembered RTT.
+type Sample struct {
+	At  time.Time     // when it was measured (second precision)
+	RTT time.Duration // 0.1 ms precision
+}
+
+// Cache is the memory: the groups' samples and the vantage. The zero
+// value is not usable; New makes one. Not safe for concurrent use.
+type Cache struct {
+	groups  map[netip.Prefix][]Sample // oldest first
+	vantage map[netip.AddrPort]time.Duration
+}
+
+// New returns an empty Cache.
+func New() *Cache {
+	return &Cache{groups: map[netip.Prefix][]Sample{}, vantage: map[netip.AddrPort]time.Duration{}}
+}
+
+// Len returns the number of groups remembered.
+func (c *Cache) Len() int { return len(c.groups) }
+
+// Outcome is one probe's outcome, as a run reports it.
+type Outcome struct {
+	Addr     netip.AddrPort
+	RTT      time.Duration
+	Answered bool
+}
+
+// Record remembers a run's outcomes, measured at now from a client whose
+// RTTs to the masters it asked were vantage: per group, the least answered
+// RTT of the run becomes a sample. A vantage that does not match the one
+// remembered (Matches) starts the memory afresh.
+func (c *Cache) Record(now time.Time, vantage map[netip.AddrPort]time.Duration, outs []Outcome) {
+	if !c.Matches(vantage) {
+		clear(c.groups)
+		clear(c.vantage)
+	}
+	for _, a := range slices.SortedFunc(maps.Keys(vantage), func(x, y netip.AddrPort) int { return x.Compare(y) }) {
+		if _, ok := c.vantage[a]; ok || len(c.vantage) < MaxVantage {
+			c.vantage[a] = vantage[a].Round(100 * time.Microsecond)
+		}
+	}
+	least := map[netip.Prefix]time.Duration{}
+	for _, o := range outs {
+		if !o.Answered || o.RTT <= 0 || o.RTT > MaxRTT*time.Millisecond || !o.Addr.IsValid() {
+			continue
+		}
+		k := adaptive.GroupKey(o.Addr.Addr())
+		if d, ok := least[k]; !ok || o.RTT < d {
+			least[k] = o.RTT
+		}
+	}
+	at := now.Truncate(time.Second)
+	for k, d := range least {
+		s := append(c.groups[k], Sample{At: at, RTT: d.Round(100 * time.Microsecond)})
+		if len(s) > MaxSamples {
+			s = slices.Delete(s, 0, len(s)-MaxSamples)
+		}
+		c.groups[k] = s
+	}
+	c.bound()
+}
+
+// bound drops the groups sampled longest ago past MaxGroups.
+func (c *Cache) bound() {
+	if len(c.groups) <= MaxGroups {
+		return
+	}
+	type kt struct {
+		k  netip.Prefix
+		at time.Time
+	}
+	all := make([]kt, 0, len(c.groups))
+	for k, s := range c.groups {
+		all = append(all, kt{k, s[len(s)-1].At})
+	}
+	slices.SortFunc(all, func(a, b kt) int { return cmp.Or(a.at.Compare(b.at), a.k.Addr().Compare(b.k.Addr())) })
+	for _, x := range all[:len(all)-MaxGroups] {
+		delete(c.groups, x.k)
+	}
+}
+
+// Matches reports whether a client whose RTTs to its masters are vantage
+// is where the memory was measured from: every master both know within
+// VantageTolerance (or VantageToleranceShare). With no master in common
+// (or an empty memory) it matches: nothing says the client moved.
+func (c *Cache) Matches(vantage map[netip.AddrPort]time.Duration) bool {
+	for a, d := range vantage {
+		old, ok := c.vantage[a]
+		if !ok {
+			continue
+		}
+		tol := max(VantageTolerance, VantageToleranceShare*millis(old))
+		if math.Abs(millis(d)-millis(old)) > tol {
+			return false
+		}
+	}
+	return true
+}
+
+// Priors returns, per group, what a run at now may use: the least RTT of
+// the samples at most MaxAge old and how many there are (a sample dated
+// after now, a clock set back, is not used).
+func (c *Cache) Priors(now time.Time) map[netip.Prefix]adaptive.Prior {
+	out := make(map[netip.Prefix]adaptive.Prior, len(c.groups))
+	for k, ss := range c.groups {
+		var p adaptive.Prior
+		for _, s := range ss {
+			age := now.Sub(s.At)
+			if age < 0 || age > MaxAge {
+				continue
+			}
+			if p.Samples == 0 || s.RTT < p.Least {
+				p.Least = s.RTT
+			}
+			p.Samples++
+		}
+		if p.Samples > 0 {
+			out[k] = p
+		}
+	}
+	return out
+}
+
+// Samples returns a group's samples, oldest first (nil if none).
+func (c *Cache) Samples(k netip.Prefix) []Sample { return slices.Clone(c.groups[k]) }
+
+// ErrDamaged is wrapped by Parse's error: the bytes are not a cache file
+// this version wrote.
+var ErrDamaged = errors.New("rttcache: damaged file")
+
+// Parse reads a cache file. It refuses anything but what AppendText
+// writes: a wrong header, an unknown record, a value out of range, a
+// group not a /24 (or /64), a record past a bound, a missing or wrong
+// end line.
+func Parse(b []byte) (*Cache, error) {
+	bad := func(line int, format string, a ...any) error {
+		return fmt.Errorf("%w: line %d: "+format, append([]any{ErrDamaged, line}, a...)...)
+	}
+	if len(b) > MaxFile {
+		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrDamaged, len(b), MaxFile)
+	}
+	c := New()
+	rest := b
+	for n := 1; ; n++ {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			return nil, bad(n, "no end line")
+		}
+		line := rest[:i]
+		start := len(b) - len(rest)
+		rest = rest[i+1:]
+		if len(line) > maxLine {
+			return nil, bad(n, "%d bytes long", len(line))
+		}
+		f := strings.Fields(string(line))
+		if n == 1 {
+			if string(line) != header {
+				return nil, bad(n, "not %q", header)
+			}
+			continue
+		}
+		if len(f) == 0 {
+			return nil, bad(n, "empty")
+		}
+		switch f[0] {
+		case "end":
+			if len(f) != 2 {
+				return nil, bad(n, "end: want a checksum")
+			}
+			sum, err := strconv.ParseUint(f[1], 16, 32)
+			if err != nil || uint32(sum) != crc32.ChecksumIEEE(b[:start]) {
+				return nil, bad(n, "checksum %q does not match", f[1])
+			}
+			if len(rest) != 0 {
+				return nil, bad(n+1, "bytes after the end line")
+			}
+			return c, nil
+		case "vantage":
+			if len(f) != 3 {
+				return nil, bad(n, "vantage: want ADDR:PORT MS")
+			}
+			a, err := netip.ParseAddrPort(f[1])
+			d, ok := parseMs(f[2])
+			if err != nil || !ok || a.Addr().Zone() != "" || len(c.vantage) >= MaxVantage {
+				return nil, bad(n, "vantage %q %q", f[1], f[2])
+			}
+			if _, dup := c.vantage[a]; dup {
+				return nil, bad(n, "vantage %v twice", a)
+			}
+			c.vantage[a] = d
+		case "group":
+			if len(f) < 4 || len(f)%2 != 0 || (len(f)-2)/2 > MaxSamples {
+				return nil, bad(n, "group: want PREFIX and 1 to %d pairs of TIME MS", MaxSamples)
+			}
+			p, err := netip.ParsePrefix(f[1])
+			if err != nil || p != adaptive.GroupKey(p.Addr()) || p.Addr().Is4In6() {
+				return nil, bad(n, "group %q is not a /%d or /%d", f[1], adaptive.GroupBits4, adaptive.GroupBits6)
+			}
+			if _, dup := c.groups[p]; dup {
+				return nil, bad(n, "group %v twice", p)
+			}
+			if len(c.groups) >= MaxGroups {
+				return nil, bad(n, "more than %d groups", MaxGroups)
+			}
+			var ss []Sample
+			for j := 2; j < len(f); j += 2 {
+				t, err := strconv.ParseInt(f[j], 10, 64)
+				d, ok := parseMs(f[j+1])
+				if err != nil || t < 0 || t > maxUnix || !ok || d <= 0 {
+					return nil, bad(n, "sample %q %q", f[j], f[j+1])
+				}
+				at := time.Unix(t, 0).UTC()
+				if len(ss) > 0 && at.Before(ss[len(ss)-1].At) {
+					return nil, bad(n, "samples out of order")
+				}
+				ss = append(ss, Sample{At: at, RTT: d})
+			}
+			c.groups[p] = ss
+		default:
+			return nil, bad(n, "unknown record %q", f[0])
+		}
+	}
+}
+
+// maxUnix bounds a sample's time: the year 9999.
+const maxUnix = 253402300799
+
+// parseMs reads an RTT in ms with at most one decimal, 0 to MaxRTT.
+func parseMs(s string) (time.Duration, bool) {
+	if len(s) > 8 {
+		return 0, false
+	}
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(x >= 0 && x <= MaxRTT) || strconv.FormatFloat(x, 'f', 1, 64) != s {
+		return 0, false
+	}
+	return time.Duration(math.Round(x*10)) * 100 * time.Microsecond, true
+}
+
+func fmtMs(d time.Duration) string {
+	return strconv.FormatFloat(float64(d.Round(100*time.Microsecond))/float64(time.Millisecond), 'f', 1, 64)
+}
+
+func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// AppendText appends the file's bytes to b: records in a fixed order (the
+// vantage by address, the groups by prefix), so that the same memory
+// writes the same bytes.
+func (c *Cache) AppendText(b []byte) []byte {
+	start := len(b)
+	b = append(b, header...)
+	b = append(b, '\n')
+	for _, a := range slices.SortedFunc(maps.Keys(c.vantage), func(x, y netip.AddrPort) int { return x.Compare(y) }) {
+		b = fmt.Appendf(b, "vantage %s %s\n", a, fmtMs(c.vantage[a]))
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(c.groups), func(x, y netip.Prefix) int { return x.Addr().Compare(y.Addr()) }) {
+		b = fmt.Appendf(b, "group %s", k)
+		for _, s := range c.groups[k] {
+			b = fmt.Appendf(b, " %d %s", s.At.Unix(), fmtMs(s.RTT))
+		}
+		b = append(b, '\n')
+	}
+	return fmt.Appendf(b, "end %08x\n", crc32.ChecksumIEEE(b[start:]))
+}

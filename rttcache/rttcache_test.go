@@ -1,0 +1,254 @@
+package rttcache
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scout-discovery/scout/adaptive"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func ms(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }
+
+func out(addr string, rtt float64) Outcome {
+	return Outcome{Addr: netip.MustParseAddrPort(addr), RTT: ms(rtt), Answered: true}
+}
+
+var master = netip.MustParseAddrPort("192.0.2.1:27950")
+
+// golden is what TestCache_WritesTheDocumentedFormat's memory writes.
+const golden = "scout-rtt-cache 1\n" +
+	"vantage 192.0.2.1:27950 31.2\n" +
+	"group 198.51.100.0/24 1767225600 250.0\n" +
+	"group 203.0.113.0/24 1767225600 41.3 1767229200 40.9\n" +
+	"group 2001:db8::/64 1767229200 88.0\n"
+
+func goldenCache() *Cache {
+	c := New()
+	v := map[netip.AddrPort]time.Duration{master: ms(31.2)}
+	c.Record(t0, v, []Outcome{out("203.0.113.7:27960", 41.3), out("203.0.113.9:27960", 44), out("198.51.100.1:27960", 250), {Addr: netip.MustParseAddrPort("198.51.100.2:27960")}})
+	c.Record(t0.Add(time.Hour), v, []Outcome{out("203.0.113.7:27961", 40.9), out("[2001:db8::5]:27960", 88)})
+	return c
+}
+
+func TestCache_WritesTheDocumentedFormat(t *testing.T) {
+	b := goldenCache().AppendText(nil)
+	body, end, _ := bytes.Cut(b, []byte("end "))
+	if string(body) != golden {
+		t.Errorf("wrote\n%s\nwant\n%s", body, golden)
+	}
+	if len(end) != 9 {
+		t.Errorf("end line %q", end)
+	}
+	c, err := Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(c.AppendText(nil), b) {
+		t.Error("parsed and written again, the bytes differ")
+	}
+}
+
+func TestCache_RecordKeepsTheLeastOfARunAndTheNewestSamples(t *testing.T) {
+	c := New()
+	g := adaptive.GroupKey(netip.MustParseAddr("203.0.113.1"))
+	for i := range MaxSamples + 2 {
+		c.Record(t0.Add(time.Duration(i)*time.Minute), nil, []Outcome{out("203.0.113.1:27960", float64(100+i)), out("203.0.113.2:27960", float64(90+i))})
+	}
+	s := c.Samples(g)
+	if len(s) != MaxSamples || s[0].RTT != ms(92) || s[len(s)-1].RTT != ms(95) {
+		t.Errorf("samples %v, want the %d newest, each the least of its run", s, MaxSamples)
+	}
+	p := c.Priors(t0.Add(10 * time.Minute))[g]
+	if p.Least != ms(92) || p.Samples != MaxSamples {
+		t.Errorf("prior %+v", p)
+	}
+}
+
+func TestCache_PriorsUseOnlyFreshSamples(t *testing.T) {
+	c := New()
+	c.Record(t0, nil, []Outcome{out("203.0.113.1:27960", 50)})
+	c.Record(t0.Add(MaxAge), nil, []Outcome{out("203.0.113.1:27960", 70)})
+	g := adaptive.GroupKey(netip.MustParseAddr("203.0.113.1"))
+	if p := c.Priors(t0.Add(MaxAge))[g]; p.Least != ms(50) || p.Samples != 2 {
+		t.Errorf("at MaxAge: %+v, want both samples", p)
+	}
+	if p := c.Priors(t0.Add(MaxAge + time.Second))[g]; p.Least != ms(70) || p.Samples != 1 {
+		t.Errorf("past MaxAge: %+v, want the newer sample only", p)
+	}
+	if _, ok := c.Priors(t0.Add(-time.Second))[g]; ok {
+		t.Error("a clock set back before the samples still used them")
+	}
+}
+
+func TestCache_AnotherVantageStartsAfresh(t *testing.T) {
+	c := goldenCache()
+	if !c.Matches(map[netip.AddrPort]time.Duration{master: ms(39)}) {
+		t.Error("31.2 ms then 39 ms (within 10 ms) does not match")
+	}
+	moved := map[netip.AddrPort]time.Duration{master: ms(120)}
+	if c.Matches(moved) {
+		t.Error("31.2 ms then 120 ms matches")
+	}
+	c.Record(t0.Add(2*time.Hour), moved, []Outcome{out("192.0.2.77:27960", 12)})
+	if c.Len() != 1 {
+		t.Errorf("%d groups after a run from elsewhere, want only its own", c.Len())
+	}
+	if !c.Matches(moved) {
+		t.Error("the new vantage is not the one kept")
+	}
+}
+
+func TestCache_BoundedGroups(t *testing.T) {
+	c := New()
+	var outs []Outcome
+	for i := range MaxGroups + 10 {
+		outs = append(outs, Outcome{Addr: netip.AddrPortFrom(netip.AddrFrom4([4]byte{10 + byte(i>>16), byte(i >> 8), byte(i), 1}), 27960), RTT: ms(50), Answered: true})
+	}
+	c.Record(t0, nil, outs[:10])
+	c.Record(t0.Add(time.Minute), nil, outs[10:])
+	if c.Len() != MaxGroups {
+		t.Fatalf("%d groups, want %d", c.Len(), MaxGroups)
+	}
+	if len(c.Samples(adaptive.GroupKey(outs[0].Addr.Addr()))) != 0 {
+		t.Error("the groups sampled longest ago were not the ones dropped")
+	}
+	if _, err := Parse(c.AppendText(nil)); err != nil {
+		t.Errorf("a full memory does not parse back: %v", err)
+	}
+}
+
+// file returns golden with a valid end line.
+func file(body string) []byte {
+	b := []byte(body)
+	return fmt.Appendf(b, "end %08x\n", crc32IEEE(b))
+}
+
+func TestParse_Refuses(t *testing.T) {
+	for name, b := range map[string][]byte{
+		"empty":                  nil,
+		"header only":            []byte("scout-rtt-cache 1\n"),
+		"another version":        file("scout-rtt-cache 2\n"),
+		"unknown record":         file("scout-rtt-cache 1\nserver 1.2.3.4 5\n"),
+		"wrong checksum":         []byte("scout-rtt-cache 1\nend 00000000\n"),
+		"after the end":          append(file("scout-rtt-cache 1\n"), "group 203.0.113.0/24 1 5.0\n"...),
+		"no newline at the end":  bytes.TrimSuffix(file("scout-rtt-cache 1\n"), []byte("\n")),
+		"a /16":                  file("scout-rtt-cache 1\ngroup 10.1.0.0/16 1767225600 5.0\n"),
+		"not masked":             file("scout-rtt-cache 1\ngroup 10.1.2.3/24 1767225600 5.0\n"),
+		"mapped v4":              file("scout-rtt-cache 1\ngroup ::ffff:10.1.2.0/120 1767225600 5.0\n"),
+		"group twice":            file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 5.0\ngroup 10.1.2.0/24 2 5.0\n"),
+		"no sample":              file("scout-rtt-cache 1\ngroup 10.1.2.0/24\n"),
+		"half a sample":          file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 5.0 2\n"),
+		"too many samples":       file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 5.0 2 5.0 3 5.0 4 5.0 5 5.0\n"),
+		"samples out of order":   file("scout-rtt-cache 1\ngroup 10.1.2.0/24 2 5.0 1 5.0\n"),
+		"RTT too large":          file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 60000.1\n"),
+		"RTT zero":               file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 0.0\n"),
+		"RTT negative":           file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 -5.0\n"),
+		"RTT NaN":                file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 NaN\n"),
+		"RTT not as written":     file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 5\n"),
+		"RTT in exponent":        file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 5e1\n"),
+		"time negative":          file("scout-rtt-cache 1\ngroup 10.1.2.0/24 -1 5.0\n"),
+		"time past 9999":         file("scout-rtt-cache 1\ngroup 10.1.2.0/24 253402300800 5.0\n"),
+		"vantage with a zone":    file("scout-rtt-cache 1\nvantage [fe80::1%eth0]:27950 5.0\n"),
+		"vantage twice":          file("scout-rtt-cache 1\nvantage 1.2.3.4:5 5.0\nvantage 1.2.3.4:5 6.0\n"),
+		"vantage without an RTT": file("scout-rtt-cache 1\nvantage 1.2.3.4:5\n"),
+		"empty line":             file("scout-rtt-cache 1\n\n"),
+		"long line":              file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 5.0" + strings.Repeat(" ", maxLine) + "\n"),
+	} {
+		if _, err := Parse(b); !errors.Is(err, ErrDamaged) {
+			t.Errorf("%s: %v, want ErrDamaged", name, err)
+		}
+	}
+	if _, err := Parse(make([]byte, MaxFile+1)); !errors.Is(err, ErrDamaged) {
+		t.Errorf("a file past MaxFile: %v", err)
+	}
+}
+
+func TestParse_EveryTruncatedPrefixFails(t *testing.T) {
+	b := goldenCache().AppendText(nil)
+	for i := range len(b) {
+		if _, err := Parse(b[:i]); !errors.Is(err, ErrDamaged) {
+			t.Fatalf("prefix of %d bytes: %v", i, err)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add(goldenCache().AppendText(nil))
+	f.Add(file("scout-rtt-cache 1\n"))
+	f.Add(file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 5.0 2 7.5\n"))
+	f.Add([]byte("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 5.0\nend 0\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := Parse(b)
+		if err != nil {
+			if !errors.Is(err, ErrDamaged) {
+				t.Fatalf("error %v is not ErrDamaged", err)
+			}
+			return
+		}
+		out := c.AppendText(nil)
+		c2, err := Parse(out)
+		if err != nil {
+			t.Fatalf("written back, it does not parse: %v\n%s", err, out)
+		}
+		if !bytes.Equal(c2.AppendText(nil), out) {
+			t.Fatal("parse, write, parse, write: not the same bytes")
+		}
+	})
+}
+
+func TestLoad_MissingIsEmpty(t *testing.T) {
+	c, err := Load(filepath.Join(t.TempDir(), "none"))
+	if err != nil || c.Len() != 0 {
+		t.Fatalf("%v, %v", c, err)
+	}
+}
+
+func TestLoad_DamagedIsMovedAsideAndEmpty(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	b := goldenCache().AppendText(nil)
+	b[len(b)/2] ^= 1
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path)
+	if !errors.Is(err, ErrDamaged) || c == nil || c.Len() != 0 {
+		t.Fatalf("Load: %v, %v; want an empty memory and ErrDamaged", c, err)
+	}
+	kept, rerr := os.ReadFile(path + DamagedSuffix)
+	if rerr != nil || !bytes.Equal(kept, b) {
+		t.Errorf("the damaged file was not kept aside: %v", rerr)
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Error("the damaged file is still in place")
+	}
+}
+
+func TestSave_ThenLoad(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "scout", FileName)
+	if err := Save(path, goldenCache()); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(c.AppendText(nil), goldenCache().AppendText(nil)) {
+		t.Error("loaded memory differs from the saved one")
+	}
+	left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".*"))
+	if len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}
+
+func crc32IEEE(b []byte) uint32 { return crc32.ChecksumIEEE(b) }
