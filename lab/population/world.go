@@ -359,3 +359,35 @@ func host(r *rand.Rand, p netip.Prefix, used map[netip.Addr]bool) (netip.Addr, b
 	}
 	return netip.Addr{}, false
 }
+
+// Churned returns the world some time later: share (0 to 1) of its
+// servers, drawn from seed, have left, and as many have joined, drawn from
+// a world of the same configuration built with seed (a joining server at
+// an address already listed is left out). The servers that stay keep
+// their addresses and RTTs; the master's order is drawn again.
+func (w *World) Churned(share float64, seed uint64) (*World, error) {
+	if !(share >= 0 && share <= 1) {
+		return nil, fmt.Errorf("%w: churn %v, want 0 to 1", ErrConfig, share)
+	}
+	cfg := w.Config
+	cfg.Seed = seed
+	other, err := Build(cfg)
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(seed, 0xc4a2))
+	n := int(math.Round(share * float64(len(w.Servers))))
+	out := &World{Config: w.Config, cities: w.cities, latency: w.latency}
+	listed := map[netip.AddrPort]bool{}
+	for _, i := range rng.Perm(len(w.Servers))[n:] {
+		out.Servers = append(out.Servers, w.Servers[i])
+		listed[w.Servers[i].Addr] = true
+	}
+	for _, s := range other.Servers[:min(n, len(other.Servers))] {
+		if !listed[s.Addr] {
+			out.Servers = append(out.Servers, s)
+		}
+	}
+	rng.Shuffle(len(out.Servers), func(i, j int) { out.Servers[i], out.Servers[j] = out.Servers[j], out.Servers[i] })
+	return out, nil
+}

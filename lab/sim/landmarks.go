@@ -56,7 +56,24 @@ const LandmarkAccess = 0
 // server's vector, its own vector and the landmarks' matrix, in ms, each
 // measurement the median of MeasureSamples probes with the model's jitter.
 func landmarkVectors(w *population.World, ml population.MeshLatency, place population.Place, ls LandmarkSet, seed uint64) (vs []landmark.Vector, client landmark.Vector, lm [][]float64) {
-	k := len(ls.Cities)
+	vs, client, lm = LandmarkVectors(w, ml, place, ls.Cities, seed)
+	for i := range vs {
+		if unmeasured(seed, i, ls.Unmeasured) {
+			for j := range vs[i] {
+				vs[i][j] = math.NaN()
+			}
+		}
+	}
+	return vs, client, lm
+}
+
+// LandmarkVectors returns what a client at place knows from landmark
+// masters in cities: every server's vector, its own vector and the
+// landmarks' matrix, in ms, each measurement the median of MeasureSamples
+// probes with the model's jitter (drawn from seed: the same for every
+// place).
+func LandmarkVectors(w *population.World, ml population.MeshLatency, place population.Place, cities []latency.City, seed uint64) (vs []landmark.Vector, client landmark.Vector, lm [][]float64) {
+	k := len(cities)
 	vs = make([]landmark.Vector, len(w.Servers))
 	for i := range vs {
 		vs[i] = make(landmark.Vector, k)
@@ -76,7 +93,7 @@ func landmarkVectors(w *population.World, ml population.MeshLatency, place popul
 	}
 	client = make(landmark.Vector, k)
 	lm = make([][]float64, k)
-	for j, c := range ls.Cities {
+	for j, c := range cities {
 		lp := population.Place{Name: "landmark/" + c.Country + "/" + c.Name, City: c, Access: LandmarkAccess}
 		rtts, _ := w.MeshRTTs(ml, lp)
 		for i, d := range rtts {
@@ -84,19 +101,16 @@ func landmarkVectors(w *population.World, ml population.MeshLatency, place popul
 		}
 		client[j] = measure(place.Access + cityRTT(place.City, c))
 		lm[j] = make([]float64, k)
-		for o, d := range ls.Cities {
+		for o, d := range cities {
 			lm[j][o] = float64(cityRTT(c, d)) / float64(time.Millisecond)
-		}
-	}
-	for i := range vs {
-		if unmeasured(seed, i, ls.Unmeasured) {
-			for j := range vs[i] {
-				vs[i][j] = math.NaN()
-			}
 		}
 	}
 	return vs, client, lm
 }
+
+// Silent reports whether server i never answers in a run of this seed
+// (Input.Seed) and loss (Pacing.Loss).
+func Silent(seed uint64, i int, loss float64) bool { return silent(seed, i, loss) }
 
 func unmeasured(seed uint64, i int, share float64) bool {
 	return share > 0 && silent(seed^0x6c616e64, i, share)

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/scout-discovery/scout/internal/cli"
+	"github.com/scout-discovery/scout/lab/cityeval"
+	"github.com/scout-discovery/scout/lab/mesh"
+	"github.com/scout-discovery/scout/lab/population"
+	"github.com/scout-discovery/scout/latency"
+)
+
+func init() {
+	register(cli.Command{Name: "evaluate", Summary: "evaluate the discovery strategies with every WonderProxy city as a client, fitted on some cities, reported on others", Run: runEvaluate})
+}
+
+const evaluateAbout = `Every WonderProxy city is in turn a client (with --access of access delay)
+of simulated worlds whose city-to-city RTTs are WonderProxy's measured mesh
+(--mesh DIR; without it the fitted latency model's, which needs no data),
+in two models of the servers' own delays: shared (the same for every
+requester) and per-path (drawn per requester). The strategies are
+conventional discovery, Armitage's planner with scout's constants
+(adaptive-scout), the landmark order as it was (landmarks-bound: the bound
+with its margin fitted on the mesh, siblings), the defaults: scout+groups
+(no landmark masters) and landmarks (the site check and group probing),
+and their remembered runs (a second run of the same world, with --churn of
+the servers replaced and --route-change of the remembered paths shorter by
+up to --route-shorter ms, using the first run's memory), and the oracle.
+
+The tuned constants (group probing's margin, the site check's margin and
+whether every server goes through it) are fitted on the fit cities and
+--fit-seeds over a grid: the cheapest candidate whose default strategies
+find at least 99.5% of the playable servers on every fit city and seed in
+both models; the figures are then reported on the other cities and
+--seeds. The fit cities are the even-indexed WonderProxy cities and the
+cities examined while designing (cityeval.Examined); --no-fit reports the
+product's constants instead. --paper adds the paper's six clients as a row.
+
+Per client city: the share of playable servers found on the worst seed,
+probes against the oracle's (median and worst over the seeds), and the
+server cities behind any misses with why. --json prints the whole report.`
+
+func runEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("evaluate", "[flags]", evaluateAbout, stderr)
+	dir := fs.String("mesh", "", "WonderProxy's mesh in `DIR` (../shared/data; not shipped); empty: the fitted latency model")
+	game := fs.String("game", "et", "the worlds' game: et or css")
+	servers := fs.Int("servers", 0, "servers per world (0: 2800 for et, 22000 for css)")
+	access := fs.Duration("access", 20*time.Millisecond, "every city client's access delay")
+	k := fs.Int("landmarks", 8, "hub landmarks (1 to 8)")
+	fitSeeds := fs.String("fit-seeds", "1-3", "seeds the constants are fitted on, `A-B` or a list")
+	seeds := fs.String("seeds", "101-105", "seeds the figures are reported on, `A-B` or a list")
+	cities := fs.String("cities", "", "report only these cities (comma-separated WonderProxy names); default: every city not in the fit set")
+	models := fs.String("models", "shared,per-path", "server delay models: shared, per-path")
+	noFit := fs.Bool("no-fit", false, "report the product's constants, no fit")
+	paper := fs.Bool("paper", false, "add the paper's six clients (AU-ET, JP-ET, CH-ET, AU-CSS, JP-CSS, DE-CSS) as a row")
+	churn := fs.Float64("churn", 0, "share of servers replaced before a remembered run (0 to 1)")
+	route := fs.Float64("route-change", 0, "share of remembered groups whose path is shorter before a remembered run (0 to 1)")
+	shorter := fs.Float64("route-shorter", 80, "how much shorter, up to (ms)")
+	workers := fs.Int("workers", 0, "cities simulated at once (0: GOMAXPROCS)")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if code, done := parseFlags(fs, args); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "scout-lab evaluate: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	cfg := cityeval.Config{Game: population.Game(strings.ToLower(*game)), Servers: *servers, Access: *access, Landmarks: *k,
+		BoundMargin: math.NaN(), Paper: *paper, Churn: *churn, RouteChange: *route, RouteShorter: *shorter, Workers: *workers}
+	if cfg.Game != population.ET && cfg.Game != population.CSS {
+		fmt.Fprintf(stderr, "scout-lab evaluate: --game %q: et or css\n", *game)
+		return 2
+	}
+	if *servers < 0 || *servers > population.MaxServers || *access < 0 {
+		fmt.Fprintf(stderr, "scout-lab evaluate: --servers 0 to %d and --access >= 0\n", population.MaxServers)
+		return 2
+	}
+	var err error
+	if cfg.FitSeeds, err = parseSeeds(*fitSeeds); err != nil {
+		fmt.Fprintf(stderr, "scout-lab evaluate: --fit-seeds: %v\n", err)
+		return 2
+	}
+	if cfg.ReportSeeds, err = parseSeeds(*seeds); err != nil {
+		fmt.Fprintf(stderr, "scout-lab evaluate: --seeds: %v\n", err)
+		return 2
+	}
+	for _, m := range strings.Split(*models, ",") {
+		switch mm := cityeval.Model(strings.TrimSpace(m)); mm {
+		case cityeval.Shared, cityeval.PerPath:
+			cfg.Models = append(cfg.Models, mm)
+		default:
+			fmt.Fprintf(stderr, "scout-lab evaluate: --models %q: shared, per-path\n", *models)
+			return 2
+		}
+	}
+	cfg.FitCities, cfg.ReportCities = cityeval.Split(latency.Cities(), cityeval.Examined...)
+	if *cities != "" {
+		byName := map[string]latency.City{}
+		for _, c := range latency.Cities() {
+			byName[c.Name] = c
+		}
+		cfg.ReportCities = nil
+		for _, n := range strings.Split(*cities, ",") {
+			c, ok := byName[strings.TrimSpace(n)]
+			if !ok {
+				fmt.Fprintf(stderr, "scout-lab evaluate: --cities: no WonderProxy city %q\n", n)
+				return 2
+			}
+			cfg.ReportCities = append(cfg.ReportCities, c)
+		}
+	}
+	if !*noFit {
+		cfg.Grid = cityeval.DefaultGrid()
+	}
+	if *dir != "" {
+		if cfg.Mesh, err = mesh.LoadWonderProxy(*dir); err != nil {
+			fmt.Fprintf(stderr, "scout-lab evaluate: %v\n", err)
+			return 1
+		}
+	}
+	rep, err := cityeval.Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "scout-lab evaluate: %v\n", err)
+		if rep == nil {
+			return 1
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", " ")
+		if err := enc.Encode(rep); err != nil {
+			fmt.Fprintf(stderr, "scout-lab evaluate: %v\n", err)
+			return 1
+		}
+	} else {
+		printEvaluation(stdout, rep)
+	}
+	if err != nil {
+		return 1
+	}
+	return 0
+}
+
+// parseSeeds reads "A-B" or "a,b,c".
+func parseSeeds(s string) ([]uint64, error) {
+	if a, b, ok := strings.Cut(s, "-"); ok {
+		lo, err1 := strconv.ParseUint(strings.TrimSpace(a), 10, 64)
+		hi, err2 := strconv.ParseUint(strings.TrimSpace(b), 10, 64)
+		if err1 != nil || err2 != nil || hi < lo || hi-lo >= maxEvalSeeds {
+			return nil, fmt.Errorf("%q: want A-B with A <= B and at most %d seeds", s, maxEvalSeeds)
+		}
+		var out []uint64
+		for x := lo; x <= hi; x++ {
+			out = append(out, x)
+		}
+		return out, nil
+	}
+	var out []uint64
+	for _, f := range strings.Split(s, ",") {
+		x, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q: want A-B or a list of seeds", s)
+		}
+		out = append(out, x)
+	}
+	if len(out) > maxEvalSeeds {
+		return nil, fmt.Errorf("%q: at most %d seeds", s, maxEvalSeeds)
+	}
+	return out, nil
+}
+
+// maxEvalSeeds bounds --seeds and --fit-seeds.
+const maxEvalSeeds = 100
+
+// printEvaluation prints the fit and the summaries, then the cities that
+// missed.
+func printEvaluation(w io.Writer, rep *cityeval.Report) {
+	fmt.Fprintf(w, "%s worlds of %d servers, city-to-city RTTs from the %s, every city client %.0f ms of access; landmarks %s (landmarks-bound margin %.1f ms)\n",
+		rep.Game, rep.Servers, rep.Latency, rep.AccessMs, strings.Join(rep.Landmarks, " "), rep.BoundMargin)
+	if len(rep.Fit.Grid) > 0 {
+		fmt.Fprintf(w, "\nFitted on %d cities, seeds %v, models %v (far: probes / oracle's, landmarks, median over the far cities):\n", len(rep.Fit.Cities), rep.Fit.Seeds, rep.Fit.Models)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "group margin\tsite margin\tall through sites\tsafe\tworst found %\tfar\tnear\t")
+		for _, g := range rep.Fit.Grid {
+			fmt.Fprintf(tw, "%.0f\t%.0f\t%v\t%v\t%.1f\t%.2f\t%.2f\t\n", g.Params.GroupMargin, g.Params.SiteMargin, g.Params.SiteAll, g.Safe, g.WorstFound, g.FarRatio, g.NearRatio)
+		}
+		tw.Flush()
+	}
+	fmt.Fprintf(w, "\nConstants reported: %+v (the product's: %+v)\n", rep.Params, rep.Product)
+	if rep.Churn > 0 || rep.RouteChange > 0 {
+		fmt.Fprintf(w, "Remembered runs: %.0f%% of the servers replaced, %.1f%% of the remembered paths shorter by up to %.0f ms\n", 100*rep.Churn, 100*rep.RouteChange, rep.RouteShorter)
+	}
+	fmt.Fprintf(w, "\nHeld out: found (%% of playable, worst city and seed), cities under %.1f%%, probes / oracle's: far cities median, p90, worst; near median; near runs over conventional:\n", cityeval.MinFound)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "set\tmodel\tstrategy\tcities\tworst found\tunder floor\tfar\tfar median\tfar p90\tfar worst\tnear median\tnear > conv\t")
+	for _, r := range rep.Results {
+		s := r.Summary
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.1f\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%d\t\n", r.Set, r.Model, r.Strategy, s.Cities, s.WorstFound, s.BelowFloor, s.Far, s.FarRatioMedian, s.FarRatioP90, s.FarRatioMax, s.NearRatio, s.NearOverConventional)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nCities under the floor, and why:")
+	for _, r := range rep.Results {
+		for _, c := range r.Cities {
+			if c.FoundWorst >= cityeval.MinFound {
+				continue
+			}
+			var ms []string
+			for _, m := range c.Misses {
+				fig := ""
+				if m.FigureMs != nil {
+					fig = fmt.Sprintf(" %.0f-%.0f ms", m.FigureMs[0], m.FigureMs[1])
+				}
+				ms = append(ms, fmt.Sprintf("%s (%s) %d servers at %.0f-%.0f ms on %d seeds: %s%s", m.City, m.Country, m.Servers, m.TrueMs[0], m.TrueMs[1], m.Seeds, m.Why, fig))
+			}
+			fmt.Fprintf(w, "  %s %s %s: %.1f%% on seed %d; %s\n", r.Set, r.Model, r.Strategy, c.FoundWorst, c.WorstSeed, strings.Join(ms, "; "))
+		}
+	}
+}
