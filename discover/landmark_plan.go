@@ -31,7 +31,11 @@ const landmarkSeedStream = 0x1a4d
 // auto-stop at autoStop: LandmarkMargin, the threshold (none for 0: the
 // largest float, which the planner takes, where +Inf it refuses), for the
 // servers no landmark measured adaptive.Scout's constants with the same
-// RTTstop, and sibling skipping (landmark.DefaultSiblings).
+// RTTstop, and the site check (landmark.DefaultSites): the bound only
+// orders, and sites are ruled out by measuring them, never by the bound
+// alone. Sibling skipping is off (a caller may set
+// landmark.DefaultSiblings): it skips on one answer, and one answer can
+// sit tens of ms over its path's RTT (EVALUATION.md, "Safe by default").
 //
 // Repair clips the client's own vector too when the matrix is measured,
 // as the margin was fitted (EVALUATION.md, "Leaving the client's own
@@ -48,8 +52,8 @@ func LandmarkPlanParams(autoStop time.Duration) landmark.PlanParams {
 	ap := adaptive.Scout()
 	ap.StopRTT = autoStop
 	p.Unknown = &ap
-	sib := landmark.DefaultSiblings()
-	p.Siblings = &sib
+	sites := landmark.DefaultSites()
+	p.Sites = &sites
 	return p
 }
 
@@ -66,9 +70,11 @@ type LandmarkPlan struct {
 
 // PlanLandmarks builds the landmark planner for targets from the masters'
 // reports (LandmarkInput) with the constants p, its random choices drawn
-// from seed.
-func PlanLandmarks(targets []adaptive.Target, reports []MasterReport, p landmark.PlanParams, seed uint64) (LandmarkPlan, error) {
+// from seed; known, if not nil, marks the targets whose group the client
+// remembers (landmark.PlanInput.Known).
+func PlanLandmarks(targets []adaptive.Target, reports []MasterReport, p landmark.PlanParams, seed uint64, known []bool) (LandmarkPlan, error) {
 	in, names := LandmarkInput(targets, reports)
+	in.Known = known
 	pl, err := landmark.NewPlanner(in, p, rand.New(rand.NewPCG(seed, landmarkSeedStream)))
 	return LandmarkPlan{Planner: pl, Input: in, Landmarks: names}, err
 }

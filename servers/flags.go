@@ -14,6 +14,7 @@ import (
 	"github.com/scout-discovery/scout/discover"
 	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/probe"
+	"github.com/scout-discovery/scout/rttcache"
 )
 
 // About is scout servers -h's opening paragraphs.
@@ -70,10 +71,26 @@ bad usage.`
 func Help() string { return About + "\n\n" + gamesHelp() + "\n\n" + orderHelp }
 
 // orderHelp is the paragraph of scout servers -h on --order and its flags.
-const orderHelp = `Order (--order): master probes in the masters' order, starting while the
-lists arrive (conventional discovery, as the Enemy Territory client does;
-paced by the link, the default, in random order among those listed, an
-address's first server before its others).
+const orderHelp = `Order (--order): auto, the default, waits for the complete list, then
+probes one server per /24 (IPv6: /64) first, in the order of Armitage's
+planner with this project's constants (--variant scout, below), and probes
+the rest of a /24 when one of them answered under --auto-stop, skips it
+when the least of k answers is at least --auto-stop + 20/k ms, and asks
+one more in between. With the landmark masters' RTTs to the servers
+(scout master --landmark-place; the query must be getserversExt: --ipv6,
+or --order landmarks) it orders by them instead, and checks every site
+(one AS in one place, as the landmarks see it) by probing its nearest
+server first: a site is left only when it answers far. The memory
+(--memory, on by default: per /24 the least RTT of each of the last few
+runs, a day at most, in --memory-file) comes first: /24s remembered
+playable are probed first and whole, /24s remembered far are not probed;
+it is not used when the RTTs to the masters are not the remembered ones
+(another network). EVALUATION.md ("Safe by default") measures it with
+every WonderProxy city as a client.
+master probes in the masters' order, starting while the lists arrive
+(conventional discovery, as the Enemy Territory client does; paced by the
+link, in random order among those listed, an address's first server
+before its others).
 adaptive is Armitage's client-side adaptive discovery (NETWORKING 2008): it
 waits for the complete list (clustering needs every server), geolocates
 every server (embedded tables; country and AS), clusters them by country
@@ -85,18 +102,12 @@ instead (adaptive.Scout, measured in EVALUATION.md): clusters by country
 and origin AS, a second round of calibration samples only for clusters
 whose first sample is under --auto-stop + 50 ms, and a stop once the last
 20 re-ordered probes were at or over --auto-stop and no cluster with
-servers left has answered under it + 5 ms.
-
-landmarks asks the masters (scout master --landmark-place) for their RTTs
-to the servers with the list, takes the least of each list query's round
-trip and --landmark-pings pings after it (an empty-list query each, one
-small packet each way) as the client's RTT to that master, probes in ascending estimate (the triangle
-upper bound) and stops once every unprobed server's lower bound, less a
-54 ms margin, is past --auto-stop, passing over servers whose answered
-siblings (servers whose landmark RTTs differ from theirs by the same
-amount at every landmark) predict them unplayable (--landmark-siblings;
-only for a client within 50 ms of a landmark); servers no landmark
-measured get Armitage's calibration (--variant scout's constants).`
+servers left has answered under it + 5 ms. The paper's variant misses
+playable servers (EVALUATION.md): it is here to compare.
+landmarks is auto asking the masters for their RTTs to the servers with
+the list, taking the least of each list query's round trip and
+--landmark-pings pings after it (an empty-list query each, one small
+packet each way) as the client's RTT to that master.`
 
 // Flags are scout servers' flags on a flag set; Config reads them, once
 // the set is parsed, into a Config.
@@ -111,6 +122,18 @@ type Flags struct {
 	retries               *int
 	lanAddr, lanPorts, by *string
 	live                  *string
+	memory                *bool
+	memoryFile            *string
+}
+
+// defaultMemoryFile is --memory-file's default: rttcache.DefaultPath, ""
+// when the platform has no user cache folder.
+func defaultMemoryFile() string {
+	p, err := rttcache.DefaultPath()
+	if err != nil {
+		return ""
+	}
+	return p
 }
 
 // AddFlags defines scout servers' flags on fs.
@@ -147,12 +170,14 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 	fs.DurationVar(&opt.LANWindow, "lan-window", discover.DefaultLANWindow, "how long --lan collects replies")
 	fs.DurationVar(&opt.MaxTime, "max-time", 5*time.Minute, "stop the whole run after this long")
 	o := &opt.Order
-	fs.StringVar(&o.Order, "order", "master", "probe order: master (conventional), adaptive, or landmarks (the masters' published RTTs: scout master --landmark-place)")
+	fs.StringVar(&o.Order, "order", "auto", "probe order: auto (group probing over scout's planner, or the landmark plan when the masters publish RTTs, with the memory), master (conventional), adaptive, or landmarks (auto asking the masters for their RTTs: scout master --landmark-place)")
 	fs.DurationVar(&o.AutoStop, "auto-stop", adaptive.Paper().StopRTT, "adaptive: RTTstop, the largest playable RTT; paper: stop when the 2nd-percentile RTT of the last 100 probes reaches it (0: never stop)")
 	fs.StringVar(&o.Variant, "variant", "paper", "adaptive: paper (Algorithms 1 and 2 as published) or scout (country+AS clusters, two-round calibration, bound stop rule)")
 	f.by = fs.String("cluster-by", "", "adaptive: cluster servers by country, as (origin AS) or country+as (default: the variant's, country for paper, country+as for scout)")
 	fs.Uint64Var(&o.Seed, "order-seed", 1, "adaptive: seed of the calibration samples' random choice")
-	fs.BoolVar(&o.LandmarkSiblings, "landmark-siblings", true, "landmarks: skip a server whose answered siblings (vectors that differ by the same amount at every landmark) predict it unplayable, for a client within 50 ms of a landmark (landmark.DefaultSiblings)")
+	fs.BoolVar(&o.LandmarkSiblings, "landmark-siblings", false, "landmarks: also skip a server whose answered siblings (vectors that differ by the same amount at every landmark) predict it unplayable, for a client within 50 ms of a landmark (landmark.DefaultSiblings; off: it decides on one answer, which can sit tens of ms over the path's RTT)")
+	f.memory = fs.Bool("memory", true, "remember this run's RTTs per server /24 in --memory-file, and with --order auto or landmarks order and stop by them")
+	f.memoryFile = fs.String("memory-file", defaultMemoryFile(), "the memory's `FILE` (default: scout/rtt-cache in the user's cache folder)")
 	fs.IntVar(&o.LandmarkPings, "landmark-pings", discover.DefaultLandmarkPings, fmt.Sprintf("landmarks: pings to each landmark master after its list, for the client's RTT to it (the least sample; 0 to %d)", discover.MaxLandmarkPings))
 	return f
 }
@@ -171,6 +196,9 @@ func (f *Flags) Config() (Config, error) {
 	}
 	if err := f.checkOrder(&opt.Order); err != nil {
 		return opt, err
+	}
+	if *f.memory {
+		opt.Memory = *f.memoryFile
 	}
 	if opt.Sort != "" && !browser.Sort(nil, opt.Sort) {
 		return opt, fmt.Errorf("unknown --sort %q (%s)", opt.Sort, strings.Join(browser.Orders, ", "))
@@ -246,9 +274,9 @@ func (f *Flags) prober(opt Config) (probe.Prober, error) {
 // checkOrder checks --order and its flags, and reads --cluster-by.
 func (f *Flags) checkOrder(o *Order) error {
 	switch o.Order {
-	case "master", "adaptive", "landmarks":
+	case "auto", "master", "adaptive", "landmarks":
 	default:
-		return fmt.Errorf("unknown --order %q (master, adaptive or landmarks; oracle needs true RTTs: scout demo, scout sim)", o.Order)
+		return fmt.Errorf("unknown --order %q (auto, master, adaptive or landmarks; oracle needs true RTTs: scout demo, scout-lab sim)", o.Order)
 	}
 	switch o.Variant {
 	case "paper", "scout":

@@ -12,15 +12,20 @@ import (
 	"github.com/scout-discovery/scout/probe"
 )
 
-// runLandmarks runs --order landmarks: the masters are asked for their
-// landmark RTTs with the list (discover.Config.Landmarks), and the
-// landmark plan (discover.PlanLandmarks) probes in ascending estimate and
-// stops when every unprobed server's lower bound, less the margin, is
-// past the auto-stop; servers no landmark measured go to Armitage's
-// calibration (adaptive.Scout's constants).
-func runLandmarks(ctx context.Context, opt Config, out *output, mconn, pconn probe.Conn, cfg discover.Config, unresolved []discover.MasterReport) (Result, error) {
+// runPlanned runs --order auto and --order landmarks: the default plan
+// (discover.PlanDefault: the landmark plan with the site check when a
+// master answered as a landmark, else Armitage's planner with scout's
+// constants; group probing over either) with the client's memory
+// (Config.Memory) as the groups' priors when it was measured from where
+// the client is now (rttcache.Cache.Matches). --order landmarks asks the
+// masters for their landmark RTTs with the list (discover.Config.Landmarks);
+// auto uses them when the query carries the landmark words (getserversExt:
+// --ipv6).
+func runPlanned(ctx context.Context, opt Config, out *output, mconn, pconn probe.Conn, cfg discover.Config, unresolved []discover.MasterReport, mem *memory) (Result, error) {
 	o := opt.Order
-	cfg.Landmarks, cfg.LandmarkPings = true, o.LandmarkPings
+	if o.Order == "landmarks" || opt.IPv6 {
+		cfg.Landmarks, cfg.LandmarkPings = true, o.LandmarkPings
+	}
 	var reps []discover.MasterReport
 	each := func(e discover.Event) {
 		if d, ok := e.(discover.MasterDone); ok {
@@ -28,41 +33,49 @@ func runLandmarks(ctx context.Context, opt Config, out *output, mconn, pconn pro
 		}
 		out.event(e)
 	}
-	p := discover.LandmarkPlanParams(o.AutoStop)
-	if !o.LandmarkSiblings {
-		p.Siblings = nil
-	}
-	var lp discover.LandmarkPlan
+	var pl discover.Plan
 	plan := func(ts []adaptive.Target) (adaptive.Strategy, error) {
 		var err error
-		if lp, err = discover.PlanLandmarks(ts, reps, p, o.Seed); err != nil {
-			return nil, err
-		}
-		return lp.Planner, nil
+		pl, err = discover.PlanDefault(ts, reps, discover.PlanOptions{AutoStop: o.AutoStop, Seed: o.Seed, Landmarks: cfg.Landmarks,
+			Siblings: o.LandmarkSiblings, Prior: mem.priors(reps)})
+		return pl.Strategy, err
 	}
 	sum, ord, err := discover.Ordered(ctx, mconn, pconn, cfg, geoLocator(geo.Default()), plan, each)
 	sum.Masters = append(unresolved, sum.Masters...)
+	mem.record(reps, ord.Probes)
 	ap := adaptive.Scout()
 	ap.StopRTT = o.AutoStop
-	rep := newOrderReport("landmarks", "", ap, sum, ord)
-	names, height := lp.Landmarks, lp.Input.ClientHeight
-	rep.Landmarks = names
-	if names != nil {
-		rep.AccessMs = &height
+	rep := newOrderReport(o.Order, "", ap, sum, ord)
+	rep.Memory = mem.report()
+	if g := pl.Groups; g != nil {
+		st := g.Stats()
+		rep.Groups = &st
 	}
-	rep.ClientRTTs = clientRTTs(reps)
-	if len(names) > 1 {
-		rep.Matrix = "measured"
-		if lp.Input.LandmarksDerived {
-			rep.Matrix = "derived"
+	if lp := pl.Landmark; lp != nil {
+		names, height := lp.Landmarks, lp.Input.ClientHeight
+		rep.Landmarks = names
+		rep.AccessMs = &height
+		ss := lp.Planner.SiteStats()
+		rep.Sites = &ss
+		if len(names) > 1 {
+			rep.Matrix = "measured"
+			if lp.Input.LandmarksDerived {
+				rep.Matrix = "derived"
+			}
 		}
 	}
+	rep.ClientRTTs = clientRTTs(reps)
 	out.ordering = &rep
 	out.finish(sum)
 	if out.enc == nil {
-		fmt.Fprintf(out.w, "landmarks: %d (%v), their RTTs to each other %s; margin %d ms; access delay estimated %.1f ms\n", len(names), names, cmp.Or(rep.Matrix, "-"), discover.LandmarkMargin, height)
-		for _, c := range rep.ClientRTTs {
-			fmt.Fprintf(out.w, "  RTT to %s: %.1f ms (the least of the list's %.1f ms and %d of %d pings %v)\n", c.Landmark, c.RTTMs, c.ListMs, len(c.PingsMs), c.Sent, c.PingsMs)
+		if lp := pl.Landmark; lp != nil {
+			fmt.Fprintf(out.w, "landmarks: %d (%v), their RTTs to each other %s; access delay estimated %.1f ms; %d sites, %d representatives probed, %d sites brought back\n",
+				len(lp.Landmarks), lp.Landmarks, cmp.Or(rep.Matrix, "-"), lp.Input.ClientHeight, rep.Sites.Sites, rep.Sites.Reps, rep.Sites.Back)
+			for _, c := range rep.ClientRTTs {
+				fmt.Fprintf(out.w, "  RTT to %s: %.1f ms (the least of the list's %.1f ms and %d of %d pings %v)\n", c.Landmark, c.RTTMs, c.ListMs, len(c.PingsMs), c.Sent, c.PingsMs)
+			}
+		} else if o.Order == "landmarks" {
+			fmt.Fprintln(out.w, "landmarks: no master answered as a landmark; Armitage's planner with scout's constants instead")
 		}
 		rep.print(out.w)
 	}

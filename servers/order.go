@@ -11,6 +11,7 @@ import (
 	"github.com/scout-discovery/scout/adaptive"
 	"github.com/scout-discovery/scout/discover"
 	"github.com/scout-discovery/scout/geo"
+	"github.com/scout-discovery/scout/landmark"
 	"github.com/scout-discovery/scout/probe"
 )
 
@@ -35,7 +36,7 @@ func adaptivePlanner(p adaptive.Params, seed uint64) discover.Planner {
 // runOrdered runs --order adaptive: paced as the default path is
 // (discover.Ordered takes the same Prober), and with the same messages on
 // stderr after the run (a master past a bound, game names).
-func runOrdered(ctx context.Context, opt Config, out *output, mconn, pconn probe.Conn, cfg discover.Config, unresolved []discover.MasterReport, stderr io.Writer) (Result, error) {
+func runOrdered(ctx context.Context, opt Config, out *output, mconn, pconn probe.Conn, cfg discover.Config, unresolved []discover.MasterReport, stderr io.Writer, mem *memory) (Result, error) {
 	o := opt.Order
 	if cfg.Prober.Pace != nil {
 		// Paced as the default path: the pacer's window and rate, each
@@ -46,6 +47,7 @@ func runOrdered(ctx context.Context, opt Config, out *output, mconn, pconn probe
 	nc := startNameCheck(ctx, opt, cfg)
 	sum, ord, err := discover.Ordered(ctx, mconn, pconn, cfg, geoLocator(geo.Default()), adaptivePlanner(o.Params(), o.Seed), gn.wrap(opt.Filter, out.event))
 	sum.Masters = append(unresolved, sum.Masters...)
+	mem.record(sum.Masters, ord.Probes)
 	rep := newOrderReport(o.Order, o.Variant, o.Params(), sum, ord)
 	out.ordering = &rep
 	out.finish(sum)
@@ -114,6 +116,12 @@ type OrderReport struct {
 	// ClientRTTs are --order landmarks' RTTs to the landmark masters it
 	// asked: the samples and the least, which the planner takes.
 	ClientRTTs []ClientRTT `json:"client_rtts,omitempty"`
+	// Groups are group probing's counts (--order auto, landmarks).
+	Groups *adaptive.GroupStats `json:"groups,omitempty"`
+	// Sites are the landmark plan's site check's counts.
+	Sites *landmark.SiteStats `json:"sites,omitempty"`
+	// Memory is the client's memory's use in the run.
+	Memory *MemoryReport `json:"memory,omitempty"`
 	// Matrix says where --order landmarks' landmark RTTs to each other
 	// came from: "measured" (the masters published every pair) or
 	// "derived" (some pair bounded through the servers instead).
@@ -185,6 +193,20 @@ func (r OrderReport) print(w io.Writer) {
 	}
 	if r.AutoStop > 0 {
 		fmt.Fprintf(w, "%d playable servers (RTT < %.0f ms), the last found at %.2fs\n", r.Playable, r.AutoStop, r.LastPlayableMs/1000)
+	}
+	if g := r.Groups; g != nil {
+		fmt.Fprintf(w, "groups (/24): %d servers skipped on a sample of their group, %d on the memory, %d probed first as remembered playable, %d further samples\n",
+			g.Skipped, g.Remembered, g.First, g.Samples)
+	}
+	if m := r.Memory; m != nil {
+		state := "not used (nothing fresh)"
+		switch {
+		case m.Moved:
+			state = "not used: the RTTs to the masters are not the remembered ones (another network?)"
+		case m.Used:
+			state = "used"
+		}
+		fmt.Fprintf(w, "memory %s: %d groups, %s\n", m.File, m.Groups, state)
 	}
 	if r.Refused > 0 {
 		fmt.Fprintf(w, "warning: the planner refused %d outcomes\n", r.Refused)

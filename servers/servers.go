@@ -84,13 +84,19 @@ type Config struct {
 	// KeepProbes keeps every probe's outcome of a conventional run in
 	// Result.Probes (an ordered run always keeps them), to draw the run.
 	KeepProbes bool
+	// Memory is the client's memory file (package rttcache): a run
+	// records its RTTs there, and --order auto and landmarks order and
+	// stop by it. "" is no memory.
+	Memory string
 }
 
 // Order is the probe order of a run and its constants.
 type Order struct {
-	// Order is "master" (conventional: the masters' order, probing while
-	// the lists arrive; "" is "master"), "adaptive" (Armitage's
-	// Algorithms 1 and 2) or "landmarks" (the landmark masters' RTTs).
+	// Order is "auto" (the default plan: discover.PlanDefault), "master"
+	// (conventional: the masters' order, probing while the lists arrive;
+	// "" is "master"), "adaptive" (Armitage's Algorithms 1 and 2) or
+	// "landmarks" (the default plan, asking the masters for their
+	// landmark RTTs).
 	Order string
 	// Variant is adaptive's constants: "paper" (adaptive.Paper; "" is
 	// "paper") or "scout" (adaptive.Scout).
@@ -198,15 +204,16 @@ func runDiscover(ctx context.Context, opt Config, out *output, stderr io.Writer)
 	}
 	defer pc.Close()
 	out.start()
+	mem := openMemory(opt.Memory, time.Now, stderr)
 	switch opt.Order.Order {
 	case "adaptive":
-		return runOrdered(ctx, opt, out, mconn, pconn, cfg, unresolved, stderr)
-	case "landmarks":
-		return runLandmarks(ctx, opt, out, mconn, pconn, cfg, unresolved)
+		return runOrdered(ctx, opt, out, mconn, pconn, cfg, unresolved, stderr, mem)
+	case "auto", "landmarks":
+		return runPlanned(ctx, opt, out, mconn, pconn, cfg, unresolved, mem)
 	}
 	each := out.event
 	var log *probeLog
-	if opt.KeepProbes {
+	if opt.KeepProbes || mem != nil {
 		log = &probeLog{start: out.began}
 		each = log.wrap(each)
 	}
@@ -214,14 +221,17 @@ func runDiscover(ctx context.Context, opt Config, out *output, stderr io.Writer)
 	nc := startNameCheck(ctx, opt, cfg)
 	sum, err := discover.Discover(ctx, mconn, pconn, cfg, gn.wrap(opt.Filter, each))
 	sum.Masters = append(unresolved, sum.Masters...)
+	var res Result
+	if log != nil {
+		mem.record(sum.Masters, log.probes)
+		if opt.KeepProbes {
+			res.Probes = log.probes
+		}
+	}
 	out.finish(sum)
 	warnLimits(sum, stderr)
 	warnRefused(sum, stderr)
 	warnGameName(ctx, opt, sum, gn, nc, stderr)
-	var res Result
-	if log != nil {
-		res.Probes = log.probes
-	}
 	return res, err
 }
 

@@ -92,7 +92,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	default:
 		return bad("unknown --cluster-by %q", *by)
 	}
-	cfg.LandmarkRun = true
+	cfg.LandmarkRun, cfg.Remembered = true, true
 	cfg.Log = stdout
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fmt.Fprintf(stderr, "scout demo: --out: %v\n", err)

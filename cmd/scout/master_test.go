@@ -45,7 +45,16 @@ func TestMain(m *testing.M) {
 	if ready := os.Getenv(refusingMasterEnv); ready != "" {
 		os.Exit(runRefusingMaster(ready)) // the test binary as a helper process
 	}
+	// scout servers remembers its RTTs in the user's cache folder: the
+	// tests' runs (and the binaries they start) get one of their own.
+	cache, err := os.MkdirTemp("", "scout-test-cache-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("XDG_CACHE_HOME", cache)
 	code := m.Run()
+	os.RemoveAll(cache)
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}

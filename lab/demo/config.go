@@ -53,6 +53,10 @@ type Config struct {
 	// oracle): scout servers --order landmarks' plan
 	// (discover.PlanLandmarks), auto-stopping at StopRTT.
 	LandmarkRun bool
+	// Remembered adds, with LandmarkRun, the landmark run once more after
+	// every run ended ("landmarks, remembered"), with the memory its first
+	// run left (package rttcache).
+	Remembered bool
 	// Log, when set, gets a line at each stage.
 	Log io.Writer
 }

@@ -43,28 +43,32 @@ import (
 var DefaultLandmarks = []string{"Frankfurt", "NewYork", "Tokyo"}
 
 // landmarkPlan is the landmark run's strategy: scout servers --order
-// landmarks' plan (discover.PlanLandmarks) from the targets and the
-// landmark masters' reports, auto-stopping at stopRTT; it says which
-// landmarks' RTTs to each other the planner was given, measured by the
-// masters or derived.
-func landmarkPlan(ts []adaptive.Target, reps []discover.MasterReport, stopRTT time.Duration, seed uint64) (adaptive.Strategy, LandmarkMatrix, error) {
-	lp, err := discover.PlanLandmarks(ts, reps, discover.LandmarkPlanParams(stopRTT), seed)
-	m := LandmarkMatrix{Landmarks: lp.Landmarks, Derived: lp.Input.LandmarksDerived}
-	for _, row := range lp.Input.Landmarks {
-		var r []time.Duration
-		for _, v := range row {
-			d := time.Duration(-1) // unknown
-			if !math.IsNaN(v) {
-				d = time.Duration(v * float64(time.Millisecond))
+// landmarks' plan (discover.PlanDefault with the masters' landmark RTTs:
+// the site check and group probing) from the targets and the landmark
+// masters' reports, auto-stopping at stopRTT, with the client's memory
+// prior (nil for a first run); it says which landmarks' RTTs to each
+// other the planner was given, measured by the masters or derived.
+func landmarkPlan(ts []adaptive.Target, reps []discover.MasterReport, stopRTT time.Duration, seed uint64, prior map[netip.Prefix]adaptive.Prior) (adaptive.Strategy, LandmarkMatrix, error) {
+	pl, err := discover.PlanDefault(ts, reps, discover.PlanOptions{AutoStop: stopRTT, Seed: seed, Landmarks: true, Prior: prior})
+	var m LandmarkMatrix
+	if lp := pl.Landmark; lp != nil {
+		m = LandmarkMatrix{Landmarks: lp.Landmarks, Derived: lp.Input.LandmarksDerived}
+		for _, row := range lp.Input.Landmarks {
+			var r []time.Duration
+			for _, v := range row {
+				d := time.Duration(-1) // unknown
+				if !math.IsNaN(v) {
+					d = time.Duration(v * float64(time.Millisecond))
+				}
+				r = append(r, d)
 			}
-			r = append(r, d)
+			m.RTTs = append(m.RTTs, r)
 		}
-		m.RTTs = append(m.RTTs, r)
 	}
 	if err != nil {
 		return nil, m, err
 	}
-	return lp.Planner, m, nil
+	return pl.Strategy, m, nil
 }
 
 // LandmarkMatrix is the landmarks' RTTs to each other a landmark run used.

@@ -92,6 +92,13 @@ func Print(w io.Writer, rep Report) {
 			r.Summary.Probe.Sent, r.Summary.Probe.Destinations, r.Found, rep.Playable, stop)
 	}
 	tw.Flush()
+	if o := rep.Runs[len(rep.Runs)-1]; o.Name == "oracle" && o.Summary.Probe.Destinations > 0 {
+		fmt.Fprint(w, "\nprobes (flows) / the oracle's:")
+		for _, r := range rep.Runs[:len(rep.Runs)-1] {
+			fmt.Fprintf(w, " %s %.2f;", r.Name, float64(r.Summary.Probe.Destinations)/float64(o.Summary.Probe.Destinations))
+		}
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintln(w)
 	conv := rep.Runs[0]
 	for _, a := range rep.Runs {
@@ -101,7 +108,7 @@ func Print(w io.Writer, rep Report) {
 		// The landmark run stops by its bound rule, the adaptive runs by
 		// auto-stop; the rest of their lines is the same.
 		stopped, notStopped := "auto-stop at", "auto-stop did not fire"
-		if a.Name == "landmarks" {
+		if strings.HasPrefix(a.Name, "landmarks") {
 			fmt.Fprintf(w, "%s: %d landmarks %v, %s; ", a.Name, len(a.Landmarks), a.Landmarks, matrixText(a.Matrix))
 			stopped, notStopped = "stopped at", "the stop rule did not fire"
 		} else {

@@ -28,7 +28,16 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// scout servers remembers its RTTs in the user's cache folder: the
+	// tests' runs (and the binaries they start) get one of their own.
+	cache, err := os.MkdirTemp("", "scout-lab-test-cache-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("XDG_CACHE_HOME", cache)
 	code := m.Run()
+	os.RemoveAll(cache)
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}

@@ -1,0 +1,116 @@
+package discover
+
+import (
+	"math/rand/v2"
+	"net/netip"
+	"time"
+
+	"github.com/scout-discovery/scout/adaptive"
+	"github.com/scout-discovery/scout/landmark"
+)
+
+// The default plan: scout servers' --order auto (its default) and
+// --order landmarks, and the demo's runs of them. With landmark RTTs from
+// the masters (some master answered as a landmark) it is the landmark
+// plan with the site check (LandmarkPlanParams); without, Armitage's
+// planner with scout's constants (adaptive.Scout). Either way group
+// probing wraps it (adaptive.Grouped: one server per /24 first, its mates
+// probed or skipped on its answers) with the client's memory of its own
+// earlier runs (package rttcache) as the groups' priors. EVALUATION.md,
+// "Safe by default", measures it with every WonderProxy city as a client.
+
+// PlanOptions are what a default plan is built from besides the list.
+type PlanOptions struct {
+	// AutoStop is the largest playable RTT; 0 probes every server.
+	AutoStop time.Duration
+	// Seed seeds the planners' random choices.
+	Seed uint64
+	// Landmarks uses the masters' landmark RTTs when some master
+	// answered as a landmark.
+	Landmarks bool
+	// Siblings turns the landmark plan's sibling skipping on
+	// (landmark.DefaultSiblings).
+	Siblings bool
+	// Prior is the client's memory, per group (nil: none).
+	Prior map[netip.Prefix]adaptive.Prior
+}
+
+// Plan is a default plan.
+type Plan struct {
+	// Strategy is what to drive: Groups.
+	Strategy adaptive.Strategy
+	Groups   *adaptive.Grouped
+	// Landmark is the landmark plan under it; nil when no master answered
+	// as a landmark (or PlanOptions.Landmarks is off): then Armitage's
+	// planner with scout's constants is.
+	Landmark *LandmarkPlan
+}
+
+// PlanDefault builds the default plan for targets from the masters'
+// reports.
+func PlanDefault(targets []adaptive.Target, reports []MasterReport, o PlanOptions) (Plan, error) {
+	var pl Plan
+	var inner adaptive.Strategy
+	if o.Landmarks && anyLandmark(reports) {
+		p := LandmarkPlanParams(o.AutoStop)
+		if o.Siblings {
+			sib := landmark.DefaultSiblings()
+			p.Siblings = &sib
+		}
+		var known []bool
+		if len(o.Prior) > 0 {
+			known = make([]bool, len(targets))
+			for i, t := range targets {
+				_, known[i] = o.Prior[adaptive.GroupKey(t.Addr.Addr())]
+			}
+		}
+		lp, err := PlanLandmarks(targets, reports, p, o.Seed, known)
+		if err != nil {
+			return pl, err
+		}
+		pl.Landmark, inner = &lp, lp.Planner
+	} else {
+		ap := adaptive.Scout()
+		ap.StopRTT = o.AutoStop
+		a, err := adaptive.New(targets, ap, rand.New(rand.NewPCG(o.Seed, adaptiveSeedStream)))
+		if err != nil {
+			return pl, err
+		}
+		inner = a
+	}
+	gp := adaptive.DefaultGroups()
+	gp.Threshold = o.AutoStop
+	g, err := adaptive.NewGrouped(inner, targets, gp, o.Prior)
+	if err != nil {
+		return pl, err
+	}
+	pl.Strategy, pl.Groups = g, g
+	return pl, nil
+}
+
+// adaptiveSeedStream is the default plan's adaptive planner's random
+// stream for a given seed (scout servers --order adaptive's).
+const adaptiveSeedStream = 0x5c0
+
+// anyLandmark reports whether some master answered as a landmark.
+func anyLandmark(reports []MasterReport) bool {
+	for _, r := range reports {
+		if r.Landmark != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// Vantage returns the client's RTT to each master that answered (the
+// least of its list's round trip and its pings): where the client is, as
+// its memory checks it (rttcache.Cache.Matches).
+func Vantage(reports []MasterReport) map[netip.AddrPort]time.Duration {
+	v := map[netip.AddrPort]time.Duration{}
+	for _, r := range reports {
+		if d := r.BestRTT(); d > 0 && r.Addr.IsValid() {
+			v[r.Addr] = d
+		}
+	}
+	return v
+}
