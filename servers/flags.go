@@ -1,6 +1,7 @@
 package servers
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"net/netip"
@@ -177,7 +178,7 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 	fs.Uint64Var(&o.Seed, "order-seed", 1, "adaptive: seed of the calibration samples' random choice")
 	fs.BoolVar(&o.LandmarkSiblings, "landmark-siblings", false, "landmarks: also skip a server whose answered siblings (vectors that differ by the same amount at every landmark) predict it unplayable, for a client within 50 ms of a landmark (landmark.DefaultSiblings; off: it decides on one answer, which can sit tens of ms over the path's RTT)")
 	f.memory = fs.Bool("memory", true, "remember this run's RTTs per server /24 in --memory-file, and with --order auto or landmarks order and stop by them")
-	f.memoryFile = fs.String("memory-file", defaultMemoryFile(), "the memory's `FILE` (default: scout/rtt-cache in the user's cache folder)")
+	f.memoryFile = fs.String("memory-file", "", "the memory's `FILE` (default: scout/rtt-cache in the user's cache folder)")
 	fs.IntVar(&o.LandmarkPings, "landmark-pings", discover.DefaultLandmarkPings, fmt.Sprintf("landmarks: pings to each landmark master after its list, for the client's RTT to it (the least sample; 0 to %d)", discover.MaxLandmarkPings))
 	return f
 }
@@ -198,7 +199,7 @@ func (f *Flags) Config() (Config, error) {
 		return opt, err
 	}
 	if *f.memory {
-		opt.Memory = *f.memoryFile
+		opt.Memory = cmp.Or(*f.memoryFile, defaultMemoryFile())
 	}
 	if opt.Sort != "" && !browser.Sort(nil, opt.Sort) {
 		return opt, fmt.Errorf("unknown --sort %q (%s)", opt.Sort, strings.Join(browser.Orders, ", "))

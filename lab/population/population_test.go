@@ -276,3 +276,46 @@ func TestLatency_VantageResidual(t *testing.T) {
 		t.Errorf("%d of %d US servers over 200 ms from Frankfurt with the vantage fit, %d with the global residual; want fewer", vant, us, glob)
 	}
 }
+
+// TestWorld_Churned: a churned world keeps the servers that stay (address,
+// network, city), replaces the share asked with servers of another draw,
+// lists no address twice and keeps every remaining server's RTT.
+func TestWorld_Churned(t *testing.T) {
+	w, err := Build(FittedVantage(ET, 800, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := w.Churned(0.25, 99)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := map[netip.AddrPort]Server{}
+	for _, s := range w.Servers {
+		before[s.Addr] = s
+	}
+	p := Places()["AU"]
+	rw := map[netip.AddrPort]time.Duration{}
+	for i, d := range w.RTTs(p) {
+		rw[w.Servers[i].Addr] = d
+	}
+	kept, seen := 0, map[netip.AddrPort]bool{}
+	for i, d := range c.RTTs(p) {
+		s := c.Servers[i]
+		if seen[s.Addr] {
+			t.Fatalf("%v listed twice", s.Addr)
+		}
+		seen[s.Addr] = true
+		if old, ok := before[s.Addr]; ok {
+			kept++
+			if old != s || rw[s.Addr] != d {
+				t.Errorf("%v changed: %+v %v, was %+v %v", s.Addr, s, d, old, rw[s.Addr])
+			}
+		}
+	}
+	if kept != 600 || len(c.Servers) < 780 {
+		t.Errorf("kept %d of 800 (want 600), %d servers in all", kept, len(c.Servers))
+	}
+	if _, err := w.Churned(1.5, 1); !errors.Is(err, ErrConfig) {
+		t.Errorf("churn 1.5: %v", err)
+	}
+}
