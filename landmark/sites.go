@@ -236,12 +236,12 @@ type Fate struct {
 type FateKind uint8
 
 const (
-	FateUnknown   FateKind = iota // not in the plan (a duplicate, or out of range)
-	FateProbed                    // handed out
-	FateLeftOut                   // left out by the bound (no site check)
-	FateSite                      // its site was ruled out by its representatives
-	FateSibling                   // skipped: its siblings predicted it unplayable
-	FateUnprobed                  // never handed out: the plan stopped first (or the adaptive planner of the unbounded servers did)
+	FateUnknown  FateKind = iota // not in the plan (a duplicate, or out of range)
+	FateProbed                   // handed out
+	FateLeftOut                  // left out by the bound (no site check)
+	FateSite                     // its site was ruled out by its representatives
+	FateSibling                  // skipped: its siblings predicted it unplayable
+	FateUnprobed                 // never handed out: the plan stopped first (or the adaptive planner of the unbounded servers did)
 )
 
 // Fate returns what became of target i (its position in PlanInput.Targets).
