@@ -405,25 +405,9 @@ type worldKey struct {
 
 func newEvaluator(cfg Config) (*evaluator, error) {
 	e := &evaluator{cfg: cfg}
-	byName := map[string]latency.City{}
-	for _, c := range latency.Cities() {
-		byName[c.Country+"/"+c.Name] = c
-	}
 	cityMesh := func(a, b latency.City) (float64, bool) { return 0, false }
-	if m := cfg.Mesh; m != nil {
-		idx := map[string]int{}
-		for i, c := range m.Cities {
-			idx[c.Country+"/"+c.Name] = i
-		}
-		cityMesh = func(a, b latency.City) (float64, bool) {
-			i, ok1 := idx[a.Country+"/"+a.Name]
-			j, ok2 := idx[b.Country+"/"+b.Name]
-			if !ok1 || !ok2 {
-				return 0, false
-			}
-			r := m.RTT(i, j)
-			return r, r == r
-		}
+	if cfg.Mesh != nil {
+		cityMesh = cfg.Mesh.ByCity()
 	}
 	e.ml = func(m Model) population.MeshLatency {
 		return population.MeshLatency{Mesh: cityMesh, PerPath: m == PerPath}

@@ -23,6 +23,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/scout-discovery/scout/latency"
 )
 
 // File names in the data folder.
@@ -260,4 +262,23 @@ func columns(rows [][]string, file string, want ...string) (map[string]int, erro
 		}
 	}
 	return col, nil
+}
+
+// ByCity returns m's RTT (ms) between two cities named by their country
+// and name, ok false where either is not one of m's cities or the pair
+// was not measured: the shape population.CityMesh takes.
+func (m *Mesh) ByCity() func(a, b latency.City) (float64, bool) {
+	idx := make(map[[2]string]int, len(m.Cities))
+	for i, c := range m.Cities {
+		idx[[2]string{c.Country, c.Name}] = i
+	}
+	return func(a, b latency.City) (float64, bool) {
+		i, ok1 := idx[[2]string{a.Country, a.Name}]
+		j, ok2 := idx[[2]string{b.Country, b.Name}]
+		if !ok1 || !ok2 {
+			return 0, false
+		}
+		r := m.RTT(i, j)
+		return r, !math.IsNaN(r)
+	}
 }

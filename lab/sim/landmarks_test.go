@@ -122,19 +122,7 @@ func TestSimulate_RealMesh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	idx := map[string]int{}
-	for i, c := range m.Cities {
-		idx[c.Country+"/"+c.Name] = i
-	}
-	real := func(a, b latency.City) (float64, bool) {
-		i, ok1 := idx[a.Country+"/"+a.Name]
-		j, ok2 := idx[b.Country+"/"+b.Name]
-		if !ok1 || !ok2 {
-			return 0, false
-		}
-		r := m.RTT(i, j)
-		return r, !math.IsNaN(r)
-	}
+	real := m.ByCity()
 	w, err := population.Build(population.FittedVantage(population.ET, 1000, 2))
 	if err != nil {
 		t.Fatal(err)

@@ -83,15 +83,7 @@ func MeshSpec(o MeshOptions) (*sim.MeshSpec, []string, error) {
 			byMesh[i] = c
 		}
 	}
-	ms := &sim.MeshSpec{Latency: population.MeshLatency{PerPath: o.PerPath, Mesh: func(a, b latency.City) (float64, bool) {
-		i, ok1 := idx[a.Country+"/"+a.Name]
-		j, ok2 := idx[b.Country+"/"+b.Name]
-		if !ok1 || !ok2 {
-			return 0, false
-		}
-		r := m.RTT(i, j)
-		return r, r == r
-	}}}
+	ms := &sim.MeshSpec{Latency: population.MeshLatency{PerPath: o.PerPath, Mesh: m.ByCity()}}
 	var notes []string
 	var runs, calibrated []sim.LandmarkSet
 	for _, k := range o.Landmarks {

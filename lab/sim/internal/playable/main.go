@@ -66,19 +66,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	idx := map[string]int{}
-	for i, c := range m.Cities {
-		idx[c.Country+"/"+c.Name] = i
-	}
-	ml := population.MeshLatency{Mesh: func(a, b latency.City) (float64, bool) {
-		i, ok1 := idx[a.Country+"/"+a.Name]
-		j, ok2 := idx[b.Country+"/"+b.Name]
-		if !ok1 || !ok2 {
-			return 0, false
-		}
-		r := m.RTT(i, j)
-		return r, r == r
-	}}
+	ml := population.MeshLatency{Mesh: m.ByCity()}
 	lat := population.DefaultLatency()
 	offsets := lat.ASOffset + lat.Slash16Offset
 
