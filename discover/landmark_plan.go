@@ -70,11 +70,11 @@ type LandmarkPlan struct {
 
 // PlanLandmarks builds the landmark planner for targets from the masters'
 // reports (LandmarkInput) with the constants p, its random choices drawn
-// from seed; known, if not nil, marks the targets whose group the client
-// remembers (landmark.PlanInput.Known).
-func PlanLandmarks(targets []adaptive.Target, reports []MasterReport, p landmark.PlanParams, seed uint64, known []bool) (LandmarkPlan, error) {
+// from seed; remembered, if not nil, is the client's memory per target
+// (landmark.PlanInput.Remembered, Remembered).
+func PlanLandmarks(targets []adaptive.Target, reports []MasterReport, p landmark.PlanParams, seed uint64, remembered []float64) (LandmarkPlan, error) {
 	in, names := LandmarkInput(targets, reports)
-	in.Known = known
+	in.Remembered = remembered
 	pl, err := landmark.NewPlanner(in, p, rand.New(rand.NewPCG(seed, landmarkSeedStream)))
 	return LandmarkPlan{Planner: pl, Input: in, Landmarks: names}, err
 }

@@ -1,6 +1,7 @@
 package discover
 
 import (
+	"math"
 	"math/rand/v2"
 	"net/netip"
 	"time"
@@ -57,14 +58,7 @@ func PlanDefault(targets []adaptive.Target, reports []MasterReport, o PlanOption
 			sib := landmark.DefaultSiblings()
 			p.Siblings = &sib
 		}
-		var known []bool
-		if len(o.Prior) > 0 {
-			known = make([]bool, len(targets))
-			for i, t := range targets {
-				_, known[i] = o.Prior[adaptive.GroupKey(t.Addr.Addr())]
-			}
-		}
-		lp, err := PlanLandmarks(targets, reports, p, o.Seed, known)
+		lp, err := PlanLandmarks(targets, reports, p, o.Seed, Remembered(targets, o.Prior))
 		if err != nil {
 			return pl, err
 		}
@@ -113,4 +107,21 @@ func Vantage(reports []MasterReport) map[netip.AddrPort]time.Duration {
 		}
 	}
 	return v
+}
+
+// Remembered returns, per target, the least RTT (ms) the client
+// remembers of its group, NaN where none (landmark.PlanInput.Remembered);
+// nil without a memory.
+func Remembered(targets []adaptive.Target, prior map[netip.Prefix]adaptive.Prior) []float64 {
+	if len(prior) == 0 {
+		return nil
+	}
+	out := make([]float64, len(targets))
+	for i, t := range targets {
+		out[i] = math.NaN()
+		if p, ok := prior[adaptive.GroupKey(t.Addr.Addr())]; ok {
+			out[i] = millis(p.Least)
+		}
+	}
+	return out
 }

@@ -113,10 +113,12 @@ type PlanInput struct {
 	// Landmarks is the K x K matrix of the landmarks' RTTs to each other,
 	// for Repair; nil with Repair off.
 	Landmarks [][]float64
-	// Known, when not nil, marks the targets (same order) whose group the
-	// client remembers: they are a site's representatives first, since
-	// their outcome may come without a probe (adaptive.Grouped).
-	Known []bool
+	// Remembered, when not nil, holds per target (same order) the RTT
+	// (ms) the client remembers of its group, NaN where it remembers none:
+	// a site's representative is its remembered member of least RTT first,
+	// whose outcome may come without a probe (adaptive.Grouped) and which
+	// stands for the site's nearest part as the client measured it.
+	Remembered []float64
 	// LandmarksDerived says Landmarks was derived from the servers'
 	// vectors (MatrixFromVectors) instead of measured: Repair then clips
 	// the servers' vectors but not the client's, whose entries are its own
@@ -221,8 +223,8 @@ func NewPlanner(in PlanInput, p PlanParams, rng *rand.Rand) (*Planner, error) {
 	if c := p.Sites; c != nil && (!(c.Margin >= 0) || math.IsInf(c.Margin, 0) || !(c.Spread >= 0) || math.IsInf(c.Spread, 0)) {
 		return nil, fmt.Errorf("%w: sites' margin %v, spread %v", ErrPlan, c.Margin, c.Spread)
 	}
-	if in.Known != nil && len(in.Known) != len(in.Targets) {
-		return nil, fmt.Errorf("%w: %d targets, %d known flags", ErrPlan, len(in.Targets), len(in.Known))
+	if in.Remembered != nil && len(in.Remembered) != len(in.Targets) {
+		return nil, fmt.Errorf("%w: %d targets, %d remembered RTTs", ErrPlan, len(in.Targets), len(in.Remembered))
 	}
 	if s := p.Siblings; s != nil && (!(s.Tolerance > 0) || math.IsInf(s.Tolerance, 0) || math.IsNaN(s.Margin) || math.IsInf(s.Margin, 0) || !(s.MaxDelta >= 0) || !(s.Near >= 0)) {
 		return nil, fmt.Errorf("%w: siblings' tolerance %v, margin %v, largest difference %v, near %v", ErrPlan, s.Tolerance, s.Margin, s.MaxDelta, s.Near)
@@ -306,7 +308,11 @@ func NewPlanner(in PlanInput, p PlanParams, rng *rand.Rand) (*Planner, error) {
 				stop = (sl.lo + hi) / 2
 			}
 			if pl.sites != nil && (pl.sites.p.All || stop-p.Margin > p.Threshold) {
-				pl.sites.add(s, t, v, in.Known != nil && in.Known[i])
+				mem := math.NaN()
+				if in.Remembered != nil {
+					mem = in.Remembered[i]
+				}
+				pl.sites.add(s, t, v, mem)
 			} else if stop-p.Margin <= p.Threshold {
 				if p.Calibrate != nil {
 					sl.sub = true

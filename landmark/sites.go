@@ -19,14 +19,15 @@ import (
 // of one country and AS whose landmark vectors agree within Spread at
 // every landmark are one site (one network in one place, as the
 // landmarks see it), and a site is probed through representatives, its
-// server of smallest estimate first (one the client remembers, if any):
+// server of smallest estimate first (the one the client remembers
+// nearest, if it remembers any):
 //
 //   - a representative under Threshold + Margin brings the site back: its
 //     other servers are probed as candidates, in estimate order;
 //   - the first at or over Threshold + 2*Margin, or a second at or over
 //     Threshold + Margin, rules the site out;
-//   - the first in between calls a second, from another /24 if the site
-//     has one;
+//   - the first in between calls a second, from another /16 (or else
+//     /24) if the site has one;
 //   - an unanswered representative (a server gone) calls the next.
 //
 // The cost is about one probe per site, a few hundred for a list of
@@ -55,8 +56,9 @@ type siteIndex struct {
 	sites   []*site               // every site formed
 	heads   map[string][]int      // country/AS -> indexes into sites
 	stats   SiteStats             // what the check cost and found
-	known   map[int32]bool        // slots whose group the client remembers
+	mem     map[int32]float64     // slots whose group the client remembers: its RTT (ms)
 	group   map[int32]groupKeyStr // slot -> its /24 (or /64), for a second representative
+	net16   map[int32]groupKeyStr // slot -> its /16 (or /48)
 	siteOf  map[int32]*site       // slot -> its site
 }
 
@@ -66,8 +68,9 @@ type siteMember struct {
 	s     int32
 	key   string
 	v     Vector
-	known bool
+	mem   float64 // remembered RTT of its group (ms), NaN for none
 	group groupKeyStr
+	net16 groupKeyStr
 }
 
 type site struct {
@@ -75,7 +78,7 @@ type site struct {
 	members []int32 // not yet handed out, ascending estimate
 	reps    int     // answered representatives
 	least   float64 // least answered representative RTT, ms
-	lastRep groupKeyStr
+	lastRep int32 // the last representative's slot, -1 before the first
 	done    bool
 	back    bool // brought back
 }
@@ -88,13 +91,19 @@ type SiteStats struct {
 }
 
 func newSiteIndex(p SiteCheck) *siteIndex {
-	return &siteIndex{p: p, of: map[int32]*site{}, heads: map[string][]int{}, known: map[int32]bool{}, group: map[int32]groupKeyStr{}, siteOf: map[int32]*site{}}
+	return &siteIndex{p: p, of: map[int32]*site{}, heads: map[string][]int{}, mem: map[int32]float64{}, group: map[int32]groupKeyStr{}, net16: map[int32]groupKeyStr{}, siteOf: map[int32]*site{}}
 }
 
 // add records slot s (target t, vector v as measured) for the check.
-func (x *siteIndex) add(s int32, t adaptive.Target, v Vector, known bool) {
+func (x *siteIndex) add(s int32, t adaptive.Target, v Vector, mem float64) {
 	key := t.Country + "/" + strconv.FormatUint(uint64(t.ASN), 10)
-	x.pending = append(x.pending, siteMember{s: s, key: key, v: v, known: known, group: groupKeyStr(adaptive.GroupKey(t.Addr.Addr()).String())})
+	a := t.Addr.Addr().Unmap()
+	bits := 16
+	if a.Is6() {
+		bits = 48
+	}
+	p16, _ := a.Prefix(bits)
+	x.pending = append(x.pending, siteMember{s: s, key: key, v: v, mem: mem, group: groupKeyStr(adaptive.GroupKey(a).String()), net16: groupKeyStr(p16.String())})
 }
 
 // form makes the sites of the servers added and returns each site's first
@@ -103,8 +112,11 @@ func (x *siteIndex) form(slots []planSlot) []int32 {
 	// Estimate order, so that a site's first member is its nearest.
 	slices.SortStableFunc(x.pending, func(a, b siteMember) int { return cmp.Compare(slots[a.s].est, slots[b.s].est) })
 	for _, m := range x.pending {
-		x.known[m.s] = m.known
+		if !math.IsNaN(m.mem) {
+			x.mem[m.s] = m.mem
+		}
 		x.group[m.s] = m.group
+		x.net16[m.s] = m.net16
 		var st *site
 		for _, i := range x.heads[m.key] {
 			if x.near(x.sites[i].vec, m.v) {
@@ -113,7 +125,7 @@ func (x *siteIndex) form(slots []planSlot) []int32 {
 			}
 		}
 		if st == nil {
-			st = &site{vec: m.v, least: math.Inf(1)}
+			st = &site{vec: m.v, least: math.Inf(1), lastRep: -1}
 			x.heads[m.key] = append(x.heads[m.key], len(x.sites))
 			x.sites = append(x.sites, st)
 		}
@@ -147,24 +159,22 @@ func (x *siteIndex) near(a, b Vector) bool {
 	return n > 0
 }
 
-// nextRep takes the site's next representative out of its members: a
-// remembered one first, then one of another /24 than the last
-// representative's, then the nearest.
+// nextRep takes the site's next representative out of its members: the
+// remembered one of least RTT first, then one of another /16 than the
+// last representative's, then one of another /24, then the nearest.
 func (x *siteIndex) nextRep(st *site) (int32, bool) {
 	if len(st.members) == 0 {
 		return 0, false
 	}
 	pick := -1
 	for i, s := range st.members {
-		if x.known[s] {
+		if m, ok := x.mem[s]; ok && (pick < 0 || m < x.mem[st.members[pick]]) {
 			pick = i
-			break
 		}
 	}
-	if pick < 0 && st.lastRep != "" {
-		for i, s := range st.members {
-			if x.group[s] != st.lastRep {
-				pick = i
+	if pick < 0 && st.lastRep >= 0 {
+		for _, other := range []map[int32]groupKeyStr{x.net16, x.group} {
+			if pick = slices.IndexFunc(st.members, func(s int32) bool { return other[s] != other[st.lastRep] }); pick >= 0 {
 				break
 			}
 		}
@@ -174,7 +184,7 @@ func (x *siteIndex) nextRep(st *site) (int32, bool) {
 	}
 	s := st.members[pick]
 	st.members = slices.Delete(st.members, pick, pick+1)
-	st.lastRep = x.group[s]
+	st.lastRep = s
 	x.of[s] = st
 	x.stats.Reps++
 	return s, true

@@ -100,7 +100,8 @@ func TestSites_BringBackASiteTheBoundRulesOut(t *testing.T) {
 
 // TestSites_SecondRepresentativeNearTheEdge: a first representative
 // between threshold + margin and threshold + 2*margin calls a second, from
-// another /24; the site comes back when that one answers near.
+// another /16 or, in a site of one /16, another /24; the site comes back
+// when that one answers near.
 func TestSites_SecondRepresentativeNearTheEdge(t *testing.T) {
 	in, rtt := detourWorld()
 	rtt[0] = 230 // site A's nearest-estimated server sits behind a slower host
@@ -132,8 +133,11 @@ func TestSites_SecondRepresentativeNearTheEdge(t *testing.T) {
 
 func TestSites_RememberedRepresentativeFirst(t *testing.T) {
 	in, _ := detourWorld()
-	in.Known = make([]bool, len(in.Targets))
-	in.Known[10] = true
+	in.Remembered = make([]float64, len(in.Targets))
+	for i := range in.Remembered {
+		in.Remembered[i] = math.NaN()
+	}
+	in.Remembered[10], in.Remembered[9] = 402, 405
 	pl := sitePlanner(t, in, &SiteCheck{Margin: 20, Spread: 30, All: true})
 	var first []int
 	for range 2 {
@@ -144,7 +148,7 @@ func TestSites_RememberedRepresentativeFirst(t *testing.T) {
 		first = append(first, tg.Index)
 	}
 	if first[0] != 0 && first[1] != 0 || first[0] != 10 && first[1] != 10 {
-		t.Errorf("representatives %v, want site A's nearest (0) and site B's remembered one (10)", first)
+		t.Errorf("representatives %v, want site A's nearest (0) and site B's nearest remembered one (10)", first)
 	}
 }
 
@@ -174,9 +178,9 @@ func TestNewPlanner_RefusesBadSites(t *testing.T) {
 			t.Errorf("%+v: %v", c, err)
 		}
 	}
-	in.Known = []bool{true}
+	in.Remembered = []float64{1}
 	if _, err := NewPlanner(in, DefaultPlanParams(), rand.New(rand.NewPCG(1, 2))); !errors.Is(err, ErrPlan) {
-		t.Errorf("known flags of the wrong length: %v", err)
+		t.Errorf("remembered RTTs of the wrong length: %v", err)
 	}
 }
 

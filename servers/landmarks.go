@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/scout-discovery/scout/adaptive"
@@ -21,18 +22,23 @@ import (
 // masters for their landmark RTTs with the list (discover.Config.Landmarks);
 // auto uses them when the query carries the landmark words (getserversExt:
 // --ipv6).
-func runPlanned(ctx context.Context, opt Config, out *output, mconn, pconn probe.Conn, cfg discover.Config, unresolved []discover.MasterReport, mem *memory) (Result, error) {
+func runPlanned(ctx context.Context, opt Config, out *output, mconn, pconn probe.Conn, cfg discover.Config, unresolved []discover.MasterReport, stderr io.Writer, mem *memory) (Result, error) {
 	o := opt.Order
 	if o.Order == "landmarks" || opt.IPv6 {
 		cfg.Landmarks, cfg.LandmarkPings = true, o.LandmarkPings
 	}
+	if cfg.Prober.Pace != nil {
+		cfg.Prober.Lookahead = discover.OrderedLookahead // as runOrdered
+	}
 	var reps []discover.MasterReport
-	each := func(e discover.Event) {
+	gn := &gameNames{}
+	nc := startNameCheck(ctx, opt, cfg)
+	each := gn.wrap(opt.Filter, func(e discover.Event) {
 		if d, ok := e.(discover.MasterDone); ok {
 			reps = append(reps, d.MasterReport)
 		}
 		out.event(e)
-	}
+	})
 	var pl discover.Plan
 	plan := func(ts []adaptive.Target) (adaptive.Strategy, error) {
 		var err error
@@ -67,18 +73,22 @@ func runPlanned(ctx context.Context, opt Config, out *output, mconn, pconn probe
 	rep.ClientRTTs = clientRTTs(reps)
 	out.ordering = &rep
 	out.finish(sum)
-	if out.enc == nil {
+	// The default order's plain output is conventional's (the servers and
+	// the summary); --json's summary and --order landmarks say how it ran.
+	if out.enc == nil && o.Order == "landmarks" {
 		if lp := pl.Landmark; lp != nil {
 			fmt.Fprintf(out.w, "landmarks: %d (%v), their RTTs to each other %s; access delay estimated %.1f ms; %d sites, %d representatives probed, %d sites brought back\n",
 				len(lp.Landmarks), lp.Landmarks, cmp.Or(rep.Matrix, "-"), lp.Input.ClientHeight, rep.Sites.Sites, rep.Sites.Reps, rep.Sites.Back)
 			for _, c := range rep.ClientRTTs {
 				fmt.Fprintf(out.w, "  RTT to %s: %.1f ms (the least of the list's %.1f ms and %d of %d pings %v)\n", c.Landmark, c.RTTMs, c.ListMs, len(c.PingsMs), c.Sent, c.PingsMs)
 			}
-		} else if o.Order == "landmarks" {
+		} else {
 			fmt.Fprintln(out.w, "landmarks: no master answered as a landmark; Armitage's planner with scout's constants instead")
 		}
 		rep.print(out.w)
 	}
+	warnLimits(sum, stderr)
+	warnGameName(ctx, opt, sum, gn, nc, stderr)
 	return Result{Probes: ord.Probes, StopAt: ord.StopAt}, err
 }
 

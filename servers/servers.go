@@ -209,7 +209,7 @@ func runDiscover(ctx context.Context, opt Config, out *output, stderr io.Writer)
 	case "adaptive":
 		return runOrdered(ctx, opt, out, mconn, pconn, cfg, unresolved, stderr, mem)
 	case "auto", "landmarks":
-		return runPlanned(ctx, opt, out, mconn, pconn, cfg, unresolved, mem)
+		return runPlanned(ctx, opt, out, mconn, pconn, cfg, unresolved, stderr, mem)
 	}
 	each := out.event
 	var log *probeLog

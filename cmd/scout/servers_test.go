@@ -280,7 +280,7 @@ func TestServers_HelpExplainsOrder(t *testing.T) {
 	if code := runServers(t.Context(), []string{"-h"}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
-	for _, want := range []string{"Order (--order): master probes in the masters' order", "--variant scout runs", "Exit status"} {
+	for _, want := range []string{"Order (--order): auto, the default,", "master probes in the masters' order", "--variant scout runs", "Exit status"} {
 		if !strings.Contains(errb.String(), want) {
 			t.Errorf("scout servers -h lacks %q:\n%s", want, errb.String())
 		}

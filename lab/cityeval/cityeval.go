@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/adaptive"
+	"github.com/scout-discovery/scout/discover"
 	"github.com/scout-discovery/scout/lab/evaluate"
 	"github.com/scout-discovery/scout/lab/mesh"
 	"github.com/scout-discovery/scout/lab/population"
@@ -201,8 +202,9 @@ type Fit struct {
 // GridRow is one candidate on the fit set.
 type GridRow struct {
 	Params Params `json:"params"`
-	// Safe: both default strategies (ScoutGroups, Landmarks) found at
-	// least MinFound on every fit city and seed in every model.
+	// Safe: both default strategies (ScoutGroups, Landmarks) and their
+	// remembered runs found at least MinFound on every fit city and seed
+	// in every model.
 	Safe       bool    `json:"safe"`
 	WorstFound float64 `json:"worst_found_pct"`
 	// FarRatio is Landmarks' median over the far fit cities of their
@@ -456,7 +458,7 @@ func (e *evaluator) world(g population.Game, n int, seed uint64) (*population.Wo
 // fitRow runs the two default strategies with p on the fit set.
 func (e *evaluator) fitRow(ctx context.Context, p Params) (GridRow, error) {
 	row := GridRow{Params: p, Safe: true, WorstFound: 100}
-	strategies := []string{ScoutGroups, Landmarks}
+	strategies := []string{ScoutGroups, Landmarks, ScoutGroups + Remembered, Landmarks + Remembered}
 	var far, near []float64
 	for _, m := range e.cfg.Models {
 		outs, err := e.runSet(ctx, m, clients(e.cfg.FitCities, e.cfg.Access), e.cfg.FitSeeds, p, strategies, false)
@@ -586,8 +588,8 @@ func (e *evaluator) newRun(w *population.World, ml population.MeshLatency, place
 	return r
 }
 
-func (r run) planInput(known []bool) landmark.PlanInput {
-	return landmark.PlanInput{Targets: r.targets, Vectors: r.vs, Client: r.client, Landmarks: r.lm, ClientHeight: r.height, Known: known}
+func (r run) planInput(remembered []float64) landmark.PlanInput {
+	return landmark.PlanInput{Targets: r.targets, Vectors: r.vs, Client: r.client, Landmarks: r.lm, ClientHeight: r.height, Remembered: remembered}
 }
 
 // runClient runs every strategy for one client and seed.
@@ -705,14 +707,7 @@ func (e *evaluator) strategy(name string, rr run, p Params, seed uint64, prior m
 		lp := landmark.DefaultPlanParams()
 		lp.Margin = e.boundMargin
 		lp.Sites = p.sites()
-		var known []bool
-		if prior != nil {
-			known = make([]bool, len(rr.targets))
-			for i, t := range rr.targets {
-				_, known[i] = prior[adaptive.GroupKey(t.Addr.Addr())]
-			}
-		}
-		in, err := landmark.NewPlanner(rr.planInput(known), lp, rng)
+		in, err := landmark.NewPlanner(rr.planInput(discover.Remembered(rr.targets, prior)), lp, rng)
 		if err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -47,6 +48,13 @@ func runServers(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return bad("--plot %q: the file name must end in .svg or .png", *plot)
 	}
 	if *worldMap != "" {
+		// An emulated world's public addresses are another world's next
+		// time: its RTTs are not remembered unless a file is named.
+		named := false
+		fs.Visit(func(f *flag.Flag) { named = named || f.Name == "memory-file" })
+		if !named {
+			cfg.Memory = ""
+		}
 		table, err := loopnat.Load(*worldMap)
 		if err != nil {
 			fmt.Fprintf(stderr, "scout-lab servers: %v\n", err)
