@@ -115,10 +115,10 @@ type own struct {
 
 // GroupStats count what group probing saved and spent.
 type GroupStats struct {
-	Skipped    int // servers not probed: a sample of their group was far
-	Remembered int // servers not probed: their group is remembered far
-	First      int // servers probed first: their group is remembered playable
-	Samples    int // further samples: mates probed to decide a group
+	Skipped    int `json:"skipped"`    // servers not probed: a sample of their group was far
+	Remembered int `json:"remembered"` // servers not probed: their group is remembered far
+	First      int `json:"first"`      // servers probed first: their group is remembered playable
+	Samples    int `json:"samples"`    // further samples: mates probed to decide a group
 }
 
 // Grouped wraps a Strategy with group probing. Pure: no clock, no

@@ -85,9 +85,9 @@ type site struct {
 
 // SiteStats counts the site check's work.
 type SiteStats struct {
-	Sites int // sites formed
-	Reps  int // representatives probed
-	Back  int // sites brought back
+	Sites int `json:"sites"`           // sites formed
+	Reps  int `json:"representatives"` // representatives probed
+	Back  int `json:"back"`            // sites brought back
 }
 
 func newSiteIndex(p SiteCheck) *siteIndex {
