@@ -78,7 +78,7 @@ type site struct {
 	members []int32 // not yet handed out, ascending estimate
 	reps    int     // answered representatives
 	least   float64 // least answered representative RTT, ms
-	lastRep int32 // the last representative's slot, -1 before the first
+	lastRep int32   // the last representative's slot, -1 before the first
 	done    bool
 	back    bool // brought back
 }
