@@ -282,3 +282,71 @@ func (m *Mesh) ByCity() func(a, b latency.City) (float64, bool) {
 		return r, !math.IsNaN(r)
 	}
 }
+
+// Directions are WonderProxy's per-direction summaries: for each ordered
+// pair (source i pings destination j), the two days' hourly `ping -c 30`
+// summaries as the file gives them (one value per pair, NaN where not
+// measured). Pinging i from j and j from i measures the same two one-way
+// paths, from different nodes at other minutes: how far their least RTTs
+// are apart says how well a path's least RTT repeats.
+type Directions struct {
+	Cities        []City
+	Min, Avg, Max []float64 // n*n, [i*n+j]
+}
+
+// LoadWonderProxyDirections reads the cities and the per-direction min,
+// avg and max RTTs (ms) from dir; a pair given twice keeps the mean.
+func LoadWonderProxyDirections(dir string) (*Directions, error) {
+	m, err := LoadWonderProxy(dir) // the cities, and the file's checks
+	if err != nil {
+		return nil, err
+	}
+	n := len(m.Cities)
+	byID := make(map[int]int, n)
+	for i, c := range m.Cities {
+		byID[c.ID] = i
+	}
+	rows, err := readCSV(filepath.Join(dir, WonderProxyPings))
+	if err != nil {
+		return nil, err
+	}
+	col, err := columns(rows, WonderProxyPings, "source", "destination", "min", "avg", "max")
+	if err != nil {
+		return nil, err
+	}
+	d := &Directions{Cities: m.Cities}
+	sums := [3][]float64{make([]float64, n*n), make([]float64, n*n), make([]float64, n*n)}
+	cnt := make([]float64, n*n)
+	for k, r := range rows[1:] {
+		s, err1 := strconv.Atoi(r[col["source"]])
+		t, err2 := strconv.Atoi(r[col["destination"]])
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, fmt.Errorf("mesh: %s line %d: %v", WonderProxyPings, k+2, err)
+		}
+		i, ok1 := byID[s]
+		j, ok2 := byID[t]
+		if !ok1 || !ok2 || i == j {
+			continue
+		}
+		for f, name := range []string{"min", "avg", "max"} {
+			x, err := strconv.ParseFloat(r[col[name]], 64)
+			if err != nil || !(x >= 0 && x <= MaxRTT) {
+				return nil, fmt.Errorf("mesh: %s line %d: %s %q", WonderProxyPings, k+2, name, r[col[name]])
+			}
+			sums[f][i*n+j] += x
+		}
+		cnt[i*n+j]++
+	}
+	out := [3]*[]float64{&d.Min, &d.Avg, &d.Max}
+	for f := range sums {
+		for k := range sums[f] {
+			if cnt[k] == 0 {
+				sums[f][k] = math.NaN()
+			} else {
+				sums[f][k] /= cnt[k]
+			}
+		}
+		*out[f] = sums[f]
+	}
+	return d, nil
+}

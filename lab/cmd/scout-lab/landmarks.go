@@ -46,6 +46,7 @@ func runLandmarks(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	quant := fs.Float64("margin-quantile", 0.999, "quantile of the fitting half's excess that sets the margin")
 	ripe := fs.Bool("ripe", false, "also evaluate on RIPE Atlas's country matrix")
 	rtt := fs.String("rtt", "", "only print the mesh's RTTs from a city to others, `FROM:TO,TO...` (WonderProxy names, e.g. Melbourne:LosAngeles,Chicago), and exit")
+	stability := fs.Bool("stability", false, "only print how well the mesh's least RTTs repeat (each pair pinged both ways; the spread within an hour), and exit")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -72,6 +73,15 @@ func runLandmarks(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	if *rtt != "" {
 		return printMeshRTTs(fs, m, *rtt, stdout)
+	}
+	if *stability {
+		d, err := mesh.LoadWonderProxyDirections(*data)
+		if err != nil {
+			fmt.Fprintf(stderr, "scout-lab landmarks: %v\n", err)
+			return 1
+		}
+		evaluate.PrintStability(stdout, evaluate.PathStability(d, evaluate.WorstNodes))
+		return 0
 	}
 	opt := evaluate.Options{Threshold: *threshold, MarginQuantile: *quant, Region: latency.Region, Drop: *drop, Repair: *repair, KeepClient: *keepClient}
 	fmt.Fprintf(stdout, "WonderProxy mesh, %d cities; rule %s, repair %v, client kept %v, drop %d, threshold %.0f ms, margin at the %.4g quantile\n\n", m.Len(), r, *repair, *keepClient, *drop, *threshold, *quant)
