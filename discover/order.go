@@ -156,6 +156,13 @@ func Ordered(ctx context.Context, masterConn, probeConn probe.Conn, cfg Config, 
 		}
 		each(Probed{sv})
 	})
+	if !ord.Stopped {
+		// A strategy told of servers it will not probe (a group skipped)
+		// can stop while handing out, after its last outcome.
+		if stopped, info := st.Stopped(); stopped {
+			ord.Stopped, ord.Stop, ord.StopAt = true, info, time.Since(start)
+		}
+	}
 	ord.Clusters = st.Clusters()
 	sum.Probe = counts
 	sum.FirstResult = firstResult

@@ -148,6 +148,11 @@ func Run(s adaptive.Strategy, in Input) (*Result, error) {
 			if !ok {
 				if ph == adaptive.Done {
 					doneSending = true
+					// A strategy told of servers it will not probe (a
+					// group skipped) can stop while handing out.
+					if st, info := s.Stopped(); st && !r.Stopped {
+						r.Stopped, r.StopTime, r.StopSent, r.StopInfo = true, now, r.Sent, info
+					}
 				}
 				break // waiting: the next outcome resumes sending
 			}
