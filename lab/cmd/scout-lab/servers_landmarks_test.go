@@ -62,10 +62,11 @@ func citiesByName() map[string]latency.City {
 	return city
 }
 
-// cityWorld is n emulated Quake III servers, the i-th in the latency
-// model's city i*len(cities)/n, public at 5.pub.x.y:27960 and answering on
-// 127.lo.id.(i+1):27960 (the public port: the masters map the IP alone);
-// it returns the world and each server's city.
+// cityWorld is n emulated Quake III servers (at most 256), the i-th in
+// the latency model's city i*len(cities)/n, public at 5.pub.i.1:27960 (a
+// /24 each: servers of one /24 sit in one place, as group probing takes
+// them) and answering on 127.lo.id.(i+1):27960 (the public port: the
+// masters map the IP alone); it returns the world and each server's city.
 func cityWorld(seed uint64, n int, pub, lo, id byte) (world.World, []latency.City) {
 	cities := latency.Cities()
 	var w world.World
@@ -75,7 +76,7 @@ func cityWorld(seed uint64, n int, pub, lo, id byte) (world.World, []latency.Cit
 		c := cities[(i*len(cities))/n]
 		srvCity = append(srvCity, c)
 		w.Servers = append(w.Servers, world.Server{
-			Public:   netip.AddrPortFrom(netip.AddrFrom4([4]byte{5, pub, byte(i / 200), byte(i%200 + 1)}), 27960),
+			Public:   netip.AddrPortFrom(netip.AddrFrom4([4]byte{5, pub, byte(i), 1}), 27960),
 			Loopback: netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, lo, id, byte(i + 1)}), 27960),
 			Game:     world.Q3A, Hostname: "srv-" + c.Name, Map: "q3dm17", MaxClients: 8,
 		})
