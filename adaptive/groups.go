@@ -10,7 +10,8 @@ import (
 )
 
 // Group probing. Servers in one /24 (IPv6: one /64; the ports of one
-// address always together) sit in one network, nearly always in one room,
+// address always together) of one country and AS sit in one network,
+// nearly always in one room,
 // so their RTTs from a client differ by little: [Grouped] probes one of
 // them first (in the order its inner strategy hands them out) and holds
 // the others, its group-mates, until that sample answers. Then:
@@ -64,6 +65,21 @@ type GroupParams struct {
 	// Drift is taken off a remembered least RTT: how much shorter the
 	// path may have become since it was measured.
 	Drift time.Duration
+	// Within, when set, splits groups further: servers of one /24 are one
+	// group only when it gives them the same value (the landmark plan's:
+	// their landmark RTTs agree). Servers of one /24 are always split by
+	// their country and AS (Target.Country, Target.ASN) too: a /24 that
+	// geolocation places in two networks is not taken as one room.
+	Within func(Target) string
+}
+
+// groupID is a group: its prefix, the country and AS geolocation gives
+// its servers, and GroupParams.Within's value.
+type groupID struct {
+	prefix  netip.Prefix
+	country string
+	asn     uint32
+	within  string
 }
 
 // DefaultGroups returns the constants scout uses: 200 ms, M = 20 ms (the
@@ -127,7 +143,8 @@ type Grouped struct {
 	in      Strategy
 	p       GroupParams
 	targets map[netip.AddrPort]Target
-	groups  map[netip.Prefix]*group
+	groups  map[groupID]*group
+	ids     map[netip.AddrPort]groupID
 	queue   []Target // to send before asking the inner strategy
 	sent    map[netip.AddrPort]bool
 	owns    map[netip.AddrPort]*own
@@ -145,7 +162,7 @@ func NewGrouped(inner Strategy, targets []Target, p GroupParams, prior map[netip
 	if p.Threshold < 0 || p.Margin < 0 || p.Drift < 0 {
 		return nil, fmt.Errorf("%w: threshold %v, margin %v, drift %v", ErrGroups, p.Threshold, p.Margin, p.Drift)
 	}
-	g := &Grouped{in: inner, p: p, targets: make(map[netip.AddrPort]Target, len(targets)), groups: map[netip.Prefix]*group{},
+	g := &Grouped{in: inner, p: p, targets: make(map[netip.AddrPort]Target, len(targets)), groups: map[groupID]*group{}, ids: map[netip.AddrPort]groupID{},
 		sent: map[netip.AddrPort]bool{}, owns: map[netip.AddrPort]*own{}, skipped: map[netip.AddrPort]time.Duration{}}
 	var first []Target
 	for i, t := range targets {
@@ -156,21 +173,26 @@ func NewGrouped(inner Strategy, targets []Target, p GroupParams, prior map[netip
 		t.Index = i
 		g.targets[t.Addr] = t
 		k := GroupKey(t.Addr.Addr())
-		gr := g.groups[k]
+		id := groupID{k, t.Country, t.ASN, ""}
+		if p.Within != nil {
+			id.within = p.Within(t)
+		}
+		g.ids[t.Addr] = id
+		gr := g.groups[id]
 		if gr == nil {
 			gr = &group{}
 			if pr, ok := prior[k]; ok && pr.Samples > 0 && pr.Least >= 0 {
 				gr.least, gr.samples = max(pr.Least-p.Drift, 0), pr.Samples
 				g.decide(gr, pr.Least < p.Threshold)
 			}
-			g.groups[k] = gr
+			g.groups[id] = gr
 		}
 		if gr.state == grpNear && p.Threshold > 0 {
 			first = append(first, t)
 		}
 	}
 	slices.SortStableFunc(first, func(a, b Target) int {
-		return cmp.Compare(g.groups[GroupKey(a.Addr.Addr())].least, g.groups[GroupKey(b.Addr.Addr())].least)
+		return cmp.Compare(g.groups[g.ids[a.Addr]].least, g.groups[g.ids[b.Addr]].least)
 	})
 	for _, t := range first {
 		g.owns[t.Addr] = &own{}
@@ -224,7 +246,7 @@ func (g *Grouped) Next() (Target, Phase, bool) {
 			}
 			continue
 		}
-		gr := g.groups[GroupKey(t.Addr.Addr())]
+		gr := g.groups[g.ids[t.Addr]]
 		switch gr.state {
 		case grpOpen:
 			gr.state = grpSampling
@@ -284,7 +306,7 @@ func (g *Grouped) Observe(addr netip.AddrPort, rtt time.Duration, answered bool)
 		return fmt.Errorf("%w: %v", ErrNotSent, addr)
 	}
 	delete(g.sent, addr)
-	gr := g.groups[GroupKey(addr.Addr())]
+	gr := g.groups[g.ids[addr]]
 	if answered {
 		if gr.samples == 0 || rtt < gr.least {
 			gr.least = rtt

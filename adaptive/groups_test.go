@@ -257,3 +257,24 @@ func TestGrouped_Properties(t *testing.T) {
 		}
 	}
 }
+
+// TestGrouped_SplitByNetworkAndWithin: one /24 that geolocation puts in
+// two countries is two groups; GroupParams.Within splits further.
+func TestGrouped_SplitByNetworkAndWithin(t *testing.T) {
+	ts := []Target{tg("10.7.0.1", "DE"), tg("10.7.0.2", "DE"), tg("10.7.0.3", "AU"), tg("10.7.0.4", "AU")}
+	world := fixed(map[string]float64{"10.7.0.1": 300, "10.7.0.2": 300, "10.7.0.3": 40, "10.7.0.4": 41})
+	g, _ := grouped(t, ts, nil)
+	if ps := drive(t, g, world); len(ps) != 3 {
+		t.Errorf("probed %v, want one of DE's and both of AU's", sent(ps))
+	}
+	c, _ := NewConventional(ts)
+	p := DefaultGroups()
+	p.Within = func(tt Target) string { return tt.Addr.Addr().String() } // every server apart
+	g2, err := NewGrouped(c, ts, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps := drive(t, g2, world); len(ps) != 4 {
+		t.Errorf("probed %v, want every server (Within splits them all)", sent(ps))
+	}
+}

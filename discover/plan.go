@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/netip"
+	"strconv"
 	"time"
 
 	"github.com/scout-discovery/scout/adaptive"
@@ -74,6 +75,9 @@ func PlanDefault(targets []adaptive.Target, reports []MasterReport, o PlanOption
 	}
 	gp := adaptive.DefaultGroups()
 	gp.Threshold = o.AutoStop
+	if lp := pl.Landmark; lp != nil {
+		gp.Within = VectorGroups(lp.Input.Vectors)
+	}
 	g, err := adaptive.NewGrouped(inner, targets, gp, o.Prior)
 	if err != nil {
 		return pl, err
@@ -124,4 +128,31 @@ func Remembered(targets []adaptive.Target, prior map[netip.Prefix]adaptive.Prior
 		}
 	}
 	return out
+}
+
+// GroupBucket (ms) is how coarsely the landmark plan's groups compare the
+// servers' landmark RTTs: servers of one /24 whose RTTs from some landmark
+// fall in different GroupBucket-wide bins are not one group (a /24 in two
+// places, as the landmarks see it).
+const GroupBucket = 25.0
+
+// VectorGroups returns adaptive.GroupParams.Within for the landmark
+// plan: each target's landmark RTTs in GroupBucket bins (by
+// Target.Index into vs, the plan's vectors as measured).
+func VectorGroups(vs []landmark.Vector) func(adaptive.Target) string {
+	return func(t adaptive.Target) string {
+		if t.Index < 0 || t.Index >= len(vs) {
+			return ""
+		}
+		b := make([]byte, 0, 4*len(vs[t.Index]))
+		for _, x := range vs[t.Index] {
+			if math.IsNaN(x) {
+				b = append(b, '-', ',')
+				continue
+			}
+			b = strconv.AppendInt(b, int64(math.Floor(x/GroupBucket)), 10)
+			b = append(b, ',')
+		}
+		return string(b)
+	}
 }

@@ -711,7 +711,9 @@ func (e *evaluator) strategy(name string, rr run, p Params, seed uint64, prior m
 		if err != nil {
 			return nil, err
 		}
-		return adaptive.NewGrouped(in, rr.targets, p.groups(), prior)
+		gp := p.groups()
+		gp.Within = discover.VectorGroups(rr.vs)
+		return adaptive.NewGrouped(in, rr.targets, gp, prior)
 	}
 	return nil, fmt.Errorf("unknown strategy %q", name)
 }
