@@ -149,6 +149,7 @@ type Grouped struct {
 	sent    map[netip.AddrPort]bool
 	owns    map[netip.AddrPort]*own
 	skipped map[netip.AddrPort]time.Duration // what a skipped server was reported at
+	handed  int                              // probes handed out
 	stats   GroupStats
 }
 
@@ -225,6 +226,7 @@ func (g *Grouped) Next() (Target, Phase, bool) {
 			t := g.queue[0]
 			g.queue = g.queue[1:]
 			g.sent[t.Addr] = true
+			g.handed++
 			return t, Reordered, true
 		}
 		if st, _ := g.in.Stopped(); st {
@@ -269,6 +271,7 @@ func (g *Grouped) Next() (Target, Phase, bool) {
 			continue
 		}
 		g.sent[t.Addr] = true
+		g.handed++
 		return t, ph, true
 	}
 }
@@ -365,10 +368,20 @@ func (g *Grouped) Observe(addr netip.AddrPort, rtt time.Duration, answered bool)
 }
 
 // Stopped reports whether discovery is over: the inner strategy stopped
-// and no probe of the wrapper's own is left to send or to hear from.
+// and no probe of the wrapper's own is left to send or to hear from. Its
+// StopInfo is the inner strategy's, with the probes counted as sent
+// (Sent, Reordered) and not (Unprobed) as they were: a server the inner
+// strategy handed out and the wrapper skipped was not probed.
 func (g *Grouped) Stopped() (bool, StopInfo) {
 	st, info := g.in.Stopped()
-	return st && len(g.queue) == 0 && len(g.sent) == 0, info
+	if !st || len(g.queue) > 0 || len(g.sent) > 0 {
+		return false, StopInfo{}
+	}
+	skipped := g.stats.Skipped + g.stats.Remembered
+	info.Unprobed += skipped
+	info.Sent = g.handed
+	info.Reordered = max(info.Reordered-skipped, 0)
+	return true, info
 }
 
 // Skip reports whether a was skipped, and the least RTT of its group it

@@ -76,6 +76,19 @@ func TestGrouped_SkipsTheMatesOfAFarGroup(t *testing.T) {
 	if r := rec.rtt[ts[2].Addr]; r != ms(250) {
 		t.Errorf("a skipped mate was reported at %v, want the sample's 250ms", r)
 	}
+	// Around a planner that stops, the stop counts the probes sent.
+	pl, err := New(ts, Scout(), rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2, err := NewGrouped(pl, ts, DefaultGroups(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps2 := drive(t, g2, fixed(map[string]float64{"10.0.0.1": 250, "10.0.0.2": 250, "10.0.0.3": 250, "10.0.1.1": 30}))
+	if st, info := g2.Stopped(); st && (info.Sent != len(ps2) || info.Sent+info.Unprobed != len(ts)) {
+		t.Errorf("stop info %+v after %d probes of %d servers", info, len(ps2), len(ts))
+	}
 }
 
 func TestGrouped_ProbesEveryMateOfAPlayableGroup(t *testing.T) {
