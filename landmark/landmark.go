@@ -35,6 +35,10 @@
 // is within the playable threshold, nearest estimate first, and stops;
 // options add a run rule on the estimate order and hand-off to Armitage's
 // adaptive planner, which always takes the servers no landmark measured.
+// On the real mesh no margin makes the bound both cheap and safe (whole
+// cities sit behind detours), so the site check (sites.go) measures what
+// the bound would leave out: a site (one AS in one place) is ruled out
+// only when its representatives answer far.
 package landmark
 
 import (
