@@ -11,8 +11,8 @@
 // The memory is only as good as the paths are stable, so it is bounded
 // in age (MaxAge), and it is tied to where it was measured from: the
 // client's RTTs to the masters it asked (the vantage). A run whose RTTs
-// to the same masters differ by more than VantageTolerance (a laptop on
-// another network) does not use it.
+// to the same masters are not the remembered ones (a laptop on another
+// network; Cache.Matches) does not use it.
 //
 // The core (Cache, Parse, AppendText) is pure: times are passed in. The
 // file shell (Load, Save, DefaultPath) writes atomically (a temporary
@@ -72,12 +72,18 @@ const (
 	maxLine = 256
 )
 
-// VantageTolerance is how far (ms) the client's RTT to a master may be
-// from the one remembered, or that fraction of it if larger, for the
-// memory to be used.
+// How far the client's RTT to a master may be from the one remembered
+// for the memory to be used: at most VantageBelow ms (or that share of
+// it, if larger) below it, and VantageAbove ms (or share) above it. One
+// sample of a round trip can sit far over the path's (a queue on the
+// way, a busy master), never under it, so a sample well under the
+// remembered RTT says the client moved, and one over it must be far
+// over to say so.
 const (
-	VantageTolerance      = 10.0
-	VantageToleranceShare = 0.2
+	VantageBelow      = 10.0
+	VantageBelowShare = 0.2
+	VantageAbove      = 50.0
+	VantageAboveShare = 0.5
 )
 
 // header is the file's first line.
@@ -167,7 +173,7 @@ func (c *Cache) bound() {
 
 // Matches reports whether a client whose RTTs to its masters are vantage
 // is where the memory was measured from: every master both know within
-// VantageTolerance (or VantageToleranceShare). With no master in common
+// VantageBelow and VantageAbove of the remembered RTT. With no master in common
 // (or an empty memory) it matches: nothing says the client moved.
 func (c *Cache) Matches(vantage map[netip.AddrPort]time.Duration) bool {
 	for a, d := range vantage {
@@ -175,8 +181,8 @@ func (c *Cache) Matches(vantage map[netip.AddrPort]time.Duration) bool {
 		if !ok {
 			continue
 		}
-		tol := max(VantageTolerance, VantageToleranceShare*millis(old))
-		if math.Abs(millis(d)-millis(old)) > tol {
+		x, o := millis(d), millis(old)
+		if x < o-max(VantageBelow, VantageBelowShare*o) || x > o+max(VantageAbove, VantageAboveShare*o) {
 			return false
 		}
 	}

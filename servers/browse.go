@@ -14,10 +14,12 @@ import (
 
 // browsing reports whether a run opens the interactive browser: lines
 // were not asked for (--json, --plain), the output and the input are a
-// terminal, and the servers come from masters in their order (the LAN
-// and the research orders print lines).
+// terminal, and the servers come from masters in their order: the
+// browser lists every server, so it takes conventional discovery unless
+// another order was asked for (--order), which prints lines (the LAN
+// too).
 func browsing(cfg Config, stdout io.Writer) bool {
-	if cfg.JSON || cfg.Plain || cfg.LAN || (cfg.Order.Order != "" && cfg.Order.Order != "master") {
+	if cfg.JSON || cfg.Plain || cfg.LAN || (cfg.Order.Given && cfg.Order.Order != "" && cfg.Order.Order != "master") {
 		return false
 	}
 	f, ok := stdout.(*os.File)

@@ -113,6 +113,7 @@ packet each way) as the client's RTT to that master.`
 // Flags are scout servers' flags on a flag set; Config reads them, once
 // the set is parsed, into a Config.
 type Flags struct {
+	fs                    *flag.FlagSet
 	cfg                   Config
 	masters               stringList
 	gameName, strategy    *string
@@ -139,7 +140,7 @@ func defaultMemoryFile() string {
 
 // AddFlags defines scout servers' flags on fs.
 func AddFlags(fs *flag.FlagSet) *Flags {
-	f := &Flags{}
+	f := &Flags{fs: fs}
 	opt := &f.cfg
 	fs.Var(&f.masters, "master", "a master `HOST:PORT` to ask (repeatable); default: the game's well-known masters")
 	f.gameName = fs.String("game", "q3", "the game whose servers to list (the queries each sends: Games, below)")
@@ -201,6 +202,7 @@ func (f *Flags) Config() (Config, error) {
 	if *f.memory {
 		opt.Memory = cmp.Or(*f.memoryFile, defaultMemoryFile())
 	}
+	f.fs.Visit(func(fl *flag.Flag) { opt.Order.Given = opt.Order.Given || fl.Name == "order" })
 	if opt.Sort != "" && !browser.Sort(nil, opt.Sort) {
 		return opt, fmt.Errorf("unknown --sort %q (%s)", opt.Sort, strings.Join(browser.Orders, ", "))
 	}

@@ -114,6 +114,9 @@ type Order struct {
 	// LandmarkSiblings skips servers whose answered siblings predict them
 	// unplayable (landmark.DefaultSiblings).
 	LandmarkSiblings bool
+	// Given says the order was asked for (--order); the interactive
+	// browser runs conventional discovery unless another order was.
+	Given bool
 }
 
 // Params returns the adaptive planner's constants: the variant's, with
