@@ -26,7 +26,9 @@ import (
 // of k samples sits closer, and for the exponential tail of such delays
 // the chance that the least of k exceeds the path's RTT by Margin/k is the
 // same for every k (exp(-Margin/mean)). An unanswered probe is not a
-// sample: the next mate is tried.
+// sample: a lost first sample (a server gone since it registered, found
+// only after the probe's timeouts) releases every mate, which are then
+// probed as without grouping; a lost later one calls the next mate.
 //
 // The client's memory of its own earlier runs ([Prior], per group) counts
 // as samples taken Drift ms ago, so their least is lowered by Drift (the
@@ -109,6 +111,7 @@ const (
 	grpSampling                   // a sample is outstanding; mates are held
 	grpNear                       // playable: every mate is probed
 	grpFar                        // skipped: mates are reported with least
+	grpAll                        // its first sample was lost: every mate is probed
 )
 
 type group struct {
@@ -258,6 +261,7 @@ func (g *Grouped) Next() (Target, Phase, bool) {
 		case grpSampling:
 			gr.held = append(gr.held, t)
 			continue
+		case grpAll:
 		case grpFar:
 			if gr.fresh {
 				g.stats.Skipped++
@@ -330,9 +334,17 @@ func (g *Grouped) Observe(addr netip.AddrPort, rtt time.Duration, answered bool)
 	if gr.state != grpSampling {
 		return nil
 	}
-	if answered {
+	switch {
+	case answered:
 		g.decide(gr, rtt < g.p.Threshold)
-	} else {
+	case gr.samples == 0:
+		// A lost first sample (a server gone since it registered) costs
+		// the probe's timeouts; its mates are not held behind another.
+		gr.state = grpAll
+		g.queue = append(g.queue, gr.held...)
+		gr.held = nil
+		return nil
+	default:
 		gr.state = grpOpen
 	}
 	switch gr.state {

@@ -130,14 +130,27 @@ func TestGrouped_OneSampleUnderTheThresholdKeepsTheGroup(t *testing.T) {
 	}
 }
 
-func TestGrouped_ALostProbeIsNotASample(t *testing.T) {
+// TestGrouped_ALostFirstSampleReleasesTheMates: the first is silent (gone
+// since it registered, known only after its timeouts): its mates are not
+// held behind another sample but probed.
+func TestGrouped_ALostFirstSampleReleasesTheMates(t *testing.T) {
 	ts := addrs("FR", 10, 3, 3)
 	g, _ := grouped(t, ts, nil)
-	// The first is silent (gone since it registered): the second is the
-	// sample, and it decides.
-	ps := drive(t, g, fixed(map[string]float64{"10.3.0.2": 300, "10.3.0.3": 300}))
-	if len(ps) != 2 || g.Stats().Skipped != 1 {
-		t.Errorf("probed %v, stats %+v; want 2 probes and 1 skipped", sent(ps), g.Stats())
+	ps := driveBatched(t, g, fixed(map[string]float64{"10.3.0.2": 300, "10.3.0.3": 300}), rand.New(rand.NewPCG(1, 1)), 16)
+	if len(ps) != 3 || g.Stats().Skipped != 0 {
+		t.Errorf("probed %v, stats %+v; want every server", sent(ps), g.Stats())
+	}
+}
+
+// TestGrouped_ALostLaterSampleIsNotASample: after an answer between the
+// threshold and the margin, a lost further sample does not count: the
+// next mate is asked.
+func TestGrouped_ALostLaterSampleIsNotASample(t *testing.T) {
+	ts := addrs("FR", 10, 3, 4)
+	g, _ := grouped(t, ts, nil)
+	ps := drive(t, g, fixed(map[string]float64{"10.3.0.1": 215, "10.3.0.3": 212, "10.3.0.4": 300}))
+	if len(ps) != 3 || g.Stats().Skipped != 1 {
+		t.Errorf("probed %v, stats %+v; want 3 probes (215, lost, 212: least 212 >= 210) and 1 skipped", sent(ps), g.Stats())
 	}
 }
 
