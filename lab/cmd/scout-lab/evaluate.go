@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -83,37 +83,23 @@ func runEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return 2
 	}
 	var err error
-	if cfg.FitSeeds, err = parseSeeds(*fitSeeds); err != nil {
+	if cfg.FitSeeds, err = cityeval.ParseSeeds(*fitSeeds); err != nil {
 		fmt.Fprintf(stderr, "scout-lab evaluate: --fit-seeds: %v\n", err)
 		return 2
 	}
-	if cfg.ReportSeeds, err = parseSeeds(*seeds); err != nil {
+	if cfg.ReportSeeds, err = cityeval.ParseSeeds(*seeds); err != nil {
 		fmt.Fprintf(stderr, "scout-lab evaluate: --seeds: %v\n", err)
 		return 2
 	}
-	for _, m := range strings.Split(*models, ",") {
-		switch mm := cityeval.Model(strings.TrimSpace(m)); mm {
-		case cityeval.Shared, cityeval.PerPath:
-			cfg.Models = append(cfg.Models, mm)
-		default:
-			fmt.Fprintf(stderr, "scout-lab evaluate: --models %q: shared, per-path\n", *models)
-			return 2
-		}
+	if cfg.Models, err = cityeval.ParseModels(*models); err != nil {
+		fmt.Fprintf(stderr, "scout-lab evaluate: --models: %v\n", err)
+		return 2
 	}
 	cfg.FitCities, cfg.ReportCities = cityeval.Split(latency.Cities(), cityeval.Examined...)
 	if *cities != "" {
-		byName := map[string]latency.City{}
-		for _, c := range latency.Cities() {
-			byName[c.Name] = c
-		}
-		cfg.ReportCities = nil
-		for _, n := range strings.Split(*cities, ",") {
-			c, ok := byName[strings.TrimSpace(n)]
-			if !ok {
-				fmt.Fprintf(stderr, "scout-lab evaluate: --cities: no WonderProxy city %q\n", n)
-				return 2
-			}
-			cfg.ReportCities = append(cfg.ReportCities, c)
+		if cfg.ReportCities, err = cityeval.Named(*cities); err != nil {
+			fmt.Fprintf(stderr, "scout-lab evaluate: --cities: %v\n", err)
+			return 2
 		}
 	}
 	if !*noFit {
@@ -126,55 +112,16 @@ func runEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		}
 	}
 	rep, err := cityeval.Run(ctx, cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "scout-lab evaluate: %v\n", err)
-		if rep == nil {
-			return 1
-		}
-	}
-	if *asJSON {
+	if rep != nil && *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", " ")
-		if err := enc.Encode(rep); err != nil {
-			fmt.Fprintf(stderr, "scout-lab evaluate: %v\n", err)
-			return 1
-		}
-	} else {
+		err = errors.Join(err, enc.Encode(rep))
+	} else if rep != nil {
 		cityeval.Print(stdout, rep)
 	}
 	if err != nil {
+		fmt.Fprintf(stderr, "scout-lab evaluate: %v\n", err)
 		return 1
 	}
 	return 0
 }
-
-// parseSeeds reads "A-B" or "a,b,c".
-func parseSeeds(s string) ([]uint64, error) {
-	if a, b, ok := strings.Cut(s, "-"); ok {
-		lo, err1 := strconv.ParseUint(strings.TrimSpace(a), 10, 64)
-		hi, err2 := strconv.ParseUint(strings.TrimSpace(b), 10, 64)
-		if err1 != nil || err2 != nil || hi < lo || hi-lo >= maxEvalSeeds {
-			return nil, fmt.Errorf("%q: want A-B with A <= B and at most %d seeds", s, maxEvalSeeds)
-		}
-		var out []uint64
-		for x := lo; x <= hi; x++ {
-			out = append(out, x)
-		}
-		return out, nil
-	}
-	var out []uint64
-	for _, f := range strings.Split(s, ",") {
-		x, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%q: want A-B or a list of seeds", s)
-		}
-		out = append(out, x)
-	}
-	if len(out) > maxEvalSeeds {
-		return nil, fmt.Errorf("%q: at most %d seeds", s, maxEvalSeeds)
-	}
-	return out, nil
-}
-
-// maxEvalSeeds bounds --seeds and --fit-seeds.
-const maxEvalSeeds = 100
