@@ -35,6 +35,7 @@ import (
 	"github.com/scout-discovery/scout/lab/sim"
 	"github.com/scout-discovery/scout/landmark"
 	"github.com/scout-discovery/scout/latency"
+	"github.com/scout-discovery/scout/rttcache"
 )
 
 // Strategy names, as the report gives them.
@@ -718,40 +719,36 @@ func (e *evaluator) strategy(name string, rr run, p Params, seed uint64, prior m
 	return nil, fmt.Errorf("unknown strategy %q", name)
 }
 
-// remember is the client's memory after a first run: per group, the least
-// answered RTT and how many answered; with Config.RouteChange, a share of
-// the groups' paths became shorter since (their remembered RTT is over
-// the path's by up to RouteShorter).
+// remember is the client's memory after a first run, as scout servers
+// keeps it (rttcache): per group, the least answered RTT of the run, one
+// sample whatever the run sent to the group; with Config.RouteChange, a
+// share of the groups' paths became shorter since (their remembered RTT
+// is over the path's by up to RouteShorter).
 func (e *evaluator) remember(ts []adaptive.Target, res *sim.Result, seed uint64) map[netip.Prefix]adaptive.Prior {
-	mem := map[netip.Prefix]adaptive.Prior{}
+	mem := rttcache.New()
+	outs := make([]rttcache.Outcome, 0, len(res.Trace))
 	for _, pr := range res.Trace {
-		if !pr.Answered {
-			continue
-		}
-		k := adaptive.GroupKey(ts[pr.Index].Addr.Addr())
-		p := mem[k]
-		if p.Samples == 0 || pr.RTT < p.Least {
-			p.Least = pr.RTT
-		}
-		p.Samples++
-		mem[k] = p
+		outs = append(outs, rttcache.Outcome{Addr: ts[pr.Index].Addr, RTT: pr.RTT, Answered: pr.Answered})
 	}
+	now := time.Unix(0, 0)
+	mem.Record(now, nil, outs)
+	prior := mem.Priors(now)
 	if e.cfg.RouteChange > 0 {
 		rng := rand.New(rand.NewPCG(seed, 0x7c))
-		keys := make([]netip.Prefix, 0, len(mem))
-		for k := range mem {
+		keys := make([]netip.Prefix, 0, len(prior))
+		for k := range prior {
 			keys = append(keys, k)
 		}
 		slices.SortFunc(keys, func(a, b netip.Prefix) int { return a.Addr().Compare(b.Addr()) })
 		for _, k := range keys {
 			if rng.Float64() < e.cfg.RouteChange {
-				p := mem[k]
+				p := prior[k]
 				p.Least += dur(rng.Float64() * e.cfg.RouteShorter)
-				mem[k] = p
+				prior[k] = p
 			}
 		}
 	}
-	return mem
+	return prior
 }
 
 // explainMisses says, per playable server not found, why.
