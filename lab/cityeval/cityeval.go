@@ -235,7 +235,9 @@ type Summary struct {
 	FarRatioMedian float64 `json:"far_ratio_median"`
 	FarRatioP90    float64 `json:"far_ratio_p90"`
 	FarRatioMax    float64 `json:"far_ratio_max"`
-	NearRatio      float64 `json:"near_ratio_median"`
+	// NearRatio and NearRatioP90 are the same over the near cities.
+	NearRatio    float64 `json:"near_ratio_median"`
+	NearRatioP90 float64 `json:"near_ratio_p90"`
 	// NearOverConventional counts the near (city, seed) runs that probed
 	// more than conventional discovery.
 	NearOverConventional int `json:"near_over_conventional"`
@@ -909,6 +911,7 @@ func collect(outs []outcome, strategies []string, m Model, set string, seeds []u
 			}
 		}
 		r.Summary.FarRatioMedian, r.Summary.FarRatioP90, r.Summary.NearRatio = median(farMed), quantile(farMed, 0.9), median(nearMed)
+		r.Summary.NearRatioP90 = quantile(nearMed, 0.9)
 		rs = append(rs, r)
 	}
 	return rs

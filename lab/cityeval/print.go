@@ -25,12 +25,12 @@ func Print(w io.Writer, rep *Report) {
 	if rep.Churn > 0 || rep.RouteChange > 0 {
 		fmt.Fprintf(w, "Remembered runs: %.0f%% of the servers replaced, %.1f%% of the remembered paths shorter by up to %.0f ms\n", 100*rep.Churn, 100*rep.RouteChange, rep.RouteShorter)
 	}
-	fmt.Fprintf(w, "\nHeld out: found (%% of playable, worst city and seed), cities under %.1f%%, probes / oracle's: far cities median, p90, worst; near median; near runs over conventional:\n", MinFound)
+	fmt.Fprintf(w, "\nHeld out: found (%% of playable, worst city and seed), cities under %.1f%%, probes / oracle's: far cities median, p90, worst; near median, p90; near runs over conventional:\n", MinFound)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "set\tmodel\tstrategy\tcities\tworst found\tunder floor\tfar\tfar median\tfar p90\tfar worst\tnear median\tnear > conv\t")
+	fmt.Fprintln(tw, "set\tmodel\tstrategy\tcities\tworst found\tunder floor\tfar\tfar median\tfar p90\tfar worst\tnear median\tnear p90\tnear > conv\t")
 	for _, r := range rep.Results {
 		s := r.Summary
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.1f\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%d\t\n", r.Set, r.Model, r.Strategy, s.Cities, s.WorstFound, s.BelowFloor, s.Far, s.FarRatioMedian, s.FarRatioP90, s.FarRatioMax, s.NearRatio, s.NearOverConventional)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.1f\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%d\t\n", r.Set, r.Model, r.Strategy, s.Cities, s.WorstFound, s.BelowFloor, s.Far, s.FarRatioMedian, s.FarRatioP90, s.FarRatioMax, s.NearRatio, s.NearRatioP90, s.NearOverConventional)
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nCities under the floor, and why:")
