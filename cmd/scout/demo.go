@@ -28,7 +28,7 @@ landmarks: the servers register with each by heartbeat, each measures its
 RTT to every server as it verifies it, and each pings the other two through
 a path delayed by the latency model's RTT between their cities (scout master
 --landmark-peer), once a second. Once every master has measured the others,
-five clients discover the world side by side over real sockets:
+six runs discover the world side by side over real sockets:
 
   conventional     master order, probing while the list arrives, 16 in
                    flight (the Enemy Territory client)
@@ -38,12 +38,16 @@ five clients discover the world side by side over real sockets:
                    the last 100 probes (RTTbottom) reaches 200 ms
   adaptive, scout  this project's variant (scout servers --variant scout):
                    country+AS clusters, two-round calibration, bound stop rule
-  landmarks        scout servers --order landmarks: every master asked for its
-                   RTTs (to the servers and to the other masters) with the
-                   list, through a path giving the player's RTT to its city;
-                   servers probed by ascending estimate, stop when every
-                   unprobed server's lower bound less the margin is past
-                   --auto-stop
+  landmarks        scout servers --order landmarks (the default order with
+                   the masters' RTTs): every master asked for its RTTs (to
+                   the servers and to the other masters) with the list,
+                   through a path giving the player's RTT to its city; one
+                   server per /24 first, by ascending estimate, a site (one
+                   AS in one place) left only when its nearest servers
+                   answer far; stop when nothing under --auto-stop is left
+  landmarks, remembered
+                   the same later, with the memory of the run before (per
+                   /24 its least RTT, as scout servers keeps it)
   oracle           exactly the playable servers, nearest first (it knows the
                    true RTTs, which no client does: the bound)
 

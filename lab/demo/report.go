@@ -70,7 +70,7 @@ func Chart(rep Report) rttplot.Chart {
 		Height:  PlotHeight,
 		Key:     true,
 		Caption: fmt.Sprintf("RTTbottom: the 2nd-percentile RTT of the last %d probes (Armitage's Algorithm 2); the paper's adaptive run stops when it reaches "+
-			"RTTstop, scout's by its bound rule, landmarks' when every unprobed server's lower bound (landmark RTTs, less a margin) is past RTTstop. Playable: the RTT the emulator gives the server before jitter is under %s; "+
+			"RTTstop, scout's by its bound rule, landmarks' when every site the bound leaves out has been measured far. Playable: the RTT the emulator gives the server before jitter is under %s; "+
 			"a run found it when the server answered, whatever RTT jitter gave the reply. The oracle probes exactly the playable servers, nearest first.",
 			window, strconv.FormatFloat(float64(rep.StopRTT)/float64(time.Millisecond), 'f', -1, 64)+" ms"),
 	}
