@@ -28,7 +28,11 @@ import (
 //     Threshold + Margin, rules the site out;
 //   - the first in between calls a second, from another /16 (or else
 //     /24) if the site has one;
-//   - an unanswered representative (a server gone) calls the next.
+//   - an unanswered representative (a server gone) calls the next;
+//   - a site ruled out by representatives of groups the client remembers
+//     (whose answers may be the memory's) calls one of a group it does
+//     not, if it has one: a server new since the memory was taken is
+//     measured, not ruled out with its site.
 //
 // The cost is about one probe per site, a few hundred for a list of
 // thousands; the bound and its margin then only order the probes.
@@ -81,6 +85,10 @@ type site struct {
 	lastRep int32   // the last representative's slot, -1 before the first
 	done    bool
 	back    bool // brought back
+	// fresh: a representative of a group the client does not remember
+	// answered. Answers of remembered groups may be the memory's, not
+	// this run's: they rule out the remembered part of a site only.
+	fresh bool
 }
 
 // SiteStats counts the site check's work.
@@ -202,6 +210,9 @@ func (x *siteIndex) observed(s int32, rtt time.Duration, answered bool, threshol
 	if answered {
 		st.reps++
 		st.least = min(st.least, float64(rtt)/float64(time.Millisecond))
+		if _, remembered := x.mem[s]; !remembered {
+			st.fresh = true
+		}
 	}
 	switch {
 	case st.reps > 0 && st.least < threshold+x.p.Margin:
@@ -212,6 +223,19 @@ func (x *siteIndex) observed(s int32, rtt time.Duration, answered bool, threshol
 		return more
 	case st.reps == 0 || st.reps == 1 && st.least < threshold+2*x.p.Margin:
 		if r, ok := x.nextRep(st); ok {
+			return []int32{r}
+		}
+	}
+	if !st.fresh {
+		// Ruled out on remembered groups alone: a server of a group the
+		// client has not seen (new since, or never probed) is measured
+		// before the site is left.
+		if i := slices.IndexFunc(st.members, func(m int32) bool { _, ok := x.mem[m]; return !ok }); i >= 0 {
+			r := st.members[i]
+			st.members = slices.Delete(st.members, i, i+1)
+			st.lastRep = r
+			x.of[r] = st
+			x.stats.Reps++
 			return []int32{r}
 		}
 	}

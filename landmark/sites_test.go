@@ -152,6 +152,45 @@ func TestSites_RememberedRepresentativeFirst(t *testing.T) {
 	}
 }
 
+// TestSites_NewServersOfARememberedFarSite: a site the client remembers
+// only far (its representatives' answers may be the memory's, not this
+// run's) is not left before a server of a group it does not remember is
+// measured: here a /24 new since, truly near, brings the site back. A
+// site whose every group is remembered is left on its remembered
+// representative alone.
+func TestSites_NewServersOfARememberedFarSite(t *testing.T) {
+	in, rtt := detourWorld()
+	in.Remembered = make([]float64, len(in.Targets))
+	for i := range in.Remembered {
+		in.Remembered[i] = math.NaN()
+	}
+	for i := range 3 { // site A's 10.1.0.0/24: remembered, and still, far
+		in.Remembered[i], rtt[i] = 400, 400
+	}
+	for i := 6; i < 12; i++ { // site B: every server remembered far
+		in.Remembered[i] = 430
+	}
+	pl := sitePlanner(t, in, &SiteCheck{Margin: 20, Spread: 30, All: true})
+	sent := run(t, pl, in, rtt)
+	for i := 3; i < 6; i++ {
+		if !sent[i] {
+			t.Errorf("site A's new server %d (150 ms, not remembered) not probed", i)
+		}
+	}
+	far := 0
+	for i := 6; i < 12; i++ {
+		if sent[i] {
+			far++
+		}
+	}
+	if far != 1 {
+		t.Errorf("site B, every group remembered far: %d representatives, want 1", far)
+	}
+	if st := pl.SiteStats(); st.Back != 1 {
+		t.Errorf("stats %+v, want site A brought back", st)
+	}
+}
+
 // TestSites_SplitByVectors: one AS in two places, as the landmarks see
 // it (vectors more than Spread apart), is two sites.
 func TestSites_SplitByVectors(t *testing.T) {
