@@ -21,12 +21,15 @@ type Client struct {
 	Qstat []string // quakestat flags
 }
 
-// Clients are the clients a round runs by default.
+// Clients are the clients a round runs by default. scout probes in the
+// masters' order (conventional discovery, --order master), as quakestat
+// does: the benchmark measures probing every listed server, not a plan
+// that stops early.
 var Clients = []Client{
-	{Name: "scout", Scout: []string{"--game", "q3", "--protocol", "71"}},
-	{Name: "scout-et", Scout: []string{"--game", "q3", "--protocol", "71", "--strategy", "et"}},
-	{Name: "scout-1000", Scout: []string{"--game", "q3", "--protocol", "71", "--rate", "1000"}},
-	{Name: "scout-800k", Scout: []string{"--game", "q3", "--protocol", "71", "--bandwidth", "800k"}},
+	{Name: "scout", Scout: []string{"--order", "master", "--game", "q3", "--protocol", "71"}},
+	{Name: "scout-et", Scout: []string{"--order", "master", "--game", "q3", "--protocol", "71", "--strategy", "et"}},
+	{Name: "scout-1000", Scout: []string{"--order", "master", "--game", "q3", "--protocol", "71", "--rate", "1000"}},
+	{Name: "scout-800k", Scout: []string{"--order", "master", "--game", "q3", "--protocol", "71", "--bandwidth", "800k"}},
 	{Name: "qstat-default", Qstat: []string{}},
 	{Name: "qstat-fast", Qstat: []string{"-maxsim", "900", "-sendinterval", "0"}},
 }

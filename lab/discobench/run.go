@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -228,6 +229,14 @@ func (e *Env) run(ctx context.Context, name, path string, args ...string) ([]byt
 	ctx, cancel := context.WithTimeout(ctx, RunTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, args...)
+	// Every run starts from an empty user cache: scout servers' memory of
+	// earlier runs would change what a later round measures.
+	cache, err := os.MkdirTemp("", "discobench-cache-")
+	if err != nil {
+		return nil, m, err
+	}
+	defer os.RemoveAll(cache)
+	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+cache)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if e.tap != nil {
@@ -236,7 +245,7 @@ func (e *Env) run(ctx context.Context, name, path string, args ...string) ([]byt
 	before := e.received()
 	st0 := e.Emulator.Stats()
 	start := time.Now()
-	err := cmd.Run()
+	err = cmd.Run()
 	m.Wall = time.Since(start)
 	m.Probes = e.received() - before
 	st := e.Emulator.Stats()
