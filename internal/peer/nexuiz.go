@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -38,8 +37,7 @@ type Nexuiz struct {
 	Log  string         // its console output
 	// ReadyAfter is the time from start to the first readiness answer.
 	ReadyAfter time.Duration
-	cmd        *exec.Cmd
-	exited     chan struct{}
+	launcher
 }
 
 // StartNexuiz starts a server for the test and waits until it answers
@@ -59,9 +57,8 @@ func StartNexuiz(t testing.TB, cfg NexuizConfig) *Nexuiz {
 	port := FreeUDPPort(t)
 	dir := t.TempDir()
 	nx := &Nexuiz{
-		Addr:   netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port),
-		Log:    filepath.Join(dir, "server.log"),
-		exited: make(chan struct{}),
+		Addr: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port),
+		Log:  filepath.Join(dir, "server.log"),
 	}
 	if cfg.Hostname == "" {
 		cfg.Hostname = fmt.Sprintf("nexuiz-peer-%d", port)
@@ -86,41 +83,13 @@ func StartNexuiz(t testing.TB, cfg NexuizConfig) *Nexuiz {
 		t.Fatal(err)
 	}
 	args := []string{"-userdir", home, "+port", strconv.Itoa(int(port)), "+exec", "peer.cfg", "+map", cfg.Map}
-	log, err := os.Create(nx.Log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
-	nx.cmd = exec.Command(bin, args...)
-	nx.cmd.Stdout, nx.cmd.Stderr = log, log
-	nx.cmd.SysProcAttr = ownGroup() // the launcher is a shell script
 	start := time.Now()
-	if err := nx.cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", bin, err)
-	}
-	go func() { nx.cmd.Wait(); close(nx.exited) }()
-	lifetime := time.AfterFunc(cfg.Lifetime, nx.stop)
-	t.Cleanup(func() {
-		lifetime.Stop()
-		nx.stop()
-	})
+	nx.start(t, bin, args, nx.Log, cfg.Lifetime)
 	if err := waitClients(nx.Addr, nx.exited, nx.cmd, 0); err != nil {
 		t.Fatalf("Nexuiz server on %v: %v\n%s", nx.Addr, err, tail(nx.Log))
 	}
 	nx.ReadyAfter = time.Since(start)
 	return nx
-}
-
-// stop ends the server's process group: SIGTERM, then SIGKILL after
-// stopGrace. It returns once the launcher has exited.
-func (nx *Nexuiz) stop() {
-	stopGroup(nx.cmd.Process, false)
-	select {
-	case <-nx.exited:
-	case <-time.After(stopGrace):
-	}
-	stopGroup(nx.cmd.Process, true)
-	<-nx.exited
 }
 
 // LogTail returns the end of the server's console log, for failure

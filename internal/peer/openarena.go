@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -64,8 +63,7 @@ type OpenArena struct {
 	Log  string         // its console output
 	// ReadyAfter is the time from start to the first readiness answer.
 	ReadyAfter time.Duration
-	cmd        *exec.Cmd
-	exited     chan struct{}
+	launcher
 }
 
 // StartOpenArena starts a server for the test and waits until it answers
@@ -83,10 +81,9 @@ func StartOpenArena(t testing.TB, cfg OpenArenaConfig) *OpenArena {
 	port := FreeUDPPort(t)
 	dir := t.TempDir()
 	oa := &OpenArena{
-		Addr:   netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port),
-		Home:   filepath.Join(dir, "home"),
-		Log:    filepath.Join(dir, "server.log"),
-		exited: make(chan struct{}),
+		Addr: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port),
+		Home: filepath.Join(dir, "home"),
+		Log:  filepath.Join(dir, "server.log"),
 	}
 	if cfg.Hostname == "" {
 		cfg.Hostname = fmt.Sprintf("oa-peer-%d", port)
@@ -116,41 +113,13 @@ func StartOpenArena(t testing.TB, cfg OpenArenaConfig) *OpenArena {
 	for _, b := range cfg.Bots {
 		args = append(args, "+addbot", b, "1")
 	}
-	log, err := os.Create(oa.Log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
-	oa.cmd = exec.Command(bin, args...)
-	oa.cmd.Stdout, oa.cmd.Stderr = log, log
-	oa.cmd.SysProcAttr = ownGroup() // the launcher is a shell script
 	start := time.Now()
-	if err := oa.cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", bin, err)
-	}
-	go func() { oa.cmd.Wait(); close(oa.exited) }()
-	lifetime := time.AfterFunc(cfg.Lifetime, oa.stop)
-	t.Cleanup(func() {
-		lifetime.Stop()
-		oa.stop()
-	})
+	oa.start(t, bin, args, oa.Log, cfg.Lifetime)
 	if err := waitClients(oa.Addr, oa.exited, oa.cmd, len(cfg.Bots)); err != nil {
 		t.Fatalf("OpenArena server on %v: %v\n%s", oa.Addr, err, oa.LogTail())
 	}
 	oa.ReadyAfter = time.Since(start)
 	return oa
-}
-
-// stop ends the server's process group: SIGTERM, then SIGKILL after
-// stopGrace. It returns once the launcher has exited.
-func (oa *OpenArena) stop() {
-	stopGroup(oa.cmd.Process, false)
-	select {
-	case <-oa.exited:
-	case <-time.After(stopGrace):
-	}
-	stopGroup(oa.cmd.Process, true) // anything the launcher left behind
-	<-oa.exited
 }
 
 // waitClients probes the server at addr (a Quake III-family server: the
