@@ -15,33 +15,12 @@ import (
 	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/internal/masterproc"
 	"github.com/scout-discovery/scout/internal/peer"
+	"github.com/scout-discovery/scout/internal/slogwait"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/master/upstream"
 	"github.com/scout-discovery/scout/protocol/q3"
 	"github.com/scout-discovery/scout/web"
 )
-
-// listedLog is a slog handler that hands each "listed" record's server
-// to a channel, so a test waits for a listing without sleeping.
-type listedLog struct{ ch chan string }
-
-func (l listedLog) Enabled(context.Context, slog.Level) bool { return true }
-func (l listedLog) Handle(_ context.Context, r slog.Record) error {
-	if r.Message == "listed" {
-		r.Attrs(func(a slog.Attr) bool {
-			if a.Key == "server" {
-				select {
-				case l.ch <- a.Value.String():
-				default:
-				}
-			}
-			return true
-		})
-	}
-	return nil
-}
-func (l listedLog) WithAttrs([]slog.Attr) slog.Handler { return l }
-func (l listedLog) WithGroup(string) slog.Handler      { return l }
 
 // runLogged runs a master of cfg on loopback whose "listed" records go to
 // the returned channel; it stops when the test ends.
@@ -51,7 +30,7 @@ func runLogged(t *testing.T, cfg Config) (*Master, chan string) {
 	cfg.Listen = []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}
 	cfg.HTTP = "127.0.0.1:0"
 	cfg.Registry.AllowLoopback = true
-	m, err := NewMaster(time.Now(), cfg, Deps{Logger: slog.New(listedLog{ch})})
+	m, err := NewMaster(time.Now(), cfg, Deps{Logger: slog.New(slogwait.Listed{C: ch})})
 	if err != nil {
 		t.Fatal(err)
 	}

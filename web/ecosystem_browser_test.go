@@ -12,6 +12,7 @@ import (
 
 	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/internal/masterproc"
+	"github.com/scout-discovery/scout/internal/slogwait"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/master/upstream"
 	"github.com/scout-discovery/scout/masterd"
@@ -26,7 +27,7 @@ func runSignalled(t *testing.T, cfg masterd.Config) (*masterd.Master, chan strin
 	cfg.Listen = []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}
 	cfg.HTTP = "127.0.0.1:0"
 	cfg.Registry.AllowLoopback = true
-	m, err := masterd.NewMaster(time.Now(), cfg, masterd.Deps{Logger: slog.New(listedSignal{ch})})
+	m, err := masterd.NewMaster(time.Now(), cfg, masterd.Deps{Logger: slog.New(slogwait.Listed{C: ch})})
 	if err != nil {
 		t.Fatal(err)
 	}

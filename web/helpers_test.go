@@ -16,33 +16,12 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/game"
+	"github.com/scout-discovery/scout/internal/slogwait"
 	"github.com/scout-discovery/scout/lab/world"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/masterd"
 	"github.com/scout-discovery/scout/web"
 )
-
-// listedSignal is a slog handler that signals each "listed" record of the
-// master's handler, so a test waits for registrations without sleeping.
-type listedSignal struct{ ch chan string }
-
-func (l listedSignal) Enabled(context.Context, slog.Level) bool { return true }
-func (l listedSignal) Handle(_ context.Context, r slog.Record) error {
-	if r.Message == "listed" {
-		r.Attrs(func(a slog.Attr) bool {
-			if a.Key == "server" {
-				select {
-				case l.ch <- a.Value.String():
-				default:
-				}
-			}
-			return true
-		})
-	}
-	return nil
-}
-func (l listedSignal) WithAttrs([]slog.Attr) slog.Handler { return l }
-func (l listedSignal) WithGroup(string) slog.Handler      { return l }
 
 // fixture is a real master (UDP and HTTP on loopback) with emulated
 // servers of package world heartbeating to it.
@@ -99,7 +78,7 @@ func startDyn(t *testing.T, w world.World, reprobe, dynamics time.Duration, api 
 	if err != nil {
 		t.Fatal(err)
 	}
-	sig := listedSignal{ch: make(chan string, len(w.Servers)+16)}
+	sig := slogwait.Listed{C: make(chan string, len(w.Servers)+16)}
 	mc := masterd.Config{
 		Listen: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
 		HTTP:   "127.0.0.1:0",
@@ -149,7 +128,7 @@ func startDyn(t *testing.T, w world.World, reprobe, dynamics time.Duration, api 
 	timeout := time.After(20 * time.Second)
 	for range w.Servers {
 		select {
-		case <-sig.ch:
+		case <-sig.C:
 		case <-timeout:
 			l, p := m.Registry.Counts()
 			t.Fatalf("%d of %d servers listed (%d pending)", l, len(w.Servers), p)
