@@ -3,7 +3,6 @@ package web
 import (
 	"bytes"
 	"fmt"
-	"html/template"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -186,24 +185,7 @@ func (a *API) player(w http.ResponseWriter, r *http.Request, now time.Time, _ ne
 
 // playerPageTmpl is a player's page. Every value from a server is
 // hostile: the template escapes it for its context.
-var playerPageTmpl = template.Must(template.New("player").Parse(`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{.Title}}</title>
-<meta name="description" content="{{.Description}}">
-<meta property="og:type" content="profile">
-<meta property="og:title" content="{{.Title}}">
-<meta property="og:description" content="{{.Description}}">
-<meta property="og:url" content="{{.Path}}">
-<link rel="canonical" href="{{.Path}}">
-<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">
-<link rel="stylesheet" href="/static/style.css">
-</head>
-<body class="player-page">
-<header class="top"><h1><a href="/">scout</a> <span>game servers</span></h1></header>
-<main>
+var playerPageTmpl = parsePage("player", "profile", "player-page", `<main>
 <h2 id="player-name">{{.Name}}</h2>
 <p id="player-summary">{{.Summary}}</p>
 <table id="player-sightings"><thead><tr><th scope="col">Server</th><th scope="col">Game</th><th scope="col">Name there</th><th scope="col">First seen</th><th scope="col">Last seen</th></tr></thead><tbody>
@@ -214,7 +196,7 @@ var playerPageTmpl = template.Must(template.New("player").Parse(`<!doctype html>
 </main>
 </body>
 </html>
-`))
+`)
 
 type playerPageData struct {
 	Title, Description, Path, JSON string

@@ -3,7 +3,6 @@ package web
 import (
 	"bytes"
 	"fmt"
-	"html/template"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -19,24 +18,7 @@ import (
 
 // serverPageTmpl is the page. Every value from a server is hostile: the
 // template escapes it for its context (text, attribute).
-var serverPageTmpl = template.Must(template.New("server").Parse(`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{.Title}}</title>
-<meta name="description" content="{{.Description}}">
-<meta property="og:type" content="website">
-<meta property="og:title" content="{{.Title}}">
-<meta property="og:description" content="{{.Description}}">
-<meta property="og:url" content="{{.Path}}">
-<link rel="canonical" href="{{.Path}}">
-<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">
-<link rel="stylesheet" href="/static/style.css">
-</head>
-<body class="server-page">
-<header class="top"><h1><a href="/">scout</a> <span>game servers</span></h1></header>
-<main>
+var serverPageTmpl = parsePage("server", "website", "server-page", `<main>
 <h2 id="server-name">{{.Name}}</h2>
 <p class="addr server-addr" id="server-addr">{{.Address}}</p>
 <dl id="server-facts">
@@ -54,7 +36,7 @@ var serverPageTmpl = template.Must(template.New("server").Parse(`<!doctype html>
 </main>
 </body>
 </html>
-`))
+`)
 
 // serverPageData is what the template shows.
 type serverPageData struct {
