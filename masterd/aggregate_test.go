@@ -23,14 +23,14 @@ import (
 )
 
 // runLogged runs a master of cfg on loopback whose "listed" records go to
-// the returned channel; it stops when the test ends.
-func runLogged(t *testing.T, cfg Config) (*Master, chan string) {
+// the returned handler; it stops when the test ends.
+func runLogged(t *testing.T, cfg Config) (*Master, slogwait.Listed) {
 	t.Helper()
-	ch := make(chan string, 64)
+	listed := slogwait.Listed{C: make(chan string, 64)}
 	cfg.Listen = []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}
 	cfg.HTTP = "127.0.0.1:0"
 	cfg.Registry.AllowLoopback = true
-	m, err := NewMaster(time.Now(), cfg, Deps{Logger: slog.New(slogwait.Listed{C: ch})})
+	m, err := NewMaster(time.Now(), cfg, Deps{Logger: slog.New(listed)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,23 +41,7 @@ func runLogged(t *testing.T, cfg Config) (*Master, chan string) {
 	ran := make(chan error, 1)
 	go func() { ran <- m.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-ran })
-	return m, ch
-}
-
-// waitListed waits for a "listed" record of server a.
-func waitListed(t *testing.T, ch chan string, a netip.AddrPort, who string) {
-	t.Helper()
-	deadline := time.After(masterproc.WaitBound)
-	for {
-		select {
-		case s := <-ch:
-			if s == a.String() {
-				return
-			}
-		case <-deadline:
-			t.Fatalf("%s did not list %v within %v", who, a, masterproc.WaitBound)
-		}
-	}
+	return m, listed
 }
 
 func getJSON(t *testing.T, url string, v any) {
@@ -85,19 +69,19 @@ func TestAggregate_UpstreamAndPeerOverSockets(t *testing.T) {
 	srv := masterproc.NewServer(t)
 	a, aListed := runLogged(t, Config{})
 	srv.Heartbeat(t, a.Addrs()[0])
-	waitListed(t, aListed, srv.Addr, "master A (heartbeat)")
+	aListed.Wait(t, srv.Addr, "master A (heartbeat)")
 
 	q := upstream.Query{Family: game.FamilyQ3, Q3: q3.GetServers{Protocol: 71, Empty: true, Full: true}}
 	var bc Config
 	bc.Handler.Aggregate.Sources = []upstream.Source{{Name: "A", Addr: a.Addrs()[0], Queries: []upstream.Query{q}}}
 	b, bListed := runLogged(t, bc)
-	waitListed(t, bListed, srv.Addr, "master B (upstream A)")
+	bListed.Wait(t, srv.Addr, "master B (upstream A)")
 
 	aHTTP := netip.MustParseAddrPort(a.HTTPAddr().String())
 	var cc Config
 	cc.Handler.Aggregate.Sources = []upstream.Source{{Name: "peer-A", Kind: upstream.KindPeer, URL: "http://" + aHTTP.String(), Addr: aHTTP}}
 	c, cListed := runLogged(t, cc)
-	waitListed(t, cListed, srv.Addr, "master C (scout peer A)")
+	cListed.Wait(t, srv.Addr, "master C (scout peer A)")
 
 	for _, m := range []struct {
 		name, source, kind string
@@ -164,8 +148,8 @@ func TestRegister_MasterToMasterOverSockets(t *testing.T) {
 
 	srv := masterproc.NewServer(t)
 	srv.Heartbeat(t, a.Addrs()[0])
-	waitListed(t, aListed, srv.Addr, "master A (heartbeat)")
-	waitListed(t, bListed, srv.Addr, "master B (register from A)")
+	aListed.Wait(t, srv.Addr, "master A (heartbeat)")
+	bListed.Wait(t, srv.Addr, "master B (register from A)")
 	s, _ := b.Registry.Lookup(srv.Addr)
 	want := master.SourceRegister + a.Addrs()[0].String()
 	if !s.Listed || len(s.Sources) != 1 || s.Sources[0].Source != want {
@@ -211,7 +195,7 @@ func TestAggregate_BlockListReloaded(t *testing.T) {
 	m, listed := runLogged(t, Config{})
 	srv := masterproc.NewServer(t)
 	srv.Heartbeat(t, m.Addrs()[0])
-	waitListed(t, listed, srv.Addr, "the master")
+	listed.Wait(t, srv.Addr, "the master")
 
 	before := m.Config
 	next := m.Config
@@ -240,7 +224,7 @@ func TestAggregate_BlockListReloaded(t *testing.T) {
 	}
 	waitBlockList(t, base, 0)
 	srv.Heartbeat(t, m.Addrs()[0])
-	waitListed(t, listed, srv.Addr, "the master (unblocked)")
+	listed.Wait(t, srv.Addr, "the master (unblocked)")
 }
 
 // waitBlockList waits for the published block list to hold n entries: the
@@ -292,7 +276,7 @@ func TestAggregate_LyingUpstream(t *testing.T) {
 	var cfg Config
 	cfg.Handler.Aggregate = upstream.Config{Sources: []upstream.Source{{Name: "liar", Addr: liar, Queries: []upstream.Query{q}}}, Interval: time.Hour}
 	m, listed := runLogged(t, cfg)
-	waitListed(t, listed, live.Addr, "the master (a lying upstream)")
+	listed.Wait(t, live.Addr, "the master (a lying upstream)")
 
 	// Every check of a silent address runs out (its tries and the
 	// challenge's lifetime): wait for the pending count to fall to 0.
@@ -332,7 +316,7 @@ func TestClones_GroupedInTheAPI(t *testing.T) {
 		for range 3 {
 			s := masterproc.NewServer(t)
 			s.Heartbeat(t, m.Addrs()[0])
-			waitListed(t, listed, s.Addr, "the master")
+			listed.Wait(t, s.Addr, "the master")
 		}
 		base := "http://" + m.HTTPAddr().String()
 		deadline := time.Now().Add(masterproc.WaitBound)

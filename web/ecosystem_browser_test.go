@@ -20,14 +20,14 @@ import (
 )
 
 // runSignalled runs a master of cfg on loopback (UDP and HTTP) until the
-// test ends; its "listed" records go to the returned channel.
-func runSignalled(t *testing.T, cfg masterd.Config) (*masterd.Master, chan string) {
+// test ends; its "listed" records go to the returned handler.
+func runSignalled(t *testing.T, cfg masterd.Config) (*masterd.Master, slogwait.Listed) {
 	t.Helper()
-	ch := make(chan string, 16)
+	listed := slogwait.Listed{C: make(chan string, 16)}
 	cfg.Listen = []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}
 	cfg.HTTP = "127.0.0.1:0"
 	cfg.Registry.AllowLoopback = true
-	m, err := masterd.NewMaster(time.Now(), cfg, masterd.Deps{Logger: slog.New(slogwait.Listed{C: ch})})
+	m, err := masterd.NewMaster(time.Now(), cfg, masterd.Deps{Logger: slog.New(listed)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,22 +38,7 @@ func runSignalled(t *testing.T, cfg masterd.Config) (*masterd.Master, chan strin
 	ran := make(chan error, 1)
 	go func() { ran <- m.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-ran })
-	return m, ch
-}
-
-func waitSignalled(t *testing.T, ch chan string, a netip.AddrPort) {
-	t.Helper()
-	deadline := time.After(masterproc.WaitBound)
-	for {
-		select {
-		case s := <-ch:
-			if s == a.String() {
-				return
-			}
-		case <-deadline:
-			t.Fatalf("%v not listed within %v", a, masterproc.WaitBound)
-		}
-	}
+	return m, listed
 }
 
 // TestBrowser_UpstreamsAndBlockList: the other masters' page shows an
@@ -65,14 +50,14 @@ func TestBrowser_UpstreamsAndBlockList(t *testing.T) {
 	srv := masterproc.NewServer(t)
 	a, aListed := runSignalled(t, masterd.Config{})
 	srv.Heartbeat(t, a.Addrs()[0])
-	waitSignalled(t, aListed, srv.Addr)
+	aListed.Wait(t, srv.Addr, "the master")
 
 	var cfg masterd.Config
 	cfg.Handler.Aggregate.Sources = []upstream.Source{{Name: "first", Addr: a.Addrs()[0],
 		Queries: []upstream.Query{{Family: game.FamilyQ3, Q3: q3.GetServers{Protocol: 71, Empty: true, Full: true}}}}}
 	cfg.Registry.Blocked = []master.Block{{Prefix: netip.MustParsePrefix("203.0.113.0/24"), Reason: "<b>one server on 500 ports</b>"}}
 	b, bListed := runSignalled(t, cfg)
-	waitSignalled(t, bListed, srv.Addr)
+	bListed.Wait(t, srv.Addr, "the master")
 	base := "http://" + b.HTTPAddr().String()
 
 	row := `document.querySelector("#upstreams tbody tr")`

@@ -5,7 +5,13 @@ package slogwait
 import (
 	"context"
 	"log/slog"
+	"net/netip"
+	"testing"
+	"time"
 )
+
+// WaitBound bounds Wait.
+const WaitBound = 20 * time.Second
 
 // Listed is a slog.Handler that sends the "server" attribute of each
 // "listed" record (a master's registry listing a server) to C, dropping
@@ -32,3 +38,20 @@ func (l Listed) Handle(_ context.Context, r slog.Record) error {
 
 func (l Listed) WithAttrs([]slog.Attr) slog.Handler { return l }
 func (l Listed) WithGroup(string) slog.Handler      { return l }
+
+// Wait waits for a listing of server, dropping the others; it fails the
+// test, naming who was to list it, after WaitBound.
+func (l Listed) Wait(t testing.TB, server netip.AddrPort, who string) {
+	t.Helper()
+	deadline := time.After(WaitBound)
+	for {
+		select {
+		case s := <-l.C:
+			if s == server.String() {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("%s did not list %v within %v", who, server, WaitBound)
+		}
+	}
+}
