@@ -2,7 +2,6 @@ package masterd
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -44,22 +43,6 @@ func runLogged(t *testing.T, cfg Config) (*Master, slogwait.Listed) {
 	return m, listed
 }
 
-func getJSON(t *testing.T, url string, v any) {
-	t.Helper()
-	r, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Body.Close()
-	b, _ := io.ReadAll(r.Body)
-	if r.StatusCode != http.StatusOK {
-		t.Fatalf("%s: %s %s", url, r.Status, b)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("%s: %v", url, err)
-	}
-}
-
 // TestAggregate_UpstreamAndPeerOverSockets: a server that heartbeats to
 // master A only is listed by master B, which has A as an upstream
 // (getservers over UDP), and by master C, which has A as a scout peer
@@ -99,7 +82,7 @@ func TestAggregate_UpstreamAndPeerOverSockets(t *testing.T) {
 	// B's API: the upstream's health, and the server's sources.
 	base := "http://" + b.HTTPAddr().String()
 	var ups web.UpstreamsJSON
-	getJSON(t, base+"/api/v1/upstreams", &ups)
+	masterproc.GetJSON(t, base+"/api/v1/upstreams", &ups)
 	if len(ups.Upstreams) != 1 {
 		t.Fatalf("upstreams %+v", ups)
 	}
@@ -109,7 +92,7 @@ func TestAggregate_UpstreamAndPeerOverSockets(t *testing.T) {
 		t.Fatalf("upstream %+v", u)
 	}
 	var d web.DetailJSON
-	getJSON(t, base+"/api/v1/servers/"+srv.Addr.String(), &d)
+	masterproc.GetJSON(t, base+"/api/v1/servers/"+srv.Addr.String(), &d)
 	if len(d.Sources) != 1 || d.Sources[0].Source != "A" {
 		t.Fatalf("sources %+v", d.Sources)
 	}
@@ -127,7 +110,7 @@ func TestAggregate_UpstreamAndPeerOverSockets(t *testing.T) {
 	}
 	// A publishes what its peers fetch.
 	var pl upstream.PeerList
-	getJSON(t, "http://"+aHTTP.String()+upstream.PeerPath, &pl)
+	masterproc.GetJSON(t, "http://"+aHTTP.String()+upstream.PeerPath, &pl)
 	if len(pl.Servers) != 1 || pl.Servers[0].Address != srv.Addr.String() || pl.Servers[0].Game != "Quake3Arena" || pl.Servers[0].Family != "q3" {
 		t.Fatalf("A's verified list %+v", pl)
 	}
@@ -171,7 +154,7 @@ func TestAggregate_BlockListPublished(t *testing.T) {
 	m, _ := runLogged(t, cfg)
 	base := "http://" + m.HTTPAddr().String()
 	var bl web.BlockListJSON
-	getJSON(t, base+"/api/v1/blocklist", &bl)
+	masterproc.GetJSON(t, base+"/api/v1/blocklist", &bl)
 	if len(bl.Blocked) != 2 || bl.Blocked[0].Reason != "fake players" || bl.Blocked[1].Prefix.String() != "203.0.113.0/24" {
 		t.Fatalf("block list %+v", bl)
 	}
@@ -234,7 +217,7 @@ func waitBlockList(t *testing.T, base string, n int) web.BlockListJSON {
 	deadline := time.Now().Add(masterproc.WaitBound)
 	for {
 		var bl web.BlockListJSON
-		getJSON(t, base+"/api/v1/blocklist", &bl)
+		masterproc.GetJSON(t, base+"/api/v1/blocklist", &bl)
 		if len(bl.Blocked) == n {
 			return bl
 		}
@@ -322,7 +305,7 @@ func TestClones_GroupedInTheAPI(t *testing.T) {
 		deadline := time.Now().Add(masterproc.WaitBound)
 		var l web.ListJSON
 		for {
-			getJSON(t, base+"/api/v1/servers", &l)
+			masterproc.GetJSON(t, base+"/api/v1/servers", &l)
 			if len(l.Servers) == 1 || time.Now().After(deadline) {
 				break
 			}
@@ -332,7 +315,7 @@ func TestClones_GroupedInTheAPI(t *testing.T) {
 			t.Fatalf("list %+v", l)
 		}
 		var all web.ListJSON
-		getJSON(t, base+"/api/v1/servers?clones=all", &all)
+		masterproc.GetJSON(t, base+"/api/v1/servers?clones=all", &all)
 		clones := 0
 		for _, s := range all.Servers {
 			if s.CloneOf == l.Servers[0].Address {

@@ -9,7 +9,9 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -272,4 +274,22 @@ func TryGetServers(master netip.AddrPort, d time.Duration) []netip.AddrPort {
 		}
 	}
 	return nil
+}
+
+// GetJSON decodes the JSON answer of a GET of url into v, failing the
+// test on an error or a status other than 200.
+func GetJSON(t testing.TB, url string, v any) {
+	t.Helper()
+	r, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	if r.StatusCode != http.StatusOK {
+		t.Fatalf("%s: %s %s", url, r.Status, b)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", url, err)
+	}
 }

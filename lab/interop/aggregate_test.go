@@ -1,10 +1,7 @@
 package interop
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/netip"
 	"os"
 	"testing"
@@ -47,11 +44,11 @@ func TestAggregate_RealServersThroughAnUpstream(t *testing.T) {
 		Game                  string
 		Sources               []struct{ Source string }
 	}
-	getJSON(t, base+"/api/v1/servers/"+oa.Addr.String(), &d)
+	masterproc.GetJSON(t, base+"/api/v1/servers/"+oa.Addr.String(), &d)
 	if d.Players != 2 || d.Bots != 2 || d.Humans != 0 || len(d.Sources) != 1 || d.Sources[0].Source != "first" {
 		t.Errorf("OpenArena through the upstream: %+v", d)
 	}
-	getJSON(t, base+"/api/v1/servers/"+nx.Addr.String(), &d)
+	masterproc.GetJSON(t, base+"/api/v1/servers/"+nx.Addr.String(), &d)
 	if d.Game != "Nexuiz" || len(d.Sources) != 1 {
 		t.Errorf("Nexuiz through the upstream: %+v", d)
 	}
@@ -62,7 +59,7 @@ func TestAggregate_RealServersThroughAnUpstream(t *testing.T) {
 			Reported, Verified int
 		}
 	}
-	getJSON(t, base+"/api/v1/upstreams", &ups)
+	masterproc.GetJSON(t, base+"/api/v1/upstreams", &ups)
 	if len(ups.Upstreams) != 1 || ups.Upstreams[0].State != "up" || ups.Upstreams[0].Reported != 2 || ups.Upstreams[0].Verified != 2 {
 		t.Errorf("upstreams %+v", ups)
 	}
@@ -98,22 +95,6 @@ func waitListed(t *testing.T, m *masterproc.Process, servers ...netip.AddrPort) 
 	for len(left) > 0 {
 		line := m.WaitLog(t, "listed")
 		delete(left, fmt.Sprint(line["server"]))
-	}
-}
-
-func getJSON(t *testing.T, url string, v any) {
-	t.Helper()
-	r, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Body.Close()
-	b, _ := io.ReadAll(r.Body)
-	if r.StatusCode != http.StatusOK {
-		t.Fatalf("%s: %s %s", url, r.Status, b)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("%s: %v", url, err)
 	}
 }
 
