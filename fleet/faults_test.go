@@ -142,6 +142,33 @@ func TestFleet_TrimmedStreamResyncs(t *testing.T) {
 	}
 }
 
+// A read of the stream after changes were trimmed away gets only the
+// ones left, and XREAD does not say what it skipped: the follower sees
+// that the stream no longer starts where it left off and reads the hash.
+func TestFleet_ReadAfterTrimReadsTheHash(t *testing.T) {
+	r := startRedis(t)
+	if err := r.client(t).ConfigSet(context.Background(), "stream-node-max-entries", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	fa := fastConfig(r.URL(), "a")
+	fa.StreamLen = 1
+	a := startInstance(t, fa, 0)
+	servers := startGameServers(t, 10)
+	a.registerAll(t, servers[:1], 1)
+	b, reg := joinedNode(t, r.URL(), "b")
+	a.registerAll(t, servers, 10)
+	ctx := context.Background()
+	if err := b.readOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := reg.Counts(); n != 10 {
+		t.Errorf("after one read of a trimmed stream b lists %d of 10", n)
+	}
+	if n := b.stats.behind.Load(); n != 1 {
+		t.Errorf("b read the whole hash %d times, want once", n)
+	}
+}
+
 // An instance that joined before the stream existed (a fresh Redis) is
 // not behind when another instance then makes it: every change since its
 // join is in the stream, so it follows it without reading the hash

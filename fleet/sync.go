@@ -188,39 +188,52 @@ func (n *Node) followOnce(ctx context.Context) (read bool, err error) {
 		return false, err
 	}
 	for {
-		start := time.Now()
-		res, err := n.rdb.XRead(ctx, &redis.XReadArgs{
-			Streams: []string{n.stream, n.lastID}, Count: int64(n.cfg.ReadCount), Block: n.cfg.Block,
-		}).Result()
-		switch {
-		case errors.Is(err, redis.Nil): // no change within Block
-		case err != nil:
+		if err := n.readOnce(ctx); err != nil {
 			return read, err
-		default:
-			n.stats.observe(start)
 		}
-		n.succeeded()
 		read = true
-		now := time.Now()
-		got := 0
-		for _, s := range res {
-			for _, m := range s.Messages {
-				n.applyMessage(now, m)
-				n.lastID = m.ID
-				got++
-			}
-		}
-		if got >= n.cfg.ReadCount {
-			// Behind by a full read: make sure the stream still holds
-			// what comes next.
-			if err := n.catchUp(ctx, false); err != nil {
-				return read, err
-			}
-		}
 		if err := n.checkEpoch(ctx); err != nil {
 			return read, err
 		}
 	}
+}
+
+// readOnce reads the stream once after the last change applied (waiting
+// up to Block for one) and applies what it got. XREAD skips without a
+// word the changes trimmed away before it ran, so when it got any, the
+// stream is checked to have still held every change after the position
+// the read started from; if not, the whole hash is read.
+func (n *Node) readOnce(ctx context.Context) error {
+	start := time.Now()
+	from := n.lastID
+	res, err := n.rdb.XRead(ctx, &redis.XReadArgs{
+		Streams: []string{n.stream, from}, Count: int64(n.cfg.ReadCount), Block: n.cfg.Block,
+	}).Result()
+	switch {
+	case errors.Is(err, redis.Nil): // no change within Block
+	case err != nil:
+		return err
+	default:
+		n.stats.observe(start)
+	}
+	n.succeeded()
+	now := time.Now()
+	got := 0
+	for _, s := range res {
+		for _, m := range s.Messages {
+			n.applyMessage(now, m)
+			n.lastID = m.ID
+			got++
+		}
+	}
+	if got == 0 {
+		return nil
+	}
+	l, err := n.streamLostSince(ctx, from)
+	if err != nil {
+		return err
+	}
+	return n.recover(ctx, l, false)
 }
 
 // checkEpoch catches up when the last beat read another epoch than the
@@ -251,6 +264,12 @@ func (n *Node) catchUp(ctx context.Context, full bool) error {
 	if err != nil {
 		return err
 	}
+	return n.recover(ctx, l, full)
+}
+
+// recover reads the whole hash after a loss of the stream (or when full
+// is set); see catchUp.
+func (n *Node) recover(ctx context.Context, l loss, full bool) error {
 	switch {
 	case l == lossReset:
 		n.stats.resets.Add(1)
