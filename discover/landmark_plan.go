@@ -70,11 +70,12 @@ type LandmarkPlan struct {
 
 // PlanLandmarks builds the landmark planner for targets from the masters'
 // reports (LandmarkInput) with the constants p, its random choices drawn
-// from seed; remembered, if not nil, is the client's memory per target
-// (landmark.PlanInput.Remembered, Remembered).
-func PlanLandmarks(targets []adaptive.Target, reports []MasterReport, p landmark.PlanParams, seed uint64, remembered []float64) (LandmarkPlan, error) {
+// from seed; remembered and known, if not nil, are the client's memory
+// per target (landmark.PlanInput.Remembered and Known; Remembered,
+// KnownTargets).
+func PlanLandmarks(targets []adaptive.Target, reports []MasterReport, p landmark.PlanParams, seed uint64, remembered []float64, known []bool) (LandmarkPlan, error) {
 	in, names := LandmarkInput(targets, reports)
-	in.Remembered = remembered
+	in.Remembered, in.Known = remembered, known
 	pl, err := landmark.NewPlanner(in, p, rand.New(rand.NewPCG(seed, landmarkSeedStream)))
 	return LandmarkPlan{Planner: pl, Input: in, Landmarks: names}, err
 }

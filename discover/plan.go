@@ -35,6 +35,10 @@ type PlanOptions struct {
 	Siblings bool
 	// Prior is the client's memory, per group (nil: none).
 	Prior map[netip.Prefix]adaptive.Prior
+	// Known are the groups the client has seen before: remembered, or in
+	// the list of an earlier run that decided on them without a probe
+	// (rttcache.Cache.Known; nil: the groups of Prior).
+	Known map[netip.Prefix]bool
 }
 
 // Plan is a default plan.
@@ -59,7 +63,7 @@ func PlanDefault(targets []adaptive.Target, reports []MasterReport, o PlanOption
 			sib := landmark.DefaultSiblings()
 			p.Siblings = &sib
 		}
-		lp, err := PlanLandmarks(targets, reports, p, o.Seed, Remembered(targets, o.Prior))
+		lp, err := PlanLandmarks(targets, reports, p, o.Seed, Remembered(targets, o.Prior), KnownTargets(targets, o.Known))
 		if err != nil {
 			return pl, err
 		}
@@ -126,6 +130,19 @@ func Remembered(targets []adaptive.Target, prior map[netip.Prefix]adaptive.Prior
 		if p, ok := prior[adaptive.GroupKey(t.Addr.Addr())]; ok {
 			out[i] = millis(p.Least)
 		}
+	}
+	return out
+}
+
+// KnownTargets returns, per target, whether its group is in known
+// (landmark.PlanInput.Known); nil when known is.
+func KnownTargets(targets []adaptive.Target, known map[netip.Prefix]bool) []bool {
+	if known == nil {
+		return nil
+	}
+	out := make([]bool, len(targets))
+	for i, t := range targets {
+		out[i] = known[adaptive.GroupKey(t.Addr.Addr())]
 	}
 	return out
 }

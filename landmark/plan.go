@@ -119,6 +119,13 @@ type PlanInput struct {
 	// whose outcome may come without a probe (adaptive.Grouped) and which
 	// stands for the site's nearest part as the client measured it.
 	Remembered []float64
+	// Known, when not nil, holds per target whether the client has seen
+	// its group before: remembered with an RTT, or in the list of an
+	// earlier run that decided on it without a probe (rttcache.Cache.Known).
+	// A site ruled out on remembered answers alone is measured once more
+	// through a group not known: a server new since the memory was taken.
+	// Nil: only the remembered groups are known.
+	Known []bool
 	// LandmarksDerived says Landmarks was derived from the servers'
 	// vectors (MatrixFromVectors) instead of measured: Repair then clips
 	// the servers' vectors but not the client's, whose entries are its own
@@ -226,6 +233,9 @@ func NewPlanner(in PlanInput, p PlanParams, rng *rand.Rand) (*Planner, error) {
 	if in.Remembered != nil && len(in.Remembered) != len(in.Targets) {
 		return nil, fmt.Errorf("%w: %d targets, %d remembered RTTs", ErrPlan, len(in.Targets), len(in.Remembered))
 	}
+	if in.Known != nil && len(in.Known) != len(in.Targets) {
+		return nil, fmt.Errorf("%w: %d targets, %d known", ErrPlan, len(in.Targets), len(in.Known))
+	}
 	if s := p.Siblings; s != nil && (!(s.Tolerance > 0) || math.IsInf(s.Tolerance, 0) || math.IsNaN(s.Margin) || math.IsInf(s.Margin, 0) || !(s.MaxDelta >= 0) || !(s.Near >= 0)) {
 		return nil, fmt.Errorf("%w: siblings' tolerance %v, margin %v, largest difference %v, near %v", ErrPlan, s.Tolerance, s.Margin, s.MaxDelta, s.Near)
 	}
@@ -312,7 +322,8 @@ func NewPlanner(in PlanInput, p PlanParams, rng *rand.Rand) (*Planner, error) {
 				if in.Remembered != nil {
 					mem = in.Remembered[i]
 				}
-				pl.sites.add(s, t, v, mem)
+				known := !math.IsNaN(mem) || in.Known != nil && in.Known[i]
+				pl.sites.add(s, t, v, mem, known)
 			} else if stop-p.Margin <= p.Threshold {
 				if p.Calibrate != nil {
 					sl.sub = true

@@ -30,9 +30,9 @@ import (
 //     /24) if the site has one;
 //   - an unanswered representative (a server gone) calls the next;
 //   - a site ruled out by representatives of groups the client remembers
-//     (whose answers may be the memory's) calls one of a group it does
-//     not, if it has one: a server new since the memory was taken is
-//     measured, not ruled out with its site.
+//     (whose answers may be the memory's) calls one of a group it has not
+//     seen before (PlanInput.Known), if it has one: a server new since the
+//     memory was taken is measured, not ruled out with its site.
 //
 // The cost is about one probe per site, a few hundred for a list of
 // thousands; the bound and its margin then only order the probes.
@@ -61,6 +61,7 @@ type siteIndex struct {
 	heads   map[string][]int      // country/AS -> indexes into sites
 	stats   SiteStats             // what the check cost and found
 	mem     map[int32]float64     // slots whose group the client remembers: its RTT (ms)
+	known   map[int32]bool        // slots whose group the client has seen before
 	group   map[int32]groupKeyStr // slot -> its /24 (or /64), for a second representative
 	net16   map[int32]groupKeyStr // slot -> its /16 (or /48)
 	siteOf  map[int32]*site       // slot -> its site
@@ -73,6 +74,7 @@ type siteMember struct {
 	key   string
 	v     Vector
 	mem   float64 // remembered RTT of its group (ms), NaN for none
+	known bool    // its group was seen before (PlanInput.Known)
 	group groupKeyStr
 	net16 groupKeyStr
 }
@@ -99,11 +101,12 @@ type SiteStats struct {
 }
 
 func newSiteIndex(p SiteCheck) *siteIndex {
-	return &siteIndex{p: p, of: map[int32]*site{}, heads: map[string][]int{}, mem: map[int32]float64{}, group: map[int32]groupKeyStr{}, net16: map[int32]groupKeyStr{}, siteOf: map[int32]*site{}}
+	return &siteIndex{p: p, of: map[int32]*site{}, heads: map[string][]int{}, mem: map[int32]float64{}, known: map[int32]bool{}, group: map[int32]groupKeyStr{}, net16: map[int32]groupKeyStr{}, siteOf: map[int32]*site{}}
 }
 
-// add records slot s (target t, vector v as measured) for the check.
-func (x *siteIndex) add(s int32, t adaptive.Target, v Vector, mem float64) {
+// add records slot s (target t, vector v as measured; mem its group's
+// remembered RTT, known whether its group was seen before) for the check.
+func (x *siteIndex) add(s int32, t adaptive.Target, v Vector, mem float64, known bool) {
 	key := t.Country + "/" + strconv.FormatUint(uint64(t.ASN), 10)
 	a := t.Addr.Addr().Unmap()
 	bits := 16
@@ -111,7 +114,7 @@ func (x *siteIndex) add(s int32, t adaptive.Target, v Vector, mem float64) {
 		bits = 48
 	}
 	p16, _ := a.Prefix(bits)
-	x.pending = append(x.pending, siteMember{s: s, key: key, v: v, mem: mem, group: groupKeyStr(adaptive.GroupKey(a).String()), net16: groupKeyStr(p16.String())})
+	x.pending = append(x.pending, siteMember{s: s, key: key, v: v, mem: mem, known: known, group: groupKeyStr(adaptive.GroupKey(a).String()), net16: groupKeyStr(p16.String())})
 }
 
 // form makes the sites of the servers added and returns each site's first
@@ -122,6 +125,9 @@ func (x *siteIndex) form(slots []planSlot) []int32 {
 	for _, m := range x.pending {
 		if !math.IsNaN(m.mem) {
 			x.mem[m.s] = m.mem
+		}
+		if m.known {
+			x.known[m.s] = true
 		}
 		x.group[m.s] = m.group
 		x.net16[m.s] = m.net16
@@ -228,9 +234,9 @@ func (x *siteIndex) observed(s int32, rtt time.Duration, answered bool, threshol
 	}
 	if !st.fresh {
 		// Ruled out on remembered groups alone: a server of a group the
-		// client has not seen (new since, or never probed) is measured
-		// before the site is left.
-		if i := slices.IndexFunc(st.members, func(m int32) bool { _, ok := x.mem[m]; return !ok }); i >= 0 {
+		// client has not seen (new since the memory was taken) is
+		// measured before the site is left.
+		if i := slices.IndexFunc(st.members, func(m int32) bool { return !x.known[m] }); i >= 0 {
 			r := st.members[i]
 			st.members = slices.Delete(st.members, i, i+1)
 			st.lastRep = r

@@ -191,6 +191,48 @@ func TestSites_NewServersOfARememberedFarSite(t *testing.T) {
 	}
 }
 
+// TestSites_KnownGroupsAreNotNew: a site ruled out on remembered answers
+// is left without a further probe when its other groups were in an
+// earlier run's list (Known: decided on then, without a probe); a group
+// new since is still measured.
+func TestSites_KnownGroupsAreNotNew(t *testing.T) {
+	in, rtt := detourWorld()
+	in.Remembered = make([]float64, len(in.Targets))
+	in.Known = make([]bool, len(in.Targets))
+	for i := range in.Remembered {
+		in.Remembered[i] = math.NaN()
+	}
+	for i := range 3 { // site A: 10.1.0.0/24 remembered far, 10.1.1.0/24 listed before
+		in.Remembered[i], rtt[i] = 400, 400
+	}
+	for i := 3; i < 6; i++ {
+		in.Known[i], rtt[i] = true, 400
+	}
+	for i := 6; i < 9; i++ { // site B: 10.2.0.0/24 remembered far, 10.2.1.0/24 new
+		in.Remembered[i] = 430
+	}
+	pl := sitePlanner(t, in, &SiteCheck{Margin: 20, Spread: 30, All: true})
+	sent := run(t, pl, in, rtt)
+	for i := 3; i < 6; i++ {
+		if sent[i] {
+			t.Errorf("site A's server %d, of a group listed before, probed", i)
+		}
+	}
+	newProbed := 0
+	for i := 9; i < 12; i++ {
+		if sent[i] {
+			newProbed++
+		}
+	}
+	if newProbed != 1 {
+		t.Errorf("site B's new group: %d probed, want one representative", newProbed)
+	}
+	in.Known = []bool{true}
+	if _, err := NewPlanner(in, DefaultPlanParams(), rand.New(rand.NewPCG(1, 2))); !errors.Is(err, ErrPlan) {
+		t.Errorf("known of the wrong length: %v", err)
+	}
+}
+
 // TestSites_SplitByVectors: one AS in two places, as the landmarks see
 // it (vectors more than Spread apart), is two sites.
 func TestSites_SplitByVectors(t *testing.T) {

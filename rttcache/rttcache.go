@@ -19,16 +19,24 @@
 // file, synced, renamed over the old one) and treats the file as hostile:
 // a damaged one is moved aside and the run starts with an empty memory.
 //
+// It also keeps which groups were in the list of a run that planned
+// every server it was given (Cache.Listed): a later run tells a group new
+// since (whose servers it must measure) from one an earlier run saw and
+// decided on without probing it (landmark.PlanInput.Known).
+//
 // The file is text, one record a line:
 //
-//	scout-rtt-cache 1
+//	scout-rtt-cache 2
 //	vantage 192.0.2.1:27950 31.2
 //	group 203.0.113.0/24 1767225600 41.3 1767229200 40.9
+//	listed 198.51.100.0/24 1767229200
 //	end 1c291ca3
 //
 // "vantage" gives a master and the client's RTT to it (ms); "group" a
 // group, then up to MaxSamples pairs of Unix time (s) and RTT (ms), oldest
-// first; "end" the CRC-32 (IEEE) of every byte before its line, in hex.
+// first; "listed" a group and the Unix time of the last run whose list
+// held it; "end" the CRC-32 (IEEE) of every byte before its line, in hex.
+// A version 1 file (no "listed" records) is read as it is.
 package rttcache
 
 import (
@@ -50,7 +58,8 @@ import (
 
 // Limits.
 const (
-	// MaxGroups bounds the groups kept; past it, the groups sampled
+	// MaxGroups bounds the groups kept, and separately the groups
+	// remembered as listed; past it, the groups sampled (or listed)
 	// longest ago are dropped first. A full Source list is about 20,000
 	// /24s.
 	MaxGroups = 1 << 16
@@ -64,7 +73,9 @@ const (
 	// MaxVantage bounds the masters a vantage holds.
 	MaxVantage = 32
 	// MaxFile bounds the file's size: a larger one is refused as damaged.
-	MaxFile = 8 << 20
+	// MaxGroups group lines of MaxSamples samples and MaxGroups listed
+	// lines are under 11 MiB.
+	MaxFile = 12 << 20
 	// MaxRTT bounds an RTT (ms) the file may hold.
 	MaxRTT = 60_000
 	// maxLine bounds a line's length: a group line with MaxSamples pairs
@@ -86,8 +97,12 @@ const (
 	VantageAboveShare = 0.5
 )
 
-// header is the file's first line.
-const header = "scout-rtt-cache 1"
+// header is the file's first line; headerV1 a file's without "listed"
+// records, which Parse still reads.
+const (
+	header   = "scout-rtt-cache 2"
+	headerV1 = "scout-rtt-cache 1"
+)
 
 // Sample is one remembered RTT.
 type Sample struct {
@@ -99,12 +114,13 @@ type Sample struct {
 // value is not usable; New makes one. Not safe for concurrent use.
 type Cache struct {
 	groups  map[netip.Prefix][]Sample // oldest first
+	listed  map[netip.Prefix]time.Time
 	vantage map[netip.AddrPort]time.Duration
 }
 
 // New returns an empty Cache.
 func New() *Cache {
-	return &Cache{groups: map[netip.Prefix][]Sample{}, vantage: map[netip.AddrPort]time.Duration{}}
+	return &Cache{groups: map[netip.Prefix][]Sample{}, listed: map[netip.Prefix]time.Time{}, vantage: map[netip.AddrPort]time.Duration{}}
 }
 
 // Len returns the number of groups remembered.
@@ -124,6 +140,7 @@ type Outcome struct {
 func (c *Cache) Record(now time.Time, vantage map[netip.AddrPort]time.Duration, outs []Outcome) {
 	if !c.Matches(vantage) {
 		clear(c.groups)
+		clear(c.listed)
 		clear(c.vantage)
 	}
 	for _, a := range slices.SortedFunc(maps.Keys(vantage), func(x, y netip.AddrPort) int { return x.Compare(y) }) {
@@ -152,22 +169,38 @@ func (c *Cache) Record(now time.Time, vantage map[netip.AddrPort]time.Duration, 
 	c.bound()
 }
 
-// bound drops the groups sampled longest ago past MaxGroups.
+// SetListed remembers that a run at now had servers (its whole list)
+// and planned every one of them: those it did not probe, it decided
+// without probing (their site, their group-mates or its bound ruled them
+// out). Call it after Record, with the same run's list, and only for a
+// run that was neither cut short nor stopped early by the player.
+func (c *Cache) SetListed(now time.Time, servers []netip.AddrPort) {
+	at := now.Truncate(time.Second)
+	for _, a := range servers {
+		if a.IsValid() {
+			c.listed[adaptive.GroupKey(a.Addr())] = at
+		}
+	}
+	c.bound()
+}
+
+// bound drops the groups sampled (or listed) longest ago past MaxGroups.
 func (c *Cache) bound() {
-	if len(c.groups) <= MaxGroups {
+	dropOldest(c.groups, func(s []Sample) time.Time { return s[len(s)-1].At })
+	dropOldest(c.listed, func(at time.Time) time.Time { return at })
+}
+
+// dropOldest deletes m's entries of oldest time (ties: lowest prefix)
+// until it holds MaxGroups.
+func dropOldest[V any](m map[netip.Prefix]V, at func(V) time.Time) {
+	if len(m) <= MaxGroups {
 		return
 	}
-	type kt struct {
-		k  netip.Prefix
-		at time.Time
-	}
-	all := make([]kt, 0, len(c.groups))
-	for k, s := range c.groups {
-		all = append(all, kt{k, s[len(s)-1].At})
-	}
-	slices.SortFunc(all, func(a, b kt) int { return cmp.Or(a.at.Compare(b.at), a.k.Addr().Compare(b.k.Addr())) })
-	for _, x := range all[:len(all)-MaxGroups] {
-		delete(c.groups, x.k)
+	keys := slices.SortedFunc(maps.Keys(m), func(a, b netip.Prefix) int {
+		return cmp.Or(at(m[a]).Compare(at(m[b])), a.Addr().Compare(b.Addr()))
+	})
+	for _, k := range keys[:len(keys)-MaxGroups] {
+		delete(m, k)
 	}
 }
 
@@ -213,6 +246,25 @@ func (c *Cache) Priors(now time.Time) map[netip.Prefix]adaptive.Prior {
 	return out
 }
 
+// Known returns the groups a run at now may take as seen before: sampled,
+// or in the list of a run that planned every server (SetListed), at most
+// MaxAge ago (not after now).
+func (c *Cache) Known(now time.Time) map[netip.Prefix]bool {
+	fresh := func(at time.Time) bool { age := now.Sub(at); return age >= 0 && age <= MaxAge }
+	out := make(map[netip.Prefix]bool, len(c.groups)+len(c.listed))
+	for k, at := range c.listed {
+		if fresh(at) {
+			out[k] = true
+		}
+	}
+	for k, ss := range c.groups {
+		if slices.ContainsFunc(ss, func(s Sample) bool { return fresh(s.At) }) {
+			out[k] = true
+		}
+	}
+	return out
+}
+
 // Samples returns a group's samples, oldest first (nil if none).
 func (c *Cache) Samples(k netip.Prefix) []Sample { return slices.Clone(c.groups[k]) }
 
@@ -246,7 +298,7 @@ func Parse(b []byte) (*Cache, error) {
 		}
 		f := strings.Fields(string(line))
 		if n == 1 {
-			if string(line) != header {
+			if string(line) != header && string(line) != headerV1 {
 				return nil, bad(n, "not %q", header)
 			}
 			continue
@@ -308,6 +360,25 @@ func Parse(b []byte) (*Cache, error) {
 				ss = append(ss, Sample{At: at, RTT: d})
 			}
 			c.groups[p] = ss
+		case "listed":
+			if len(f) != 3 {
+				return nil, bad(n, "listed: want PREFIX TIME")
+			}
+			p, err := netip.ParsePrefix(f[1])
+			if err != nil || p != adaptive.GroupKey(p.Addr()) || p.Addr().Is4In6() {
+				return nil, bad(n, "listed %q is not a /%d or /%d", f[1], adaptive.GroupBits4, adaptive.GroupBits6)
+			}
+			if _, dup := c.listed[p]; dup {
+				return nil, bad(n, "listed %v twice", p)
+			}
+			if len(c.listed) >= MaxGroups {
+				return nil, bad(n, "more than %d listed groups", MaxGroups)
+			}
+			t, err := strconv.ParseInt(f[2], 10, 64)
+			if err != nil || t < 0 || t > maxUnix {
+				return nil, bad(n, "listed time %q", f[2])
+			}
+			c.listed[p] = time.Unix(t, 0).UTC()
 		default:
 			return nil, bad(n, "unknown record %q", f[0])
 		}
@@ -351,6 +422,9 @@ func (c *Cache) AppendText(b []byte) []byte {
 			b = fmt.Appendf(b, " %d %s", s.At.Unix(), fmtMs(s.RTT))
 		}
 		b = append(b, '\n')
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(c.listed), func(x, y netip.Prefix) int { return x.Addr().Compare(y.Addr()) }) {
+		b = fmt.Appendf(b, "listed %s %d\n", k, c.listed[k].Unix())
 	}
 	return fmt.Appendf(b, "end %08x\n", crc32.ChecksumIEEE(b[start:]))
 }

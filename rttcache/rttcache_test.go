@@ -26,17 +26,21 @@ func out(addr string, rtt float64) Outcome {
 var master = netip.MustParseAddrPort("192.0.2.1:27950")
 
 // golden is what TestCache_WritesTheDocumentedFormat's memory writes.
-const golden = "scout-rtt-cache 1\n" +
+const golden = "scout-rtt-cache 2\n" +
 	"vantage 192.0.2.1:27950 31.2\n" +
 	"group 198.51.100.0/24 1767225600 250.0\n" +
 	"group 203.0.113.0/24 1767225600 41.3 1767229200 40.9\n" +
-	"group 2001:db8::/64 1767229200 88.0\n"
+	"group 2001:db8::/64 1767229200 88.0\n" +
+	"listed 198.51.100.0/24 1767229200\n" +
+	"listed 203.0.113.0/24 1767229200\n" +
+	"listed 233.252.0.0/24 1767229200\n"
 
 func goldenCache() *Cache {
 	c := New()
 	v := map[netip.AddrPort]time.Duration{master: ms(31.2)}
 	c.Record(t0, v, []Outcome{out("203.0.113.7:27960", 41.3), out("203.0.113.9:27960", 44), out("198.51.100.1:27960", 250), {Addr: netip.MustParseAddrPort("198.51.100.2:27960")}})
 	c.Record(t0.Add(time.Hour), v, []Outcome{out("203.0.113.7:27961", 40.9), out("[2001:db8::5]:27960", 88)})
+	c.SetListed(t0.Add(time.Hour), []netip.AddrPort{netip.MustParseAddrPort("203.0.113.7:27961"), netip.MustParseAddrPort("198.51.100.1:27960"), netip.MustParseAddrPort("233.252.0.9:27960")})
 	return c
 }
 
@@ -90,6 +94,40 @@ func TestCache_PriorsUseOnlyFreshSamples(t *testing.T) {
 	}
 }
 
+// Known: a group sampled or listed within MaxAge; a listed group that
+// was never probed is known, not remembered with an RTT.
+func TestCache_KnownIsSampledOrListed(t *testing.T) {
+	c := goldenCache()
+	key := func(s string) netip.Prefix { return netip.MustParsePrefix(s) }
+	at := t0.Add(2 * time.Hour)
+	k := c.Known(at)
+	for _, g := range []string{"203.0.113.0/24", "198.51.100.0/24", "2001:db8::/64", "233.252.0.0/24"} {
+		if !k[key(g)] {
+			t.Errorf("%s not known", g)
+		}
+	}
+	if len(k) != 4 {
+		t.Errorf("%d groups known, want 4", len(k))
+	}
+	if _, ok := c.Priors(at)[key("233.252.0.0/24")]; ok {
+		t.Error("a group only listed has a prior RTT")
+	}
+	if k := c.Known(t0.Add(time.Hour + MaxAge + time.Second)); len(k) != 0 {
+		t.Errorf("past MaxAge, %v still known", k)
+	}
+	c.Record(at, map[netip.AddrPort]time.Duration{master: ms(120)}, nil)
+	if k := c.Known(at); len(k) != 0 {
+		t.Errorf("after a run from elsewhere, %v still known", k)
+	}
+}
+
+func TestParse_ReadsVersion1(t *testing.T) {
+	c, err := Parse(file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 5.0\n"))
+	if err != nil || c.Len() != 1 {
+		t.Fatalf("%v, %v", c, err)
+	}
+}
+
 func TestCache_AnotherVantageStartsAfresh(t *testing.T) {
 	c := goldenCache()
 	if !c.Matches(map[netip.AddrPort]time.Duration{master: ms(39)}) || !c.Matches(map[netip.AddrPort]time.Duration{master: ms(75)}) {
@@ -125,7 +163,23 @@ func TestCache_BoundedGroups(t *testing.T) {
 	if len(c.Samples(adaptive.GroupKey(outs[0].Addr.Addr()))) != 0 {
 		t.Error("the groups sampled longest ago were not the ones dropped")
 	}
-	if _, err := Parse(c.AppendText(nil)); err != nil {
+	var listed []netip.AddrPort
+	for i := range MaxGroups + 10 {
+		listed = append(listed, netip.AddrPortFrom(netip.AddrFrom4([4]byte{100 + byte(i>>16), byte(i >> 8), byte(i), 1}), 27960))
+	}
+	c.SetListed(t0, listed[:10])
+	c.SetListed(t0.Add(time.Minute), listed[10:])
+	if n := len(c.Known(t0.Add(time.Minute))); n != 2*MaxGroups {
+		t.Errorf("%d groups known, want %d sampled and %d listed", n, MaxGroups, MaxGroups)
+	}
+	if c.Known(t0.Add(time.Minute))[adaptive.GroupKey(listed[0].Addr())] {
+		t.Error("the groups listed longest ago were not the ones dropped")
+	}
+	b := c.AppendText(nil)
+	if len(b) > MaxFile {
+		t.Errorf("a full memory writes %d bytes, over MaxFile", len(b))
+	}
+	if _, err := Parse(b); err != nil {
 		t.Errorf("a full memory does not parse back: %v", err)
 	}
 }
@@ -140,7 +194,12 @@ func TestParse_Refuses(t *testing.T) {
 	for name, b := range map[string][]byte{
 		"empty":                  nil,
 		"header only":            []byte("scout-rtt-cache 1\n"),
-		"another version":        file("scout-rtt-cache 2\n"),
+		"another version":        file("scout-rtt-cache 3\n"),
+		"listed without a time":  file("scout-rtt-cache 2\nlisted 10.1.2.0/24\n"),
+		"listed twice":           file("scout-rtt-cache 2\nlisted 10.1.2.0/24 1\nlisted 10.1.2.0/24 2\n"),
+		"listed not masked":      file("scout-rtt-cache 2\nlisted 10.1.2.3/24 1\n"),
+		"listed time negative":   file("scout-rtt-cache 2\nlisted 10.1.2.0/24 -1\n"),
+		"listed time past 9999":  file("scout-rtt-cache 2\nlisted 10.1.2.0/24 253402300800\n"),
 		"unknown record":         file("scout-rtt-cache 1\nserver 1.2.3.4 5\n"),
 		"wrong checksum":         []byte("scout-rtt-cache 1\nend 00000000\n"),
 		"after the end":          append(file("scout-rtt-cache 1\n"), "group 203.0.113.0/24 1 5.0\n"...),
@@ -189,6 +248,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(goldenCache().AppendText(nil))
 	f.Add(file("scout-rtt-cache 1\n"))
 	f.Add(file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 5.0 2 7.5\n"))
+	f.Add(file("scout-rtt-cache 2\ngroup 10.1.2.0/24 1 5.0\nlisted 10.1.3.0/24 1\n"))
 	f.Add([]byte("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 5.0\nend 0\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := Parse(b)

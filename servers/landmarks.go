@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/netip"
 	"time"
 
 	"github.com/scout-discovery/scout/adaptive"
@@ -40,15 +41,23 @@ func runPlanned(ctx context.Context, opt Config, out *output, mconn, pconn probe
 		out.event(e)
 	})
 	var pl discover.Plan
+	var listed []netip.AddrPort
 	plan := func(ts []adaptive.Target) (adaptive.Strategy, error) {
 		var err error
+		prior, known := mem.priors(reps)
 		pl, err = discover.PlanDefault(ts, reps, discover.PlanOptions{AutoStop: o.AutoStop, Seed: o.Seed, Landmarks: cfg.Landmarks,
-			Siblings: o.LandmarkSiblings, Prior: mem.priors(reps)})
+			Siblings: o.LandmarkSiblings, Prior: prior, Known: known})
+		for _, t := range ts {
+			listed = append(listed, t.Addr)
+		}
 		return pl.Strategy, err
 	}
 	sum, ord, err := discover.Ordered(ctx, mconn, pconn, cfg, geoLocator(geo.Default()), plan, each)
 	sum.Masters = append(unresolved, sum.Masters...)
-	mem.record(reps, ord.Probes)
+	if err != nil {
+		listed = nil // cut short: what it did not probe, it did not decide on
+	}
+	mem.record(reps, ord.Probes, listed)
 	ap := adaptive.Scout()
 	ap.StopRTT = o.AutoStop
 	rep := newOrderReport(o.Order, "", ap, sum, ord)

@@ -44,22 +44,25 @@ func openMemory(path string, now func() time.Time, stderr io.Writer) *memory {
 }
 
 // priors returns the memory's priors for a plan built after the lists
-// came (reps), or nil when the client is not where they were measured.
-func (m *memory) priors(reps []discover.MasterReport) map[netip.Prefix]adaptive.Prior {
+// came (reps), and the groups it has seen before (rttcache.Cache.Known);
+// nil when the client is not where they were measured.
+func (m *memory) priors(reps []discover.MasterReport) (map[netip.Prefix]adaptive.Prior, map[netip.Prefix]bool) {
 	if m == nil {
-		return nil
+		return nil, nil
 	}
 	if !m.cache.Matches(discover.Vantage(reps)) {
 		m.moved = true
-		return nil
+		return nil, nil
 	}
 	p := m.cache.Priors(m.now())
 	m.used = len(p) > 0
-	return p
+	return p, m.cache.Known(m.now())
 }
 
-// record remembers the run's outcomes and saves the memory.
-func (m *memory) record(reps []discover.MasterReport, probes []discover.Outcome) {
+// record remembers the run's outcomes and, when the run planned every
+// server of its list to the end (decided, a nil listed otherwise), the
+// list; then saves the memory.
+func (m *memory) record(reps []discover.MasterReport, probes []discover.Outcome, listed []netip.AddrPort) {
 	if m == nil {
 		return
 	}
@@ -67,7 +70,9 @@ func (m *memory) record(reps []discover.MasterReport, probes []discover.Outcome)
 	for _, p := range probes {
 		outs = append(outs, rttcache.Outcome{Addr: p.Addr, RTT: p.RTT, Answered: p.Answered})
 	}
-	m.cache.Record(m.now(), discover.Vantage(reps), outs)
+	now := m.now()
+	m.cache.Record(now, discover.Vantage(reps), outs)
+	m.cache.SetListed(now, listed)
 	if m.saveErr = rttcache.Save(m.path, m.cache); m.saveErr != nil {
 		fmt.Fprintf(m.stderr, "scout servers: memory: %v\n", m.saveErr)
 	}

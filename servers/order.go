@@ -47,7 +47,7 @@ func runOrdered(ctx context.Context, opt Config, out *output, mconn, pconn probe
 	nc := startNameCheck(ctx, opt, cfg)
 	sum, ord, err := discover.Ordered(ctx, mconn, pconn, cfg, geoLocator(geo.Default()), adaptivePlanner(o.Params(), o.Seed), gn.wrap(opt.Filter, out.event))
 	sum.Masters = append(unresolved, sum.Masters...)
-	mem.record(sum.Masters, ord.Probes)
+	mem.record(sum.Masters, ord.Probes, nil) // its stop rule is not the default plan's: no list remembered
 	rep := newOrderReport(o.Order, o.Variant, o.Params(), sum, ord)
 	out.ordering = &rep
 	out.finish(sum)

@@ -226,7 +226,7 @@ func runDiscover(ctx context.Context, opt Config, out *output, stderr io.Writer)
 	sum.Masters = append(unresolved, sum.Masters...)
 	var res Result
 	if log != nil {
-		mem.record(sum.Masters, log.probes)
+		mem.record(sum.Masters, log.probes, nil)
 		if opt.KeepProbes {
 			res.Probes = log.probes
 		}

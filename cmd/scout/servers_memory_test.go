@@ -24,7 +24,7 @@ func memoryRun(t *testing.T, m string, extra ...string) (map[string]any, string)
 }
 
 // TestServers_RemembersBetweenRuns: the default order records its RTTs
-// in the memory file; the next run uses them (the servers it remembers
+// and the groups of its list in the memory file; the next run uses them (the servers it remembers
 // playable are probed first); --memory=false neither reads nor writes.
 func TestServers_RemembersBetweenRuns(t *testing.T) {
 	s1, s2 := q3Server(t), q3Server(t)
@@ -36,7 +36,7 @@ func TestServers_RemembersBetweenRuns(t *testing.T) {
 		t.Fatalf("first run: order %v", ord)
 	}
 	b, err := os.ReadFile(file)
-	if err != nil || !strings.Contains(string(b), "group 127.0.0.0/24 ") {
+	if err != nil || !strings.Contains(string(b), "group 127.0.0.0/24 ") || !strings.Contains(string(b), "listed 127.0.0.0/24 ") {
 		t.Fatalf("memory file: %v\n%s", err, b)
 	}
 	ord, _ = memoryRun(t, m, "--memory-file", file)

@@ -591,8 +591,8 @@ func (e *evaluator) newRun(w *population.World, ml population.MeshLatency, place
 	return r
 }
 
-func (r run) planInput(remembered []float64) landmark.PlanInput {
-	return landmark.PlanInput{Targets: r.targets, Vectors: r.vs, Client: r.client, Landmarks: r.lm, ClientHeight: r.height, Remembered: remembered}
+func (r run) planInput(remembered []float64, known []bool) landmark.PlanInput {
+	return landmark.PlanInput{Targets: r.targets, Vectors: r.vs, Client: r.client, Landmarks: r.lm, ClientHeight: r.height, Remembered: remembered, Known: known}
 }
 
 // runClient runs every strategy for one client and seed.
@@ -635,13 +635,16 @@ func (e *evaluator) runClient(m Model, g population.Game, n int, c client, seed 
 		if len(name) > len(Remembered) && name[len(name)-len(Remembered):] == Remembered {
 			first, remembered = name[:len(name)-len(Remembered)], true
 		}
-		var prior map[netip.Prefix]adaptive.Prior
+		var (
+			prior map[netip.Prefix]adaptive.Prior
+			known map[netip.Prefix]bool
+		)
 		if remembered {
 			fr := memo[first]
 			if fr == nil {
 				return nil, fmt.Errorf("cityeval: %s needs %s run first", name, first)
 			}
-			prior = e.remember(r.targets, fr, seed)
+			prior, known = e.remember(r.targets, fr, seed)
 			if e.cfg.Churn > 0 {
 				w2, err := w.Churned(e.cfg.Churn, seed^0x5eed)
 				if err != nil {
@@ -660,7 +663,7 @@ func (e *evaluator) runClient(m Model, g population.Game, n int, c client, seed 
 			}
 			o.oracle, o.playable, o.conv = o2.Sent, o2.Playable, len(rr.targets)
 		}
-		st, err = e.strategy(first, rr, p, seed, prior)
+		st, err = e.strategy(first, rr, p, seed, prior, known)
 		if err != nil {
 			return nil, fmt.Errorf("cityeval: %s: %w", name, err)
 		}
@@ -687,7 +690,7 @@ func (e *evaluator) runClient(m Model, g population.Game, n int, c client, seed 
 }
 
 // strategy builds the named first-run strategy for rr.
-func (e *evaluator) strategy(name string, rr run, p Params, seed uint64, prior map[netip.Prefix]adaptive.Prior) (adaptive.Strategy, error) {
+func (e *evaluator) strategy(name string, rr run, p Params, seed uint64, prior map[netip.Prefix]adaptive.Prior, known map[netip.Prefix]bool) (adaptive.Strategy, error) {
 	rng := rand.New(rand.NewPCG(seed, 0x5c0))
 	switch name {
 	case Conventional:
@@ -699,7 +702,7 @@ func (e *evaluator) strategy(name string, rr run, p Params, seed uint64, prior m
 		lp.Margin = e.boundMargin
 		sib := landmark.DefaultSiblings()
 		lp.Siblings = &sib
-		return landmark.NewPlanner(rr.planInput(nil), lp, rng)
+		return landmark.NewPlanner(rr.planInput(nil, nil), lp, rng)
 	case ScoutGroups:
 		in, err := adaptive.New(rr.targets, adaptive.Scout(), rng)
 		if err != nil {
@@ -710,7 +713,7 @@ func (e *evaluator) strategy(name string, rr run, p Params, seed uint64, prior m
 		lp := landmark.DefaultPlanParams()
 		lp.Margin = e.boundMargin
 		lp.Sites = p.sites()
-		in, err := landmark.NewPlanner(rr.planInput(discover.Remembered(rr.targets, prior)), lp, rng)
+		in, err := landmark.NewPlanner(rr.planInput(discover.Remembered(rr.targets, prior), discover.KnownTargets(rr.targets, known)), lp, rng)
 		if err != nil {
 			return nil, err
 		}
@@ -723,10 +726,11 @@ func (e *evaluator) strategy(name string, rr run, p Params, seed uint64, prior m
 
 // remember is the client's memory after a first run, as scout servers
 // keeps it (rttcache): per group, the least answered RTT of the run, one
-// sample whatever the run sent to the group; with Config.RouteChange, a
-// share of the groups' paths became shorter since (their remembered RTT
-// is over the path's by up to RouteShorter).
-func (e *evaluator) remember(ts []adaptive.Target, res *sim.Result, seed uint64) map[netip.Prefix]adaptive.Prior {
+// sample whatever the run sent to the group, and the groups of its list
+// (known); with Config.RouteChange, a share of the groups' paths became
+// shorter since (their remembered RTT is over the path's by up to
+// RouteShorter).
+func (e *evaluator) remember(ts []adaptive.Target, res *sim.Result, seed uint64) (map[netip.Prefix]adaptive.Prior, map[netip.Prefix]bool) {
 	mem := rttcache.New()
 	outs := make([]rttcache.Outcome, 0, len(res.Trace))
 	for _, pr := range res.Trace {
@@ -734,6 +738,11 @@ func (e *evaluator) remember(ts []adaptive.Target, res *sim.Result, seed uint64)
 	}
 	now := time.Unix(0, 0)
 	mem.Record(now, nil, outs)
+	listed := make([]netip.AddrPort, len(ts))
+	for i, t := range ts {
+		listed[i] = t.Addr
+	}
+	mem.SetListed(now, listed)
 	prior := mem.Priors(now)
 	if e.cfg.RouteChange > 0 {
 		rng := rand.New(rand.NewPCG(seed, 0x7c))
@@ -750,7 +759,7 @@ func (e *evaluator) remember(ts []adaptive.Target, res *sim.Result, seed uint64)
 			}
 		}
 	}
-	return prior
+	return prior, mem.Known(now)
 }
 
 // explainMisses says, per playable server not found, why.

@@ -86,6 +86,9 @@ type Run struct {
 	// RTTs to each other as its planner used them.
 	Landmarks []string
 	Matrix    LandmarkMatrix
+	// Listed is the list the landmark run planned, for the memory of the
+	// remembered run (rttcache.Cache.SetListed); nil for the other runs.
+	Listed []netip.AddrPort
 	// Unprobed and Unanswered split the playable servers the master
 	// listed that the run did not find: never probed (its stop fired
 	// first, or its context ended), or probed and never answered (every
@@ -166,8 +169,11 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 			lmMu.Lock()
 			reps := slices.Clone(lmReports)
 			lmMu.Unlock()
-			st, m, err := landmarkPlan(ts, reps, rep.StopRTT, cfg.Seed, nil)
+			st, m, err := landmarkPlan(ts, reps, rep.StopRTT, cfg.Seed, nil, nil)
 			runs[lmRun].Matrix = m // on the run's own goroutine (discover.Ordered calls the planner)
+			for _, t := range ts {
+				runs[lmRun].Listed = append(runs[lmRun].Listed, t.Addr)
+			}
 			return st, err
 		})
 	}
@@ -298,7 +304,8 @@ func gameET() *game.Game {
 }
 
 // rememberedRun runs the landmark plan again with the memory that its
-// first run, first, left (rttcache: per /24 the least RTT of the run).
+// first run, first, left (rttcache: per /24 the least RTT of the run, and
+// the list it planned when it ran to its end), as scout servers keeps it.
 func rememberedRun(ctx context.Context, first Run, cfg discover.Config, table *loopnat.Table, locate discover.Locator, stopRTT time.Duration, seed uint64) Run {
 	r := Run{Name: first.Name + ", remembered", Params: first.Params}
 	mem := rttcache.New()
@@ -308,7 +315,10 @@ func rememberedRun(ctx context.Context, first Run, cfg discover.Config, table *l
 	}
 	now := time.Now()
 	mem.Record(now, nil, outs)
-	prior := mem.Priors(now)
+	if first.Err == nil {
+		mem.SetListed(now, first.Listed)
+	}
+	prior, known := mem.Priors(now), mem.Known(now)
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		r.Err = err
@@ -325,7 +335,7 @@ func rememberedRun(ctx context.Context, first Run, cfg discover.Config, table *l
 	pc, mw := loopnat.Wrap(sc.(loopnat.PacketConn), table), loopnat.Wrap(mc, table)
 	var reps []discover.MasterReport
 	plan := func(ts []adaptive.Target) (adaptive.Strategy, error) {
-		st, m, err := landmarkPlan(ts, reps, stopRTT, seed, prior)
+		st, m, err := landmarkPlan(ts, reps, stopRTT, seed, prior, known)
 		r.Matrix = m
 		return st, err
 	}

@@ -46,10 +46,11 @@ var DefaultLandmarks = []string{"Frankfurt", "NewYork", "Tokyo"}
 // landmarks' plan (discover.PlanDefault with the masters' landmark RTTs:
 // the site check and group probing) from the targets and the landmark
 // masters' reports, auto-stopping at stopRTT, with the client's memory
-// prior (nil for a first run); it says which landmarks' RTTs to each
-// other the planner was given, measured by the masters or derived.
-func landmarkPlan(ts []adaptive.Target, reps []discover.MasterReport, stopRTT time.Duration, seed uint64, prior map[netip.Prefix]adaptive.Prior) (adaptive.Strategy, LandmarkMatrix, error) {
-	pl, err := discover.PlanDefault(ts, reps, discover.PlanOptions{AutoStop: stopRTT, Seed: seed, Landmarks: true, Prior: prior})
+// prior and the groups it has seen, known (nil for a first run); it says
+// which landmarks' RTTs to each other the planner was given, measured by
+// the masters or derived.
+func landmarkPlan(ts []adaptive.Target, reps []discover.MasterReport, stopRTT time.Duration, seed uint64, prior map[netip.Prefix]adaptive.Prior, known map[netip.Prefix]bool) (adaptive.Strategy, LandmarkMatrix, error) {
+	pl, err := discover.PlanDefault(ts, reps, discover.PlanOptions{AutoStop: stopRTT, Seed: seed, Landmarks: true, Prior: prior, Known: known})
 	var m LandmarkMatrix
 	if lp := pl.Landmark; lp != nil {
 		m = LandmarkMatrix{Landmarks: lp.Landmarks, Derived: lp.Input.LandmarksDerived}

@@ -135,7 +135,7 @@ func TestDemo_SimulatedFigures(t *testing.T) {
 				}
 			}
 		}
-		lp, lm, err := landmarkPlan(ts, reps, stopRTT, cfg.Seed, nil)
+		lp, lm, err := landmarkPlan(ts, reps, stopRTT, cfg.Seed, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
