@@ -1,7 +1,8 @@
 // Package rttcache is the client's memory of its own round-trip times: per
 // server group (a /24, or an IPv6 /64: adaptive.GroupKey), the few latest
 // samples, each the least RTT of a run in that group, with the time it
-// was taken. A later run of scout servers orders and stops by it
+// was taken and how many answers of the group that run had (the evidence
+// its decision rested on: adaptive.Grouped's sequential test counts them). A later run of scout servers orders and stops by it
 // (adaptive.Grouped: groups remembered playable are probed first, groups
 // remembered far are not probed); servers it has never seen fall back to
 // the landmarks and calibration. Only measurements over the client's own
@@ -28,15 +29,16 @@
 //
 //	scout-rtt-cache 2
 //	vantage 192.0.2.1:27950 31.2
-//	group 203.0.113.0/24 1767225600 41.3 1767229200 40.9
+//	group 203.0.113.0/24 1767225600 41.3 1 1767229200 40.9 3
 //	listed 198.51.100.0/24 1767229200
 //	end 1c291ca3
 //
 // "vantage" gives a master and the client's RTT to it (ms); "group" a
-// group, then up to MaxSamples pairs of Unix time (s) and RTT (ms), oldest
-// first; "listed" a group and the Unix time of the last run whose list
-// held it; "end" the CRC-32 (IEEE) of every byte before its line, in hex.
-// A version 1 file (no "listed" records) is read as it is.
+// group, then up to MaxSamples triples of Unix time (s), RTT (ms) and the
+// run's answers from the group, oldest first; "listed" a group and the
+// Unix time of the last run whose list held it; "end" the CRC-32 (IEEE)
+// of every byte before its line, in hex. A version 1 file (pairs of time
+// and RTT, one answer each; no "listed" records) is read as it is.
 package rttcache
 
 import (
@@ -78,8 +80,11 @@ const (
 	MaxFile = 12 << 20
 	// MaxRTT bounds an RTT (ms) the file may hold.
 	MaxRTT = 60_000
-	// maxLine bounds a line's length: a group line with MaxSamples pairs
-	// is under 120 bytes.
+	// MaxAnswers bounds the answers a sample counts: past a few, more
+	// answers of one run say little more about the path's floor.
+	MaxAnswers = 16
+	// maxLine bounds a line's length: a group line with MaxSamples
+	// triples is under 130 bytes.
 	maxLine = 256
 )
 
@@ -104,10 +109,11 @@ const (
 	headerV1 = "scout-rtt-cache 1"
 )
 
-// Sample is one remembered RTT.
+// Sample is one run's memory of a group.
 type Sample struct {
-	At  time.Time     // when it was measured (second precision)
-	RTT time.Duration // 0.1 ms precision
+	At      time.Time     // when it was measured (second precision)
+	RTT     time.Duration // the least of the run's answers; 0.1 ms precision
+	Answers int           // the run's answers from the group, 1 to MaxAnswers
 }
 
 // Cache is the memory: the groups' samples and the vantage. The zero
@@ -148,19 +154,22 @@ func (c *Cache) Record(now time.Time, vantage map[netip.AddrPort]time.Duration, 
 			c.vantage[a] = vantage[a].Round(100 * time.Microsecond)
 		}
 	}
-	least := map[netip.Prefix]time.Duration{}
+	runs := map[netip.Prefix]Sample{}
 	for _, o := range outs {
 		if !o.Answered || o.RTT <= 0 || o.RTT > MaxRTT*time.Millisecond || !o.Addr.IsValid() {
 			continue
 		}
 		k := adaptive.GroupKey(o.Addr.Addr())
-		if d, ok := least[k]; !ok || o.RTT < d {
-			least[k] = o.RTT
+		r, ok := runs[k]
+		if !ok || o.RTT < r.RTT {
+			r.RTT = o.RTT
 		}
+		r.Answers = min(r.Answers+1, MaxAnswers)
+		runs[k] = r
 	}
 	at := now.Truncate(time.Second)
-	for k, d := range least {
-		s := append(c.groups[k], Sample{At: at, RTT: d.Round(100 * time.Microsecond)})
+	for k, r := range runs {
+		s := append(c.groups[k], Sample{At: at, RTT: r.RTT.Round(100 * time.Microsecond), Answers: r.Answers})
 		if len(s) > MaxSamples {
 			s = slices.Delete(s, 0, len(s)-MaxSamples)
 		}
@@ -223,8 +232,8 @@ func (c *Cache) Matches(vantage map[netip.AddrPort]time.Duration) bool {
 }
 
 // Priors returns, per group, what a run at now may use: the least RTT of
-// the samples at most MaxAge old and how many there are (a sample dated
-// after now, a clock set back, is not used).
+// the samples at most MaxAge old and how many answers they count (a
+// sample dated after now, a clock set back, is not used).
 func (c *Cache) Priors(now time.Time) map[netip.Prefix]adaptive.Prior {
 	out := make(map[netip.Prefix]adaptive.Prior, len(c.groups))
 	for k, ss := range c.groups {
@@ -237,7 +246,7 @@ func (c *Cache) Priors(now time.Time) map[netip.Prefix]adaptive.Prior {
 			if p.Samples == 0 || s.RTT < p.Least {
 				p.Least = s.RTT
 			}
-			p.Samples++
+			p.Samples += s.Answers
 		}
 		if p.Samples > 0 {
 			out[k] = p
@@ -285,6 +294,7 @@ func Parse(b []byte) (*Cache, error) {
 	}
 	c := New()
 	rest := b
+	v1 := false
 	for n := 1; ; n++ {
 		i := bytes.IndexByte(rest, '\n')
 		if i < 0 {
@@ -298,7 +308,11 @@ func Parse(b []byte) (*Cache, error) {
 		}
 		f := strings.Fields(string(line))
 		if n == 1 {
-			if string(line) != header && string(line) != headerV1 {
+			switch string(line) {
+			case header:
+			case headerV1:
+				v1 = true
+			default:
 				return nil, bad(n, "not %q", header)
 			}
 			continue
@@ -333,8 +347,12 @@ func Parse(b []byte) (*Cache, error) {
 			}
 			c.vantage[a] = d
 		case "group":
-			if len(f) < 4 || len(f)%2 != 0 || (len(f)-2)/2 > MaxSamples {
-				return nil, bad(n, "group: want PREFIX and 1 to %d pairs of TIME MS", MaxSamples)
+			width := 3 // TIME MS ANSWERS
+			if v1 {
+				width = 2 // TIME MS
+			}
+			if len(f) < 2+width || (len(f)-2)%width != 0 || (len(f)-2)/width > MaxSamples {
+				return nil, bad(n, "group: want PREFIX and 1 to %d samples of %d fields", MaxSamples, width)
 			}
 			p, err := netip.ParsePrefix(f[1])
 			if err != nil || p != adaptive.GroupKey(p.Addr()) || p.Addr().Is4In6() {
@@ -347,17 +365,25 @@ func Parse(b []byte) (*Cache, error) {
 				return nil, bad(n, "more than %d groups", MaxGroups)
 			}
 			var ss []Sample
-			for j := 2; j < len(f); j += 2 {
+			for j := 2; j < len(f); j += width {
 				t, err := strconv.ParseInt(f[j], 10, 64)
 				d, ok := parseMs(f[j+1])
 				if err != nil || t < 0 || t > maxUnix || !ok || d <= 0 {
 					return nil, bad(n, "sample %q %q", f[j], f[j+1])
 				}
+				answers := 1
+				if !v1 {
+					a, err := strconv.Atoi(f[j+2])
+					if err != nil || a < 1 || a > MaxAnswers || strconv.Itoa(a) != f[j+2] {
+						return nil, bad(n, "answers %q", f[j+2])
+					}
+					answers = a
+				}
 				at := time.Unix(t, 0).UTC()
 				if len(ss) > 0 && at.Before(ss[len(ss)-1].At) {
 					return nil, bad(n, "samples out of order")
 				}
-				ss = append(ss, Sample{At: at, RTT: d})
+				ss = append(ss, Sample{At: at, RTT: d, Answers: answers})
 			}
 			c.groups[p] = ss
 		case "listed":
@@ -419,7 +445,7 @@ func (c *Cache) AppendText(b []byte) []byte {
 	for _, k := range slices.SortedFunc(maps.Keys(c.groups), func(x, y netip.Prefix) int { return x.Addr().Compare(y.Addr()) }) {
 		b = fmt.Appendf(b, "group %s", k)
 		for _, s := range c.groups[k] {
-			b = fmt.Appendf(b, " %d %s", s.At.Unix(), fmtMs(s.RTT))
+			b = fmt.Appendf(b, " %d %s %d", s.At.Unix(), fmtMs(s.RTT), s.Answers)
 		}
 		b = append(b, '\n')
 	}

@@ -28,9 +28,9 @@ var master = netip.MustParseAddrPort("192.0.2.1:27950")
 // golden is what TestCache_WritesTheDocumentedFormat's memory writes.
 const golden = "scout-rtt-cache 2\n" +
 	"vantage 192.0.2.1:27950 31.2\n" +
-	"group 198.51.100.0/24 1767225600 250.0\n" +
-	"group 203.0.113.0/24 1767225600 41.3 1767229200 40.9\n" +
-	"group 2001:db8::/64 1767229200 88.0\n" +
+	"group 198.51.100.0/24 1767225600 250.0 1\n" +
+	"group 203.0.113.0/24 1767225600 41.3 2 1767229200 40.9 1\n" +
+	"group 2001:db8::/64 1767229200 88.0 1\n" +
 	"listed 198.51.100.0/24 1767229200\n" +
 	"listed 203.0.113.0/24 1767229200\n" +
 	"listed 233.252.0.0/24 1767229200\n"
@@ -73,8 +73,21 @@ func TestCache_RecordKeepsTheLeastOfARunAndTheNewestSamples(t *testing.T) {
 		t.Errorf("samples %v, want the %d newest, each the least of its run", s, MaxSamples)
 	}
 	p := c.Priors(t0.Add(10 * time.Minute))[g]
-	if p.Least != ms(92) || p.Samples != MaxSamples {
-		t.Errorf("prior %+v", p)
+	if p.Least != ms(92) || p.Samples != 2*MaxSamples {
+		t.Errorf("prior %+v, want the least of the kept samples and their %d answers", p, 2*MaxSamples)
+	}
+}
+
+func TestCache_RecordBoundsTheAnswersOfARun(t *testing.T) {
+	c := New()
+	var outs []Outcome
+	for i := range MaxAnswers + 5 {
+		outs = append(outs, out(fmt.Sprintf("203.0.113.%d:27960", 1+i), float64(60-i)))
+	}
+	c.Record(t0, nil, outs)
+	s := c.Samples(adaptive.GroupKey(netip.MustParseAddr("203.0.113.1")))
+	if len(s) != 1 || s[0].Answers != MaxAnswers || s[0].RTT != ms(60-float64(MaxAnswers+4)) {
+		t.Errorf("samples %+v, want one of %d answers at the least RTT", s, MaxAnswers)
 	}
 }
 
@@ -122,9 +135,12 @@ func TestCache_KnownIsSampledOrListed(t *testing.T) {
 }
 
 func TestParse_ReadsVersion1(t *testing.T) {
-	c, err := Parse(file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 5.0\n"))
+	c, err := Parse(file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 5.0 2 6.0\n"))
 	if err != nil || c.Len() != 1 {
 		t.Fatalf("%v, %v", c, err)
+	}
+	if p := c.Priors(time.Unix(3, 0))[netip.MustParsePrefix("10.1.2.0/24")]; p.Least != ms(5) || p.Samples != 2 {
+		t.Errorf("version 1 prior %+v, want 5 ms of 2 answers (one a sample)", p)
 	}
 }
 
@@ -192,39 +208,43 @@ func file(body string) []byte {
 
 func TestParse_Refuses(t *testing.T) {
 	for name, b := range map[string][]byte{
-		"empty":                  nil,
-		"header only":            []byte("scout-rtt-cache 1\n"),
-		"another version":        file("scout-rtt-cache 3\n"),
-		"listed without a time":  file("scout-rtt-cache 2\nlisted 10.1.2.0/24\n"),
-		"listed twice":           file("scout-rtt-cache 2\nlisted 10.1.2.0/24 1\nlisted 10.1.2.0/24 2\n"),
-		"listed not masked":      file("scout-rtt-cache 2\nlisted 10.1.2.3/24 1\n"),
-		"listed time negative":   file("scout-rtt-cache 2\nlisted 10.1.2.0/24 -1\n"),
-		"listed time past 9999":  file("scout-rtt-cache 2\nlisted 10.1.2.0/24 253402300800\n"),
-		"unknown record":         file("scout-rtt-cache 1\nserver 1.2.3.4 5\n"),
-		"wrong checksum":         []byte("scout-rtt-cache 1\nend 00000000\n"),
-		"after the end":          append(file("scout-rtt-cache 1\n"), "group 203.0.113.0/24 1 5.0\n"...),
-		"no newline at the end":  bytes.TrimSuffix(file("scout-rtt-cache 1\n"), []byte("\n")),
-		"a /16":                  file("scout-rtt-cache 1\ngroup 10.1.0.0/16 1767225600 5.0\n"),
-		"not masked":             file("scout-rtt-cache 1\ngroup 10.1.2.3/24 1767225600 5.0\n"),
-		"mapped v4":              file("scout-rtt-cache 1\ngroup ::ffff:10.1.2.0/120 1767225600 5.0\n"),
-		"group twice":            file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 5.0\ngroup 10.1.2.0/24 2 5.0\n"),
-		"no sample":              file("scout-rtt-cache 1\ngroup 10.1.2.0/24\n"),
-		"half a sample":          file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 5.0 2\n"),
-		"too many samples":       file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 5.0 2 5.0 3 5.0 4 5.0 5 5.0\n"),
-		"samples out of order":   file("scout-rtt-cache 1\ngroup 10.1.2.0/24 2 5.0 1 5.0\n"),
-		"RTT too large":          file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 60000.1\n"),
-		"RTT zero":               file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 0.0\n"),
-		"RTT negative":           file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 -5.0\n"),
-		"RTT NaN":                file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 NaN\n"),
-		"RTT not as written":     file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 5\n"),
-		"RTT in exponent":        file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 5e1\n"),
-		"time negative":          file("scout-rtt-cache 1\ngroup 10.1.2.0/24 -1 5.0\n"),
-		"time past 9999":         file("scout-rtt-cache 1\ngroup 10.1.2.0/24 253402300800 5.0\n"),
-		"vantage with a zone":    file("scout-rtt-cache 1\nvantage [fe80::1%eth0]:27950 5.0\n"),
-		"vantage twice":          file("scout-rtt-cache 1\nvantage 1.2.3.4:5 5.0\nvantage 1.2.3.4:5 6.0\n"),
-		"vantage without an RTT": file("scout-rtt-cache 1\nvantage 1.2.3.4:5\n"),
-		"empty line":             file("scout-rtt-cache 1\n\n"),
-		"long line":              file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 5.0" + strings.Repeat(" ", maxLine) + "\n"),
+		"empty":                     nil,
+		"header only":               []byte("scout-rtt-cache 1\n"),
+		"another version":           file("scout-rtt-cache 3\n"),
+		"v2 sample without answers": file("scout-rtt-cache 2\ngroup 10.1.2.0/24 1 5.0\n"),
+		"answers zero":              file("scout-rtt-cache 2\ngroup 10.1.2.0/24 1 5.0 0\n"),
+		"answers past the bound":    file("scout-rtt-cache 2\ngroup 10.1.2.0/24 1 5.0 17\n"),
+		"answers not as written":    file("scout-rtt-cache 2\ngroup 10.1.2.0/24 1 5.0 02\n"),
+		"listed without a time":     file("scout-rtt-cache 2\nlisted 10.1.2.0/24\n"),
+		"listed twice":              file("scout-rtt-cache 2\nlisted 10.1.2.0/24 1\nlisted 10.1.2.0/24 2\n"),
+		"listed not masked":         file("scout-rtt-cache 2\nlisted 10.1.2.3/24 1\n"),
+		"listed time negative":      file("scout-rtt-cache 2\nlisted 10.1.2.0/24 -1\n"),
+		"listed time past 9999":     file("scout-rtt-cache 2\nlisted 10.1.2.0/24 253402300800\n"),
+		"unknown record":            file("scout-rtt-cache 1\nserver 1.2.3.4 5\n"),
+		"wrong checksum":            []byte("scout-rtt-cache 1\nend 00000000\n"),
+		"after the end":             append(file("scout-rtt-cache 1\n"), "group 203.0.113.0/24 1 5.0\n"...),
+		"no newline at the end":     bytes.TrimSuffix(file("scout-rtt-cache 1\n"), []byte("\n")),
+		"a /16":                     file("scout-rtt-cache 1\ngroup 10.1.0.0/16 1767225600 5.0\n"),
+		"not masked":                file("scout-rtt-cache 1\ngroup 10.1.2.3/24 1767225600 5.0\n"),
+		"mapped v4":                 file("scout-rtt-cache 1\ngroup ::ffff:10.1.2.0/120 1767225600 5.0\n"),
+		"group twice":               file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 5.0\ngroup 10.1.2.0/24 2 5.0\n"),
+		"no sample":                 file("scout-rtt-cache 1\ngroup 10.1.2.0/24\n"),
+		"half a sample":             file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 5.0 2\n"),
+		"too many samples":          file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 5.0 2 5.0 3 5.0 4 5.0 5 5.0\n"),
+		"samples out of order":      file("scout-rtt-cache 1\ngroup 10.1.2.0/24 2 5.0 1 5.0\n"),
+		"RTT too large":             file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 60000.1\n"),
+		"RTT zero":                  file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 0.0\n"),
+		"RTT negative":              file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 -5.0\n"),
+		"RTT NaN":                   file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 NaN\n"),
+		"RTT not as written":        file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 5\n"),
+		"RTT in exponent":           file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 5e1\n"),
+		"time negative":             file("scout-rtt-cache 1\ngroup 10.1.2.0/24 -1 5.0\n"),
+		"time past 9999":            file("scout-rtt-cache 1\ngroup 10.1.2.0/24 253402300800 5.0\n"),
+		"vantage with a zone":       file("scout-rtt-cache 1\nvantage [fe80::1%eth0]:27950 5.0\n"),
+		"vantage twice":             file("scout-rtt-cache 1\nvantage 1.2.3.4:5 5.0\nvantage 1.2.3.4:5 6.0\n"),
+		"vantage without an RTT":    file("scout-rtt-cache 1\nvantage 1.2.3.4:5\n"),
+		"empty line":                file("scout-rtt-cache 1\n\n"),
+		"long line":                 file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 5.0" + strings.Repeat(" ", maxLine) + "\n"),
 	} {
 		if _, err := Parse(b); !errors.Is(err, ErrDamaged) {
 			t.Errorf("%s: %v, want ErrDamaged", name, err)
@@ -248,7 +268,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(goldenCache().AppendText(nil))
 	f.Add(file("scout-rtt-cache 1\n"))
 	f.Add(file("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 5.0 2 7.5\n"))
-	f.Add(file("scout-rtt-cache 2\ngroup 10.1.2.0/24 1 5.0\nlisted 10.1.3.0/24 1\n"))
+	f.Add(file("scout-rtt-cache 2\ngroup 10.1.2.0/24 1 5.0 3\nlisted 10.1.3.0/24 1\n"))
 	f.Add([]byte("scout-rtt-cache 1\ngroup 10.1.2.0/24 1 5.0\nend 0\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := Parse(b)

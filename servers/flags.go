@@ -83,8 +83,10 @@ or --order landmarks) it orders by them instead, and checks every site
 (one AS in one place, as the landmarks see it) by probing its nearest
 server first: a site is left only when it answers far. The memory
 (--memory, on by default: per /24 the least RTT of each of the last few
-runs, a day at most, in --memory-file) comes first: /24s remembered
-playable are probed first and whole, /24s remembered far are not probed;
+runs and how many answers it rests on, and the /24s each run's list held,
+a day at most, in --memory-file) comes first: /24s remembered playable
+are probed first and whole, /24s remembered far are not probed, and a
+site is measured again only through /24s new since;
 it is not used when the RTTs to the masters are not the remembered ones
 (another network). EVALUATION.md ("Safe by default") measures it with
 every WonderProxy city as a client.

@@ -47,7 +47,8 @@ six runs discover the world side by side over real sockets:
                    answer far; stop when nothing under --auto-stop is left
   landmarks, remembered
                    the same later, with the memory of the run before (per
-                   /24 its least RTT, as scout servers keeps it)
+                   /24 its least RTT and the answers behind it, and the
+                   /24s listed, as scout servers keeps it)
   oracle           exactly the playable servers, nearest first (it knows the
                    true RTTs, which no client does: the bound)
 

@@ -725,9 +725,8 @@ func (e *evaluator) strategy(name string, rr run, p Params, seed uint64, prior m
 }
 
 // remember is the client's memory after a first run, as scout servers
-// keeps it (rttcache): per group, the least answered RTT of the run, one
-// sample whatever the run sent to the group, and the groups of its list
-// (known); with Config.RouteChange, a share of the groups' paths became
+// keeps it (rttcache): per group, the least answered RTT of the run and
+// how many answers it had, and the groups of its list (known); with Config.RouteChange, a share of the groups' paths became
 // shorter since (their remembered RTT is over the path's by up to
 // RouteShorter).
 func (e *evaluator) remember(ts []adaptive.Target, res *sim.Result, seed uint64) (map[netip.Prefix]adaptive.Prior, map[netip.Prefix]bool) {

@@ -108,7 +108,7 @@ type Report struct {
 	Registration    time.Duration
 	// WorldPlayable counts the servers whose RTT from Place is below
 	// StopRTT (the path's own RTT, before jitter and loss); Playable those
-	// of them the master listed, which discovery can find.
+	// of them some master listed, which discovery can find.
 	WorldPlayable, Playable int
 	StopRTT                 time.Duration
 	// Masters are the landmark masters; the first listed the world.
@@ -304,8 +304,9 @@ func gameET() *game.Game {
 }
 
 // rememberedRun runs the landmark plan again with the memory that its
-// first run, first, left (rttcache: per /24 the least RTT of the run, and
-// the list it planned when it ran to its end), as scout servers keeps it.
+// first run, first, left (rttcache: per /24 the least RTT of the run and
+// its answers, and the list it planned when it ran to its end), as scout
+// servers keeps it.
 func rememberedRun(ctx context.Context, first Run, cfg discover.Config, table *loopnat.Table, locate discover.Locator, stopRTT time.Duration, seed uint64) Run {
 	r := Run{Name: first.Name + ", remembered", Params: first.Params}
 	mem := rttcache.New()
