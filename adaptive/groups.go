@@ -71,7 +71,8 @@ type GroupParams struct {
 	// group only when it gives them the same value (the landmark plan's:
 	// their landmark RTTs agree). Servers of one /24 are always split by
 	// their country and AS (Target.Country, Target.ASN) too: a /24 that
-	// geolocation places in two networks is not taken as one room.
+	// geolocation places in two networks is not taken as one room. The
+	// ports of one address stay one group: its first port's value counts.
 	Within func(Target) string
 }
 
@@ -169,6 +170,7 @@ func NewGrouped(inner Strategy, targets []Target, p GroupParams, prior map[netip
 	g := &Grouped{in: inner, p: p, targets: make(map[netip.AddrPort]Target, len(targets)), groups: map[groupID]*group{}, ids: map[netip.AddrPort]groupID{},
 		sent: map[netip.AddrPort]bool{}, owns: map[netip.AddrPort]*own{}, skipped: map[netip.AddrPort]time.Duration{}}
 	var first []Target
+	within := map[netip.Addr]string{} // an address's Within: its first port's
 	for i, t := range targets {
 		t.Addr = netip.AddrPortFrom(t.Addr.Addr().Unmap(), t.Addr.Port())
 		if _, dup := g.targets[t.Addr]; dup || !t.Addr.IsValid() {
@@ -179,7 +181,12 @@ func NewGrouped(inner Strategy, targets []Target, p GroupParams, prior map[netip
 		k := GroupKey(t.Addr.Addr())
 		id := groupID{k, t.Country, t.ASN, ""}
 		if p.Within != nil {
-			id.within = p.Within(t)
+			w, ok := within[t.Addr.Addr()]
+			if !ok {
+				w = p.Within(t)
+				within[t.Addr.Addr()] = w
+			}
+			id.within = w
 		}
 		g.ids[t.Addr] = id
 		gr := g.groups[id]

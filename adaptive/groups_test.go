@@ -284,6 +284,27 @@ func TestGrouped_Properties(t *testing.T) {
 	}
 }
 
+// TestGrouped_PortsOfOneAddressStayTogether: Within cannot split the
+// servers of one address (their landmark RTTs, measured apart, may fall
+// in different bins): a far answer skips the address's other ports.
+func TestGrouped_PortsOfOneAddressStayTogether(t *testing.T) {
+	a := netip.MustParseAddr("10.7.0.1")
+	var ts []Target
+	for port := range uint16(3) {
+		ts = append(ts, Target{Addr: netip.AddrPortFrom(a, 27960+port), Country: "DE"})
+	}
+	c, _ := NewConventional(ts)
+	p := DefaultGroups()
+	p.Within = func(tt Target) string { return fmt.Sprint(tt.Addr.Port()) } // every port apart
+	g, err := NewGrouped(c, ts, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps := drive(t, g, fixed(map[string]float64{"10.7.0.1": 300})); len(ps) != 1 {
+		t.Errorf("probed %d ports of one address at 300 ms, want 1", len(ps))
+	}
+}
+
 // TestGrouped_SplitByNetworkAndWithin: one /24 that geolocation puts in
 // two countries is two groups; GroupParams.Within splits further.
 func TestGrouped_SplitByNetworkAndWithin(t *testing.T) {
