@@ -2,7 +2,8 @@
 // server group (a /24, or an IPv6 /64: adaptive.GroupKey), the few latest
 // samples, each the least RTT of a run in that group, with the time it
 // was taken and how many answers of the group that run had (the evidence
-// its decision rested on: adaptive.Grouped's sequential test counts them). A later run of scout servers orders and stops by it
+// its decisions rested on: adaptive.Grouped's sequential test counts
+// them). A later run of scout servers orders and stops by it
 // (adaptive.Grouped: groups remembered playable are probed first, groups
 // remembered far are not probed); servers it has never seen fall back to
 // the landmarks and calibration. Only measurements over the client's own
@@ -21,7 +22,7 @@
 // a damaged one is moved aside and the run starts with an empty memory.
 //
 // It also keeps which groups were in the list of a run that planned
-// every server it was given (Cache.Listed): a later run tells a group new
+// every server it was given (Cache.SetListed): a later run tells a group new
 // since (whose servers it must measure) from one an earlier run saw and
 // decided on without probing it (landmark.PlanInput.Known).
 //
@@ -141,7 +142,7 @@ type Outcome struct {
 
 // Record remembers a run's outcomes, measured at now from a client whose
 // RTTs to the masters it asked were vantage: per group, the least answered
-// RTT of the run becomes a sample. A vantage that does not match the one
+// RTT of the run and its number of answers become a sample. A vantage that does not match the one
 // remembered (Matches) starts the memory afresh.
 func (c *Cache) Record(now time.Time, vantage map[netip.AddrPort]time.Duration, outs []Outcome) {
 	if !c.Matches(vantage) {
