@@ -108,7 +108,8 @@ type Report struct {
 	Registration    time.Duration
 	// WorldPlayable counts the servers whose RTT from Place is below
 	// StopRTT (the path's own RTT, before jitter and loss); Playable those
-	// of them some master listed, which discovery can find.
+	// of them the first master listed, which every run can find (a
+	// landmark run, which asks every master, finds only these counted).
 	WorldPlayable, Playable int
 	StopRTT                 time.Duration
 	// Masters are the landmark masters; the first listed the world.
@@ -129,6 +130,13 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 	}
 	defer stop()
 	rep, truth, table, masterAddr := env.Report, env.Truth, env.Table, env.Master
+	// The runs are judged on the servers the first master listed: a
+	// server that only another master lists (its challenge answer to the
+	// first was lost) is not counted for the landmark runs either.
+	listed := make(map[netip.AddrPort]time.Duration, len(env.Playable))
+	for _, a := range env.Playable {
+		listed[a] = truth[a]
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -249,7 +257,7 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 			default:
 				r.Summary, r.Ordering, r.Err = discover.Ordered(ctx, mw, pc, base, locate, plans[i], func(discover.Event) {})
 			}
-			r.Found, r.LastPlayable = Found(r.Ordering.Probes, truth, rep.StopRTT)
+			r.Found, r.LastPlayable = Found(r.Ordering.Probes, listed, rep.StopRTT)
 			r.Unprobed, r.Unanswered = Missed(r.Ordering.Probes, env.Playable)
 		})
 	}
@@ -258,7 +266,7 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 		// The landmark run once more, later, with the memory of its first
 		// run (rttcache, as scout servers keeps it between runs).
 		r := rememberedRun(ctx, runs[lmRun], lmBase, table, locate, rep.StopRTT, cfg.Seed)
-		r.Found, r.LastPlayable = Found(r.Ordering.Probes, truth, rep.StopRTT)
+		r.Found, r.LastPlayable = Found(r.Ordering.Probes, listed, rep.StopRTT)
 		r.Unprobed, r.Unanswered = Missed(r.Ordering.Probes, env.Playable)
 		runs = slices.Insert(runs, lmRun+1, r)
 	}

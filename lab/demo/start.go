@@ -169,16 +169,10 @@ func Start(ctx context.Context, cfg Config) (env *Env, stop func(), err error) {
 			m.Addr, m.City.Name, m.ClientRTT.Round(time.Millisecond), listed[k], rep.Servers, strings.Join(peers, ", "))
 	}
 	cfg.logf("registration took %.1fs", rep.Registration.Seconds())
-	// Playable: listed by some master (the landmark runs ask every one;
-	// a server whose challenge answer one master lost is on the others').
 	var playable []netip.AddrPort
-	listedBy := map[netip.AddrPort]bool{}
-	for _, reg := range regs {
-		for _, s := range reg.Servers(nil) {
-			if r, ok := truth[s.Addr]; ok && r < rep.StopRTT && !listedBy[s.Addr] {
-				listedBy[s.Addr] = true
-				playable = append(playable, s.Addr)
-			}
+	for _, s := range regs[0].Servers(nil) {
+		if r, ok := truth[s.Addr]; ok && r < rep.StopRTT {
+			playable = append(playable, s.Addr)
 		}
 	}
 	rep.Playable = len(playable)
