@@ -96,15 +96,7 @@ func TestFleet_StartsWithoutRedisAndCatchesUp(t *testing.T) {
 // A stream trimmed past an instance's position makes it read the whole
 // hash: it learns what it missed, removals included.
 func TestFleet_TrimmedStreamResyncs(t *testing.T) {
-	r := startRedis(t)
-	// Every write trims the stream (MAXLEN ~ trims whole nodes: one
-	// entry each here).
-	if err := r.client(t).ConfigSet(context.Background(), "stream-node-max-entries", "1").Err(); err != nil {
-		t.Fatal(err)
-	}
-	fa := fastConfig(r.URL(), "a")
-	fa.StreamLen = 1
-	a := startInstance(t, fa, 0)
+	r, a := trimmingFleet(t)
 	servers := startGameServers(t, 20)
 	a.registerAll(t, servers[:10], 10)
 	// b joins, then stops following (cut off) while a writes 10 more
@@ -146,13 +138,7 @@ func TestFleet_TrimmedStreamResyncs(t *testing.T) {
 // ones left, and XREAD does not say what it skipped: the follower sees
 // that the stream no longer starts where it left off and reads the hash.
 func TestFleet_ReadAfterTrimReadsTheHash(t *testing.T) {
-	r := startRedis(t)
-	if err := r.client(t).ConfigSet(context.Background(), "stream-node-max-entries", "1").Err(); err != nil {
-		t.Fatal(err)
-	}
-	fa := fastConfig(r.URL(), "a")
-	fa.StreamLen = 1
-	a := startInstance(t, fa, 0)
+	r, a := trimmingFleet(t)
 	servers := startGameServers(t, 10)
 	a.registerAll(t, servers[:1], 1)
 	b, reg := joinedNode(t, r.URL(), "b")
@@ -167,6 +153,20 @@ func TestFleet_ReadAfterTrimReadsTheHash(t *testing.T) {
 	if n := b.stats.behind.Load(); n != 1 {
 		t.Errorf("b read the whole hash %d times, want once", n)
 	}
+}
+
+// trimmingFleet starts a Redis and an instance a whose every write trims
+// the stream to its last entry (MAXLEN ~ trims whole nodes: one entry
+// each here).
+func trimmingFleet(t *testing.T) (*redisProc, *instance) {
+	t.Helper()
+	r := startRedis(t)
+	if err := r.client(t).ConfigSet(context.Background(), "stream-node-max-entries", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	fa := fastConfig(r.URL(), "a")
+	fa.StreamLen = 1
+	return r, startInstance(t, fa, 0)
 }
 
 // An instance that joined before the stream existed (a fresh Redis) is

@@ -133,10 +133,7 @@ func TestSites_SecondRepresentativeNearTheEdge(t *testing.T) {
 
 func TestSites_RememberedRepresentativeFirst(t *testing.T) {
 	in, _ := detourWorld()
-	in.Remembered = make([]float64, len(in.Targets))
-	for i := range in.Remembered {
-		in.Remembered[i] = math.NaN()
-	}
+	in.Remembered = noneRemembered(len(in.Targets))
 	in.Remembered[10], in.Remembered[9] = 402, 405
 	pl := sitePlanner(t, in, &SiteCheck{Margin: 20, Spread: 30, All: true})
 	var first []int
@@ -160,10 +157,7 @@ func TestSites_RememberedRepresentativeFirst(t *testing.T) {
 // representative alone.
 func TestSites_NewServersOfARememberedFarSite(t *testing.T) {
 	in, rtt := detourWorld()
-	in.Remembered = make([]float64, len(in.Targets))
-	for i := range in.Remembered {
-		in.Remembered[i] = math.NaN()
-	}
+	in.Remembered = noneRemembered(len(in.Targets))
 	for i := range 3 { // site A's 10.1.0.0/24: remembered, and still, far
 		in.Remembered[i], rtt[i] = 400, 400
 	}
@@ -263,6 +257,16 @@ func TestNewPlanner_RefusesBadSites(t *testing.T) {
 	if _, err := NewPlanner(in, DefaultPlanParams(), rand.New(rand.NewPCG(1, 2))); !errors.Is(err, ErrPlan) {
 		t.Errorf("remembered RTTs of the wrong length: %v", err)
 	}
+}
+
+// noneRemembered returns PlanInput.Remembered for n targets of which the
+// client remembers none.
+func noneRemembered(n int) []float64 {
+	r := make([]float64, n)
+	for i := range r {
+		r[i] = math.NaN()
+	}
+	return r
 }
 
 func ms(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }

@@ -355,8 +355,8 @@ func Parse(b []byte) (*Cache, error) {
 			if len(f) < 2+width || (len(f)-2)%width != 0 || (len(f)-2)/width > MaxSamples {
 				return nil, bad(n, "group: want PREFIX and 1 to %d samples of %d fields", MaxSamples, width)
 			}
-			p, err := netip.ParsePrefix(f[1])
-			if err != nil || p != adaptive.GroupKey(p.Addr()) || p.Addr().Is4In6() {
+			p, ok := parseGroup(f[1])
+			if !ok {
 				return nil, bad(n, "group %q is not a /%d or /%d", f[1], adaptive.GroupBits4, adaptive.GroupBits6)
 			}
 			if _, dup := c.groups[p]; dup {
@@ -391,8 +391,8 @@ func Parse(b []byte) (*Cache, error) {
 			if len(f) != 3 {
 				return nil, bad(n, "listed: want PREFIX TIME")
 			}
-			p, err := netip.ParsePrefix(f[1])
-			if err != nil || p != adaptive.GroupKey(p.Addr()) || p.Addr().Is4In6() {
+			p, ok := parseGroup(f[1])
+			if !ok {
 				return nil, bad(n, "listed %q is not a /%d or /%d", f[1], adaptive.GroupBits4, adaptive.GroupBits6)
 			}
 			if _, dup := c.listed[p]; dup {
@@ -410,6 +410,13 @@ func Parse(b []byte) (*Cache, error) {
 			return nil, bad(n, "unknown record %q", f[0])
 		}
 	}
+}
+
+// parseGroup reads a group's prefix as AppendText writes it: a masked /24
+// or /64 (adaptive.GroupKey), never an IPv4-mapped IPv6 one.
+func parseGroup(s string) (netip.Prefix, bool) {
+	p, err := netip.ParsePrefix(s)
+	return p, err == nil && p == adaptive.GroupKey(p.Addr()) && !p.Addr().Is4In6()
 }
 
 // maxUnix bounds a sample's time: the year 9999.
