@@ -259,15 +259,17 @@ func TestFleet_RedisEmptiedAndWrittenFirstIsAReset(t *testing.T) {
 	if n, _ := reg.Counts(); n != 10 {
 		t.Fatalf("b joined with %d of 10", n)
 	}
-	// Redis loses everything; a, which does not notice (its blocking
-	// read goes on), verifies one more server and so writes first.
+	// Redis loses everything; a, which does not notice until then (its
+	// blocking read goes on), verifies one more server and so writes
+	// first (and, reading its own write back, finds the registry lost
+	// and writes its list again).
 	rc := r.client(t)
 	if err := rc.FlushAll(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
 	servers[10].heartbeat(t, a.addr)
-	if !waitFor(5*time.Second, func() bool { return rc.HLen(ctx, DefaultPrefix+"servers").Val() == 1 && a.node.Queued() == 0 }) {
-		t.Fatalf("Redis holds %d servers after a's write, want 1", rc.HLen(ctx, DefaultPrefix+"servers").Val())
+	if !waitFor(5*time.Second, func() bool { return rc.HLen(ctx, DefaultPrefix+"servers").Val() >= 1 && a.node.Queued() == 0 }) {
+		t.Fatalf("Redis holds %d servers after a's write, want a's new one at least", rc.HLen(ctx, DefaultPrefix+"servers").Val())
 	}
 	if lost, err := b.streamLost(ctx); err != nil || lost != lossReset {
 		t.Fatalf("streamLost = %v, %v; Redis lost the registry", lost, err)
