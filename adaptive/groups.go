@@ -11,8 +11,10 @@ import (
 
 // Group probing. Servers in one /24 (IPv6: one /64; the ports of one
 // address always together) of one country and AS sit in one network,
-// nearly always in one room,
-// so their RTTs from a client differ by little: [Grouped] probes one of
+// nearly always in one room, so their RTTs from a client differ by little
+// (a server geolocation does not place, Target.Country "", is grouped
+// with its address's other ports only: nothing then says its /24 is one
+// network): [Grouped] probes one of
 // them first (in the order its inner strategy hands them out) and holds
 // the others, its group-mates, until that sample answers. Then:
 //
@@ -180,6 +182,12 @@ func NewGrouped(inner Strategy, targets []Target, p GroupParams, prior map[netip
 		g.targets[t.Addr] = t
 		k := GroupKey(t.Addr.Addr())
 		id := groupID{k, t.Country, t.ASN, ""}
+		located := t.Country != ""
+		if !located {
+			// Nothing says an unlocated /24 is one network (a lab world's
+			// loopback addresses are not): its address alone is a group.
+			id.prefix = netip.PrefixFrom(t.Addr.Addr(), t.Addr.Addr().BitLen())
+		}
 		if p.Within != nil {
 			w, ok := within[t.Addr.Addr()]
 			if !ok {
@@ -192,7 +200,9 @@ func NewGrouped(inner Strategy, targets []Target, p GroupParams, prior map[netip
 		gr := g.groups[id]
 		if gr == nil {
 			gr = &group{}
-			if pr, ok := prior[k]; ok && pr.Samples > 0 && pr.Least >= 0 {
+			// An unlocated server's /24 memory may lead it (remembered
+			// playable: probed first) but never skip it.
+			if pr, ok := prior[k]; ok && pr.Samples > 0 && pr.Least >= 0 && (located || pr.Least < p.Threshold) {
 				gr.least, gr.samples = max(pr.Least-p.Drift, 0), pr.Samples
 				g.decide(gr, pr.Least < p.Threshold)
 			}

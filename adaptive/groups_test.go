@@ -325,3 +325,21 @@ func TestGrouped_SplitByNetworkAndWithin(t *testing.T) {
 		t.Errorf("probed %v, want every server (Within splits them all)", sent(ps))
 	}
 }
+
+// TestGrouped_UnlocatedServersAreNotGrouped: servers geolocation does not
+// place are no group of their /24 (a lab world's consecutive loopback
+// addresses hold unrelated servers): a far one skips none of the others,
+// and a far memory of their /24 skips none.
+func TestGrouped_UnlocatedServersAreNotGrouped(t *testing.T) {
+	ts := []Target{tg("127.1.0.1", ""), tg("127.1.0.2", ""), tg("127.1.0.3", ""), tg("127.1.0.4", "")}
+	world := fixed(map[string]float64{"127.1.0.1": 390, "127.1.0.2": 40, "127.1.0.3": 380, "127.1.0.4": 60})
+	g, _ := grouped(t, ts, nil)
+	if ps := drive(t, g, world); len(ps) != 4 {
+		t.Errorf("probed %v, want every unlocated server", sent(ps))
+	}
+	far := map[netip.Prefix]Prior{GroupKey(netip.MustParseAddr("127.1.0.1")): {Least: ms(390), Samples: 4}}
+	g, _ = grouped(t, ts, far)
+	if ps := drive(t, g, world); len(ps) != 4 {
+		t.Errorf("with their /24 remembered far, probed %v, want every unlocated server", sent(ps))
+	}
+}
