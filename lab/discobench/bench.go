@@ -24,12 +24,14 @@ type Client struct {
 // Clients are the clients a round runs by default. scout probes in the
 // masters' order (conventional discovery, --order master), as quakestat
 // does: the benchmark measures probing every listed server, not a plan
-// that stops early.
+// that stops early; scout-auto is that plan (scout servers' default
+// order), whose found counts the answers of what it chose to probe.
 var Clients = []Client{
 	{Name: "scout", Scout: []string{"--order", "master", "--game", "q3", "--protocol", "71"}},
 	{Name: "scout-et", Scout: []string{"--order", "master", "--game", "q3", "--protocol", "71", "--strategy", "et"}},
 	{Name: "scout-1000", Scout: []string{"--order", "master", "--game", "q3", "--protocol", "71", "--rate", "1000"}},
 	{Name: "scout-800k", Scout: []string{"--order", "master", "--game", "q3", "--protocol", "71", "--bandwidth", "800k"}},
+	{Name: "scout-auto", Scout: []string{"--order", "auto", "--game", "q3", "--protocol", "71"}},
 	{Name: "qstat-default", Qstat: []string{}},
 	{Name: "qstat-fast", Qstat: []string{"-maxsim", "900", "-sendinterval", "0"}},
 }

@@ -22,11 +22,15 @@ servers (Quake III protocol 71) heartbeating to it from their loopback
 addresses, waits until the master lists them all, then, --runs times,
 discovers the world through the master with:
 
-  scout           scout servers (the default: paced by the link)
+  scout           scout servers --order master (every server, in the
+                  masters' order; paced by the link, the default)
   scout-et        scout servers --strategy et (Enemy Territory: 16 in flight)
   scout-1000      scout servers --rate 1000 (paced, 1,000 probes/s)
   scout-800k      scout servers --bandwidth 800k (the default, capped at
                   800 kbit/s of requests: 1,960 probes/s)
+  scout-auto      scout servers --order auto (the default order: stops
+                  once nothing under 200 ms is left; "found" counts the
+                  answers of what it probed)
   qstat-default   quakestat -q3m,71 with its defaults
   qstat-fast      quakestat -q3m,71 -maxsim 900 -sendinterval 0 (fastest)
 
