@@ -284,6 +284,23 @@ func TestGrouped_Properties(t *testing.T) {
 	}
 }
 
+// groupedWithin is group probing of ts over conventional discovery with
+// the default constants and GroupParams.Within.
+func groupedWithin(t testing.TB, ts []Target, within func(Target) string) *Grouped {
+	t.Helper()
+	c, err := NewConventional(ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := DefaultGroups()
+	p.Within = within
+	g, err := NewGrouped(c, ts, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
 // TestGrouped_PortsOfOneAddressStayTogether: Within cannot split the
 // servers of one address (their landmark RTTs, measured apart, may fall
 // in different bins): a far answer skips the address's other ports.
@@ -293,13 +310,7 @@ func TestGrouped_PortsOfOneAddressStayTogether(t *testing.T) {
 	for port := range uint16(3) {
 		ts = append(ts, Target{Addr: netip.AddrPortFrom(a, 27960+port), Country: "DE"})
 	}
-	c, _ := NewConventional(ts)
-	p := DefaultGroups()
-	p.Within = func(tt Target) string { return fmt.Sprint(tt.Addr.Port()) } // every port apart
-	g, err := NewGrouped(c, ts, p, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := groupedWithin(t, ts, func(tt Target) string { return fmt.Sprint(tt.Addr.Port()) }) // every port apart
 	if ps := drive(t, g, fixed(map[string]float64{"10.7.0.1": 300})); len(ps) != 1 {
 		t.Errorf("probed %d ports of one address at 300 ms, want 1", len(ps))
 	}
@@ -314,13 +325,7 @@ func TestGrouped_SplitByNetworkAndWithin(t *testing.T) {
 	if ps := drive(t, g, world); len(ps) != 3 {
 		t.Errorf("probed %v, want one of DE's and both of AU's", sent(ps))
 	}
-	c, _ := NewConventional(ts)
-	p := DefaultGroups()
-	p.Within = func(tt Target) string { return tt.Addr.Addr().String() } // every server apart
-	g2, err := NewGrouped(c, ts, p, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g2 := groupedWithin(t, ts, func(tt Target) string { return tt.Addr.Addr().String() }) // every server apart
 	if ps := drive(t, g2, world); len(ps) != 4 {
 		t.Errorf("probed %v, want every server (Within splits them all)", sent(ps))
 	}

@@ -78,13 +78,7 @@ func TestSites_BringBackASiteTheBoundRulesOut(t *testing.T) {
 			t.Errorf("site A's server %d (150 ms) not probed", i)
 		}
 	}
-	far := 0
-	for i := 6; i < 12; i++ {
-		if sent[i] {
-			far++
-		}
-	}
-	if far != 1 {
+	if far := probedIn(sent, 6, 12); far != 1 {
 		t.Errorf("site B (400 ms): %d probes, want its one representative", far)
 	}
 	if st := pl.SiteStats(); st.Sites != 2 || st.Back != 1 || st.Reps != 2 {
@@ -171,13 +165,7 @@ func TestSites_NewServersOfARememberedFarSite(t *testing.T) {
 			t.Errorf("site A's new server %d (150 ms, not remembered) not probed", i)
 		}
 	}
-	far := 0
-	for i := 6; i < 12; i++ {
-		if sent[i] {
-			far++
-		}
-	}
-	if far != 1 {
+	if far := probedIn(sent, 6, 12); far != 1 {
 		t.Errorf("site B, every group remembered far: %d representatives, want 1", far)
 	}
 	if st := pl.SiteStats(); st.Back != 1 {
@@ -191,11 +179,8 @@ func TestSites_NewServersOfARememberedFarSite(t *testing.T) {
 // new since is still measured.
 func TestSites_KnownGroupsAreNotNew(t *testing.T) {
 	in, rtt := detourWorld()
-	in.Remembered = make([]float64, len(in.Targets))
+	in.Remembered = noneRemembered(len(in.Targets))
 	in.Known = make([]bool, len(in.Targets))
-	for i := range in.Remembered {
-		in.Remembered[i] = math.NaN()
-	}
 	for i := range 3 { // site A: 10.1.0.0/24 remembered far, 10.1.1.0/24 listed before
 		in.Remembered[i], rtt[i] = 400, 400
 	}
@@ -212,13 +197,7 @@ func TestSites_KnownGroupsAreNotNew(t *testing.T) {
 			t.Errorf("site A's server %d, of a group listed before, probed", i)
 		}
 	}
-	newProbed := 0
-	for i := 9; i < 12; i++ {
-		if sent[i] {
-			newProbed++
-		}
-	}
-	if newProbed != 1 {
+	if newProbed := probedIn(sent, 9, 12); newProbed != 1 {
 		t.Errorf("site B's new group: %d probed, want one representative", newProbed)
 	}
 	in.Known = []bool{true}
@@ -257,6 +236,17 @@ func TestNewPlanner_RefusesBadSites(t *testing.T) {
 	if _, err := NewPlanner(in, DefaultPlanParams(), rand.New(rand.NewPCG(1, 2))); !errors.Is(err, ErrPlan) {
 		t.Errorf("remembered RTTs of the wrong length: %v", err)
 	}
+}
+
+// probedIn counts the targets from to to-1 that sent holds.
+func probedIn(sent map[int]bool, from, to int) int {
+	n := 0
+	for i := from; i < to; i++ {
+		if sent[i] {
+			n++
+		}
+	}
+	return n
 }
 
 // noneRemembered returns PlanInput.Remembered for n targets of which the
