@@ -56,7 +56,7 @@ func runEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	k := fs.Int("landmarks", 8, "hub landmarks (1 to 8)")
 	fitSeeds := fs.String("fit-seeds", "1-3", "seeds the constants are fitted on, `A-B` or a list")
 	seeds := fs.String("seeds", "101-105", "seeds the figures are reported on, `A-B` or a list")
-	cities := fs.String("cities", "", "report only these cities (comma-separated WonderProxy names); default: every city not in the fit set")
+	cities := fs.String("cities", "", "report only these cities (comma-separated WonderProxy names, or fit: the fit set); default: every city not in the fit set")
 	models := fs.String("models", "shared,per-path", "server delay models: shared, per-path")
 	noFit := fs.Bool("no-fit", false, "report the product's constants, no fit")
 	paper := fs.Bool("paper", false, "add the paper's six clients (AU-ET, JP-ET, CH-ET, AU-CSS, JP-CSS, DE-CSS) as a row")
@@ -96,7 +96,11 @@ func runEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return 2
 	}
 	cfg.FitCities, cfg.ReportCities = cityeval.Split(latency.Cities(), cityeval.Examined...)
-	if *cities != "" {
+	switch *cities {
+	case "":
+	case "fit":
+		cfg.ReportCities = cfg.FitCities
+	default:
 		if cfg.ReportCities, err = cityeval.Named(*cities); err != nil {
 			fmt.Fprintf(stderr, "scout-lab evaluate: --cities: %v\n", err)
 			return 2
