@@ -83,9 +83,10 @@
 //     heartbeat's check or a re-probe): one EVALSHA (HGET, HSET, XADD in
 //     the script), pipelined with the other writes queued at that moment;
 //     at each other instance, its share of an XREAD that returns up to
-//     Config.ReadCount changes and of the XINFO STREAM after it (a read
-//     that got changes checks that none after its start was trimmed away
-//     first: XREAD skips those without a word);
+//     Config.ReadCount changes and of the GET of the epoch and XINFO
+//     STREAM pipelined after it (a read that got changes checks that none
+//     after its start was trimmed away first, XREAD skips those without a
+//     word, and that Redis kept the registry);
 //   - a re-probe: none to send it; its verification is the line above; an
 //     unanswered one that drops the server, one EVALSHA (TIME, ZSCORE,
 //     ZADD, ZREMRANGEBYSCORE, HGET, HDEL, XADD); a put of a server the

@@ -320,8 +320,16 @@ func (n *Node) streamLost(ctx context.Context) (loss, error) {
 // when another instance has already written to it again: its stream is
 // new, its entries after id by their clocks, and only the epoch tells.
 func (n *Node) streamLostSince(ctx context.Context, id string) (loss, error) {
+	// One round trip: the epoch (when known) and the stream's state.
+	pipe := n.rdb.Pipeline()
+	var epoch *redis.StringCmd
 	if n.epoch != "" {
-		e, err := n.rdb.Get(ctx, n.epochK).Result()
+		epoch = pipe.Get(ctx, n.epochK)
+	}
+	stream := pipe.XInfoStream(ctx, n.stream)
+	pipe.Exec(ctx) // each command's error is its own, read below
+	if epoch != nil {
+		e, err := epoch.Result()
 		switch {
 		case errors.Is(err, redis.Nil) || (err == nil && e != n.epoch):
 			return lossReset, nil
@@ -329,7 +337,7 @@ func (n *Node) streamLostSince(ctx context.Context, id string) (loss, error) {
 			return lossNone, err
 		}
 	}
-	info, err := n.rdb.XInfoStream(ctx, n.stream).Result()
+	info, err := stream.Result()
 	if err != nil {
 		if redis.HasErrorPrefix(err, "no such key") {
 			if id != "0-0" {
