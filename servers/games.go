@@ -286,6 +286,15 @@ func othersHint(mine *game.Game, g *gameNames) string {
 	return "; --game " + strings.Join(hints, " or --game ") + " asks the masters for those"
 }
 
+// warnAfter writes to stderr, after a discovery run of any order, what
+// its masters and servers call for: passed bounds, refused entries, game
+// names the client did not ask for.
+func warnAfter(ctx context.Context, opt Config, sum discover.Summary, g *gameNames, nc *nameCheck, stderr io.Writer) {
+	warnLimits(sum, stderr)
+	warnRefused(sum, stderr)
+	warnGameName(ctx, opt, sum, g, nc, stderr)
+}
+
 // warnLimits writes to stderr each master whose answer passed a bound of
 // discover.Config (servers, packets or time per master), with the error
 // naming it, so that it is seen with --json too.

@@ -96,8 +96,7 @@ func runPlanned(ctx context.Context, opt Config, out *output, mconn, pconn probe
 		}
 		rep.print(out.w)
 	}
-	warnLimits(sum, stderr)
-	warnGameName(ctx, opt, sum, gn, nc, stderr)
+	warnAfter(ctx, opt, sum, gn, nc, stderr)
 	return Result{Probes: ord.Probes, StopAt: ord.StopAt}, err
 }
 

@@ -54,9 +54,7 @@ func runOrdered(ctx context.Context, opt Config, out *output, mconn, pconn probe
 	if out.enc == nil {
 		rep.print(out.w)
 	}
-	warnLimits(sum, stderr)
-	warnRefused(sum, stderr)
-	warnGameName(ctx, opt, sum, gn, nc, stderr)
+	warnAfter(ctx, opt, sum, gn, nc, stderr)
 	return Result{Probes: ord.Probes, StopAt: ord.StopAt}, err
 }
 

@@ -232,9 +232,7 @@ func runDiscover(ctx context.Context, opt Config, out *output, stderr io.Writer)
 		}
 	}
 	out.finish(sum)
-	warnLimits(sum, stderr)
-	warnRefused(sum, stderr)
-	warnGameName(ctx, opt, sum, gn, nc, stderr)
+	warnAfter(ctx, opt, sum, gn, nc, stderr)
 	return res, err
 }
 
