@@ -148,14 +148,15 @@ type GroupStats struct {
 type Grouped struct {
 	in      Strategy
 	p       GroupParams
-	targets map[netip.AddrPort]Target
 	groups  map[groupID]*group
-	ids     map[netip.AddrPort]groupID
-	queue   []Target // to send before asking the inner strategy
+	ids     map[netip.AddrPort]groupID // every target's group
+	queue   []Target                   // to send before asking the inner strategy
 	sent    map[netip.AddrPort]bool
 	owns    map[netip.AddrPort]*own
 	skipped map[netip.AddrPort]time.Duration // what a skipped server was reported at
 	handed  int                              // probes handed out
+	held    int                              // mates held, over every group
+	waiting int                              // owns the inner strategy asked for and was not told of
 	stats   GroupStats
 }
 
@@ -169,17 +170,16 @@ func NewGrouped(inner Strategy, targets []Target, p GroupParams, prior map[netip
 	if p.Threshold < 0 || p.Margin < 0 || p.Drift < 0 {
 		return nil, fmt.Errorf("%w: threshold %v, margin %v, drift %v", ErrGroups, p.Threshold, p.Margin, p.Drift)
 	}
-	g := &Grouped{in: inner, p: p, targets: make(map[netip.AddrPort]Target, len(targets)), groups: map[groupID]*group{}, ids: map[netip.AddrPort]groupID{},
+	g := &Grouped{in: inner, p: p, groups: map[groupID]*group{}, ids: make(map[netip.AddrPort]groupID, len(targets)),
 		sent: map[netip.AddrPort]bool{}, owns: map[netip.AddrPort]*own{}, skipped: map[netip.AddrPort]time.Duration{}}
 	var first []Target
 	within := map[netip.Addr]string{} // an address's Within: its first port's
 	for i, t := range targets {
 		t.Addr = netip.AddrPortFrom(t.Addr.Addr().Unmap(), t.Addr.Port())
-		if _, dup := g.targets[t.Addr]; dup || !t.Addr.IsValid() {
+		if _, dup := g.ids[t.Addr]; dup || !t.Addr.IsValid() {
 			continue
 		}
 		t.Index = i
-		g.targets[t.Addr] = t
 		k := GroupKey(t.Addr.Addr())
 		id := groupID{k, t.Country, t.ASN, ""}
 		located := t.Country != ""
@@ -261,6 +261,7 @@ func (g *Grouped) Next() (Target, Phase, bool) {
 		}
 		if o := g.owns[t.Addr]; o != nil {
 			o.asked = true
+			g.waiting++
 			if o.done {
 				if err := g.deliver(t.Addr, o); err != nil {
 					return Target{}, Done, false
@@ -277,16 +278,11 @@ func (g *Grouped) Next() (Target, Phase, bool) {
 			}
 		case grpSampling:
 			gr.held = append(gr.held, t)
+			g.held++
 			continue
 		case grpAll:
 		case grpFar:
-			if gr.fresh {
-				g.stats.Skipped++
-			} else {
-				g.stats.Remembered++
-			}
-			g.skipped[t.Addr] = gr.least
-			if err := g.in.Observe(t.Addr, gr.least, true); err != nil {
+			if err := g.skip(t.Addr, gr); err != nil {
 				return Target{}, Done, false
 			}
 			continue
@@ -299,23 +295,34 @@ func (g *Grouped) Next() (Target, Phase, bool) {
 
 // holding reports whether a sample is out whose group holds mates, or a
 // probe sent first whose outcome the inner strategy still waits for.
-func (g *Grouped) holding() bool {
-	for _, gr := range g.groups {
-		if len(gr.held) > 0 {
-			return true
-		}
-	}
-	for _, o := range g.owns {
-		if o.asked && !o.delivered {
-			return true
-		}
-	}
-	return false
-}
+func (g *Grouped) holding() bool { return g.held > 0 || g.waiting > 0 }
 
 func (g *Grouped) deliver(a netip.AddrPort, o *own) error {
 	o.delivered = true
+	g.waiting--
 	return g.in.Observe(a, o.rtt, o.answered)
+}
+
+// skip reports server a of far group gr to the inner strategy as answered
+// at the group's least (unless it no longer listens), and counts it.
+func (g *Grouped) skip(a netip.AddrPort, gr *group) error {
+	if gr.fresh {
+		g.stats.Skipped++
+	} else {
+		g.stats.Remembered++
+	}
+	g.skipped[a] = gr.least
+	if st, _ := g.in.Stopped(); st {
+		return nil
+	}
+	return g.in.Observe(a, gr.least, true)
+}
+
+// release queues every mate gr holds.
+func (g *Grouped) release(gr *group) {
+	g.queue = append(g.queue, gr.held...)
+	g.held -= len(gr.held)
+	gr.held = nil
 }
 
 // Observe records the outcome of a probe handed out by Next. It refuses
@@ -323,7 +330,7 @@ func (g *Grouped) deliver(a netip.AddrPort, o *own) error {
 // (ErrNotSent).
 func (g *Grouped) Observe(addr netip.AddrPort, rtt time.Duration, answered bool) error {
 	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
-	if _, ok := g.targets[addr]; !ok {
+	if _, ok := g.ids[addr]; !ok {
 		return fmt.Errorf("%w: %v", ErrUnknown, addr)
 	}
 	if !g.sent[addr] {
@@ -358,27 +365,21 @@ func (g *Grouped) Observe(addr netip.AddrPort, rtt time.Duration, answered bool)
 		// A lost first sample (a server gone since it registered) costs
 		// the probe's timeouts; its mates are not held behind another.
 		gr.state = grpAll
-		g.queue = append(g.queue, gr.held...)
-		gr.held = nil
+		g.release(gr)
 		return nil
 	default:
 		gr.state = grpOpen
 	}
 	switch gr.state {
 	case grpNear:
-		g.queue = append(g.queue, gr.held...)
-		gr.held = nil
+		g.release(gr)
 	case grpFar:
 		for _, t := range gr.held {
-			g.stats.Skipped++
-			g.skipped[t.Addr] = gr.least
-			if st, _ := g.in.Stopped(); st {
-				continue // it no longer listens
-			}
-			if err := g.in.Observe(t.Addr, gr.least, true); err != nil {
+			if err := g.skip(t.Addr, gr); err != nil {
 				return err
 			}
 		}
+		g.held -= len(gr.held)
 		gr.held = nil
 	case grpOpen:
 		// Undecided (or the sample was lost): the next mate held is the
@@ -386,6 +387,7 @@ func (g *Grouped) Observe(addr netip.AddrPort, rtt time.Duration, answered bool)
 		if len(gr.held) > 0 {
 			t := gr.held[0]
 			gr.held = gr.held[1:]
+			g.held--
 			gr.state = grpSampling
 			g.queue = append(g.queue, t)
 			if gr.fresh {
