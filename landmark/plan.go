@@ -447,7 +447,7 @@ func (pl *Planner) Observe(addr netip.AddrPort, rtt time.Duration, answered bool
 	sl.status = slotObserved
 	pl.out--
 	if pl.sites != nil {
-		if more := pl.sites.observed(s, rtt, answered, pl.p.Threshold, pl.slots); len(more) > 0 {
+		if more := pl.sites.observed(s, rtt, answered, pl.p.Threshold); len(more) > 0 {
 			pl.order = slices.Insert(pl.order, pl.next, more...)
 		}
 	}

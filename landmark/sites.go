@@ -196,18 +196,23 @@ func (x *siteIndex) nextRep(st *site) (int32, bool) {
 	if pick < 0 {
 		pick = 0
 	}
-	s := st.members[pick]
-	st.members = slices.Delete(st.members, pick, pick+1)
+	return x.take(st, pick), true
+}
+
+// take makes the site's member i its next representative.
+func (x *siteIndex) take(st *site, i int) int32 {
+	s := st.members[i]
+	st.members = slices.Delete(st.members, i, i+1)
 	st.lastRep = s
 	x.of[s] = st
 	x.stats.Reps++
-	return s, true
+	return s
 }
 
 // observed takes slot s's outcome; when s was a representative it
 // returns the slots to probe now: the next representative, or the site's
 // other servers when it comes back.
-func (x *siteIndex) observed(s int32, rtt time.Duration, answered bool, threshold float64, slots []planSlot) []int32 {
+func (x *siteIndex) observed(s int32, rtt time.Duration, answered bool, threshold float64) []int32 {
 	st := x.of[s]
 	if st == nil {
 		return nil
@@ -237,12 +242,7 @@ func (x *siteIndex) observed(s int32, rtt time.Duration, answered bool, threshol
 		// client has not seen (new since the memory was taken) is
 		// measured before the site is left.
 		if i := slices.IndexFunc(st.members, func(m int32) bool { return !x.known[m] }); i >= 0 {
-			r := st.members[i]
-			st.members = slices.Delete(st.members, i, i+1)
-			st.lastRep = r
-			x.of[r] = st
-			x.stats.Reps++
-			return []int32{r}
+			return []int32{x.take(st, i)}
 		}
 	}
 	st.done = true
