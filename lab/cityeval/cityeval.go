@@ -24,6 +24,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,7 +42,6 @@ import (
 // Strategy names, as the report gives them.
 const (
 	Conventional  = "conventional"    // every server in the master's order
-	Oracle        = "oracle"          // exactly the playable servers, nearest first
 	AdaptiveScout = "adaptive-scout"  // Armitage's planner with scout's constants, as before group probing
 	BoundOnly     = "landmarks-bound" // the landmark order before the site check: the bound and its fitted margin, siblings
 	ScoutGroups   = "scout+groups"    // the default without landmark masters: adaptive-scout with group probing
@@ -294,10 +294,7 @@ var ErrConfig = errors.New("cityeval: invalid config")
 // Run evaluates cfg.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Servers == 0 {
-		cfg.Servers = population.SizeET
-		if cfg.Game == population.CSS {
-			cfg.Servers = population.SizeCSS
-		}
+		cfg.Servers = paperSize(cfg.Game)
 	}
 	if cfg.Landmarks < 1 || cfg.Landmarks > len(evaluate.HubCities) || len(cfg.ReportCities) == 0 || len(cfg.ReportSeeds) == 0 || len(cfg.Models) == 0 ||
 		!(cfg.Churn >= 0 && cfg.Churn <= 1) || !(cfg.RouteChange >= 0 && cfg.RouteChange <= 1) || !(cfg.RouteShorter >= 0) {
@@ -417,18 +414,11 @@ func newEvaluator(cfg Config) (*evaluator, error) {
 	e.ml = func(m Model) population.MeshLatency {
 		return population.MeshLatency{Mesh: cityMesh, PerPath: m == PerPath}
 	}
-	for _, name := range evaluate.HubCities[:cfg.Landmarks] {
-		found := false
-		for _, c := range latency.Cities() {
-			if c.Name == name {
-				e.lms, found = append(e.lms, c), true
-				break
-			}
-		}
-		if !found {
-			return nil, fmt.Errorf("cityeval: landmark city %s unknown", name)
-		}
+	lms, err := Named(strings.Join(evaluate.HubCities[:cfg.Landmarks], ","))
+	if err != nil {
+		return nil, fmt.Errorf("cityeval: landmark cities: %w", err)
 	}
+	e.lms = lms
 	e.boundMargin = cfg.BoundMargin
 	if math.IsNaN(e.boundMargin) {
 		e.boundMargin = 0
@@ -631,10 +621,7 @@ func (e *evaluator) runClient(m Model, g population.Game, n int, c client, seed 
 			res *sim.Result
 			rr  = r
 		)
-		first, remembered := name, false
-		if len(name) > len(Remembered) && name[len(name)-len(Remembered):] == Remembered {
-			first, remembered = name[:len(name)-len(Remembered)], true
-		}
+		first, remembered := strings.CutSuffix(name, Remembered)
 		var (
 			prior map[netip.Prefix]adaptive.Prior
 			known map[netip.Prefix]bool
