@@ -269,13 +269,18 @@ func TestMaster_OwnChecksGoWhileTheBudgetIsPacedAhead(t *testing.T) {
 	if _, why := budget.ReservePaced(f.now, 5_000_000, false, time.Minute); why != OK {
 		t.Fatal(why)
 	}
+	ahead := budget.tat
 	for i := range 100 {
 		a := netip.AddrPortFrom(netip.AddrFrom4([4]byte{203, 0, 113, byte(i + 1)}), 27960)
 		if out := f.in(a, oaHeartbeat); len(out) != 1 || out[0].Kind != KindGetInfo {
 			t.Fatalf("heartbeat %d: %d datagrams, drops %v; want its getinfo", i, len(out), f.dropSummary())
 		}
 	}
-	// They were charged: a list that needs the budget at once waits.
+	// They were charged (the budget is further ahead), and a list that
+	// needs the budget at once waits.
+	if budget.tat <= ahead {
+		t.Errorf("100 getinfos left the budget where it was (%d ns): not charged", budget.tat)
+	}
 	if _, why := budget.ReservePaced(f.now, 1000, true, 0); why != ReasonBudgetExhausted {
 		t.Errorf("a reply at once while the budget is taken ahead: %v", why)
 	}
