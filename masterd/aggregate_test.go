@@ -14,7 +14,6 @@ import (
 	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/internal/masterproc"
 	"github.com/scout-discovery/scout/internal/peer"
-	"github.com/scout-discovery/scout/internal/slogwait"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/master/upstream"
 	"github.com/scout-discovery/scout/protocol/q3"
@@ -23,9 +22,9 @@ import (
 
 // runLogged runs a master of cfg on loopback whose "listed" records go to
 // the returned handler; it stops when the test ends.
-func runLogged(t *testing.T, cfg Config) (*Master, slogwait.Listed) {
+func runLogged(t *testing.T, cfg Config) (*Master, masterproc.Listed) {
 	t.Helper()
-	listed := slogwait.Listed{C: make(chan string, 64)}
+	listed := masterproc.Listed{C: make(chan string, 64)}
 	cfg.Listen = []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}
 	cfg.HTTP = "127.0.0.1:0"
 	cfg.Registry.AllowLoopback = true

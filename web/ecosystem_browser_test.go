@@ -12,7 +12,6 @@ import (
 
 	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/internal/masterproc"
-	"github.com/scout-discovery/scout/internal/slogwait"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/master/upstream"
 	"github.com/scout-discovery/scout/masterd"
@@ -21,9 +20,9 @@ import (
 
 // runSignalled runs a master of cfg on loopback (UDP and HTTP) until the
 // test ends; its "listed" records go to the returned handler.
-func runSignalled(t *testing.T, cfg masterd.Config) (*masterd.Master, slogwait.Listed) {
+func runSignalled(t *testing.T, cfg masterd.Config) (*masterd.Master, masterproc.Listed) {
 	t.Helper()
-	listed := slogwait.Listed{C: make(chan string, 16)}
+	listed := masterproc.Listed{C: make(chan string, 16)}
 	cfg.Listen = []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}
 	cfg.HTTP = "127.0.0.1:0"
 	cfg.Registry.AllowLoopback = true

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/scout-discovery/scout/game"
-	"github.com/scout-discovery/scout/internal/slogwait"
+	"github.com/scout-discovery/scout/internal/masterproc"
 	"github.com/scout-discovery/scout/lab/world"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/masterd"
@@ -78,7 +78,7 @@ func startDyn(t *testing.T, w world.World, reprobe, dynamics time.Duration, api 
 	if err != nil {
 		t.Fatal(err)
 	}
-	sig := slogwait.Listed{C: make(chan string, len(w.Servers)+16)}
+	sig := masterproc.Listed{C: make(chan string, len(w.Servers)+16)}
 	mc := masterd.Config{
 		Listen: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
 		HTTP:   "127.0.0.1:0",

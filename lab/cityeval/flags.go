@@ -53,6 +53,21 @@ func ParseModels(s string) ([]Model, error) {
 	return out, nil
 }
 
+// FitAndReport returns the fit cities (Split's, with Examined) and the
+// cities to report on: Split's report set for "", the fit set for "fit",
+// else the Named cities.
+func FitAndReport(cities string) (fit, report []latency.City, err error) {
+	fit, report = Split(latency.Cities(), Examined...)
+	switch cities {
+	case "":
+	case "fit":
+		report = fit
+	default:
+		report, err = Named(cities)
+	}
+	return fit, report, err
+}
+
 // Named returns the WonderProxy cities of a comma-separated list of names.
 func Named(names string) ([]latency.City, error) {
 	byName := map[string]latency.City{}

@@ -3,6 +3,8 @@ package cityeval
 import (
 	"slices"
 	"testing"
+
+	"github.com/scout-discovery/scout/latency"
 )
 
 func TestParseSeeds(t *testing.T) {
@@ -35,5 +37,23 @@ func TestParseModelsAndNamed(t *testing.T) {
 	}
 	if _, err := Named("Tokyo,Atlantis"); err == nil {
 		t.Error("Named accepted a city WonderProxy has not")
+	}
+}
+
+// FitAndReport: the report set is the rest of the cities by default, the
+// fit set for "fit", the named cities otherwise; an unknown name fails.
+func TestFitAndReport(t *testing.T) {
+	fit, report, err := FitAndReport("")
+	if err != nil || len(fit)+len(report) != len(latency.Cities()) {
+		t.Fatalf("%d fit + %d report cities of %d, %v", len(fit), len(report), len(latency.Cities()), err)
+	}
+	if _, r, err := FitAndReport("fit"); err != nil || len(r) != len(fit) {
+		t.Errorf("fit: %d cities, %v; want the %d fit cities", len(r), err, len(fit))
+	}
+	if _, r, err := FitAndReport("Zurich,Dallas"); err != nil || len(r) != 2 {
+		t.Errorf("named: %v, %v", r, err)
+	}
+	if _, _, err := FitAndReport("Atlantis"); err == nil {
+		t.Error("an unknown city was taken")
 	}
 }

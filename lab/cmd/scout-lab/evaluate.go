@@ -14,7 +14,6 @@ import (
 	"github.com/scout-discovery/scout/lab/cityeval"
 	"github.com/scout-discovery/scout/lab/mesh"
 	"github.com/scout-discovery/scout/lab/population"
-	"github.com/scout-discovery/scout/latency"
 )
 
 func init() {
@@ -95,16 +94,9 @@ func runEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "scout-lab evaluate: --models: %v\n", err)
 		return 2
 	}
-	cfg.FitCities, cfg.ReportCities = cityeval.Split(latency.Cities(), cityeval.Examined...)
-	switch *cities {
-	case "":
-	case "fit":
-		cfg.ReportCities = cfg.FitCities
-	default:
-		if cfg.ReportCities, err = cityeval.Named(*cities); err != nil {
-			fmt.Fprintf(stderr, "scout-lab evaluate: --cities: %v\n", err)
-			return 2
-		}
+	if cfg.FitCities, cfg.ReportCities, err = cityeval.FitAndReport(*cities); err != nil {
+		fmt.Fprintf(stderr, "scout-lab evaluate: --cities: %v\n", err)
+		return 2
 	}
 	if !*noFit {
 		cfg.Grid = cityeval.DefaultGrid()

@@ -1,6 +1,4 @@
-// Package slogwait hands tests the log records they wait for, so that a
-// test waits on the program's own signal instead of sleeping.
-package slogwait
+package masterproc
 
 import (
 	"context"
@@ -10,8 +8,9 @@ import (
 	"time"
 )
 
-// WaitBound bounds Wait.
-const WaitBound = 20 * time.Second
+// The in-process side: tests that run a master in their own process (its
+// registry's log) wait for its listings through Listed instead of
+// sleeping.
 
 // Listed is a slog.Handler that sends the "server" attribute of each
 // "listed" record (a master's registry listing a server) to C, dropping

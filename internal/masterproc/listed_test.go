@@ -1,4 +1,4 @@
-package slogwait
+package masterproc
 
 import (
 	"log/slog"
