@@ -71,7 +71,7 @@ func PlanDefault(targets []adaptive.Target, reports []MasterReport, o PlanOption
 	} else {
 		ap := adaptive.Scout()
 		ap.StopRTT = o.AutoStop
-		a, err := adaptive.New(targets, ap, rand.New(rand.NewPCG(o.Seed, adaptiveSeedStream)))
+		a, err := adaptive.New(targets, ap, rand.New(rand.NewPCG(o.Seed, AdaptiveSeedStream)))
 		if err != nil {
 			return pl, err
 		}
@@ -90,9 +90,9 @@ func PlanDefault(targets []adaptive.Target, reports []MasterReport, o PlanOption
 	return pl, nil
 }
 
-// adaptiveSeedStream is the default plan's adaptive planner's random
+// AdaptiveSeedStream is the default plan's adaptive planner's random
 // stream for a given seed (scout servers --order adaptive's).
-const adaptiveSeedStream = 0x5c0
+const AdaptiveSeedStream = 0x5c0
 
 // anyLandmark reports whether some master answered as a landmark.
 func anyLandmark(reports []MasterReport) bool {

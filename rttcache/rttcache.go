@@ -413,10 +413,10 @@ func Parse(b []byte) (*Cache, error) {
 }
 
 // parseGroup reads a group's prefix as AppendText writes it: a masked /24
-// or /64 (adaptive.GroupKey), never an IPv4-mapped IPv6 one.
+// or /64 (adaptive.GroupKey).
 func parseGroup(s string) (netip.Prefix, bool) {
 	p, err := netip.ParsePrefix(s)
-	return p, err == nil && p == adaptive.GroupKey(p.Addr()) && !p.Addr().Is4In6()
+	return p, err == nil && p == adaptive.GroupKey(p.Addr()) // GroupKey unmaps: never a mapped v4
 }
 
 // maxUnix bounds a sample's time: the year 9999.

@@ -29,7 +29,7 @@ func geoLocator(db *geo.DB) discover.Locator {
 // adaptivePlanner builds Algorithms 1 and 2 with p, seeded.
 func adaptivePlanner(p adaptive.Params, seed uint64) discover.Planner {
 	return func(ts []adaptive.Target) (adaptive.Strategy, error) {
-		return adaptive.New(ts, p, rand.New(rand.NewPCG(seed, 0x5c0)))
+		return adaptive.New(ts, p, rand.New(rand.NewPCG(seed, discover.AdaptiveSeedStream)))
 	}
 }
 

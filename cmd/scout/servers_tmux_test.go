@@ -163,9 +163,10 @@ func rows(sc []string) []string {
 // fits says what is wrong when a line of the screen wrapped, or the
 // header, the column titles or the status line is not where it belongs.
 func fits(s *tmux.Session, sc []string) error {
+	if n := s.Wrapped(); n != 0 {
+		return fmt.Errorf("%dx%d: %d lines wrapped", s.Width, s.Height, n)
+	}
 	switch {
-	case s.Wrapped() != 0:
-		return fmt.Errorf("%dx%d: %d lines wrapped", s.Width, s.Height, s.Wrapped())
 	case len(sc) != s.Height:
 		return fmt.Errorf("%dx%d: %d lines on the screen", s.Width, s.Height, len(sc))
 	case !strings.HasPrefix(sc[0], "scout Quake3Arena") || !strings.HasPrefix(sc[1], "NAME"):

@@ -678,7 +678,7 @@ func (e *evaluator) runClient(m Model, g population.Game, n int, c client, seed 
 
 // strategy builds the named first-run strategy for rr.
 func (e *evaluator) strategy(name string, rr run, p Params, seed uint64, prior map[netip.Prefix]adaptive.Prior, known map[netip.Prefix]bool) (adaptive.Strategy, error) {
-	rng := rand.New(rand.NewPCG(seed, 0x5c0))
+	rng := rand.New(rand.NewPCG(seed, discover.AdaptiveSeedStream))
 	switch name {
 	case Conventional:
 		return adaptive.NewConventional(rr.targets)

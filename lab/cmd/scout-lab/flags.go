@@ -19,3 +19,10 @@ func newFlags(name, synopsis, about string, w io.Writer) *flag.FlagSet {
 func parseFlags(fs *flag.FlagSet, args []string) (code int, done bool) {
 	return cli.ParseFlags(fs, args)
 }
+
+// flagSet reports whether the flag name was given.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}

@@ -302,10 +302,3 @@ func (f swarmFlags) options(fs *flag.FlagSet, cfg *bench.Config) (bench.SwarmOpt
 	}
 	return so, nil
 }
-
-// flagSet reports whether the flag name was given.
-func flagSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
-}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -50,9 +49,7 @@ func runServers(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if *worldMap != "" {
 		// An emulated world's public addresses are another world's next
 		// time: its RTTs are not remembered unless a file is named.
-		named := false
-		fs.Visit(func(f *flag.Flag) { named = named || f.Name == "memory-file" })
-		if !named {
+		if !flagSet(fs, "memory-file") {
 			cfg.Memory = ""
 		}
 		table, err := loopnat.Load(*worldMap)
