@@ -43,13 +43,20 @@ type PlanOptions struct {
 
 // Plan is a default plan.
 type Plan struct {
-	// Strategy is what to drive: Groups.
-	Strategy adaptive.Strategy
-	Groups   *adaptive.Grouped
+	// Groups is what to drive (Strategy): group probing over the plan.
+	Groups *adaptive.Grouped
 	// Landmark is the landmark plan under it; nil when no master answered
 	// as a landmark (or PlanOptions.Landmarks is off): then Armitage's
 	// planner with scout's constants is.
 	Landmark *LandmarkPlan
+}
+
+// Strategy returns the plan's strategy, Groups; nil when there is none.
+func (pl Plan) Strategy() adaptive.Strategy {
+	if pl.Groups == nil {
+		return nil
+	}
+	return pl.Groups
 }
 
 // PlanDefault builds the default plan for targets from the masters'
@@ -86,7 +93,7 @@ func PlanDefault(targets []adaptive.Target, reports []MasterReport, o PlanOption
 	if err != nil {
 		return pl, err
 	}
-	pl.Strategy, pl.Groups = g, g
+	pl.Groups = g
 	return pl, nil
 }
 

@@ -50,7 +50,7 @@ func runPlanned(ctx context.Context, opt Config, out *output, mconn, pconn probe
 		for _, t := range ts {
 			listed = append(listed, t.Addr)
 		}
-		return pl.Strategy, err
+		return pl.Strategy(), err
 	}
 	sum, ord, err := discover.Ordered(ctx, mconn, pconn, cfg, geoLocator(geo.Default()), plan, each)
 	sum.Masters = append(unresolved, sum.Masters...)

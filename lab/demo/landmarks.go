@@ -69,7 +69,7 @@ func landmarkPlan(ts []adaptive.Target, reps []discover.MasterReport, stopRTT ti
 	if err != nil {
 		return nil, m, err
 	}
-	return pl.Strategy, m, nil
+	return pl.Strategy(), m, nil
 }
 
 // LandmarkMatrix is the landmarks' RTTs to each other a landmark run used.
