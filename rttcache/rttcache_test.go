@@ -203,7 +203,7 @@ func TestCache_BoundedGroups(t *testing.T) {
 // file returns golden with a valid end line.
 func file(body string) []byte {
 	b := []byte(body)
-	return fmt.Appendf(b, "end %08x\n", crc32IEEE(b))
+	return fmt.Appendf(b, "end %08x\n", crc32.ChecksumIEEE(b))
 }
 
 func TestParse_Refuses(t *testing.T) {
@@ -333,5 +333,3 @@ func TestSave_ThenLoad(t *testing.T) {
 		t.Errorf("temporary files left: %v", left)
 	}
 }
-
-func crc32IEEE(b []byte) uint32 { return crc32.ChecksumIEEE(b) }

@@ -18,7 +18,6 @@ import (
 type memory struct {
 	path    string
 	cache   *rttcache.Cache
-	now     func() time.Time
 	stderr  io.Writer
 	used    bool // its priors went to the plan
 	moved   bool // the vantage did not match
@@ -29,7 +28,7 @@ type memory struct {
 // openMemory loads the memory at path ("" is off). A damaged file is
 // moved aside and reported on stderr; the run goes on with an empty
 // memory. A file that cannot be read turns the memory off for the run.
-func openMemory(path string, now func() time.Time, stderr io.Writer) *memory {
+func openMemory(path string, stderr io.Writer) *memory {
 	if path == "" {
 		return nil
 	}
@@ -40,7 +39,7 @@ func openMemory(path string, now func() time.Time, stderr io.Writer) *memory {
 			return nil
 		}
 	}
-	return &memory{path: path, cache: c, now: now, stderr: stderr, groups: c.Len()}
+	return &memory{path: path, cache: c, stderr: stderr, groups: c.Len()}
 }
 
 // priors returns the memory's priors for a plan built after the lists
@@ -54,9 +53,10 @@ func (m *memory) priors(reps []discover.MasterReport) (map[netip.Prefix]adaptive
 		m.moved = true
 		return nil, nil
 	}
-	p := m.cache.Priors(m.now())
+	now := time.Now()
+	p := m.cache.Priors(now)
 	m.used = len(p) > 0
-	return p, m.cache.Known(m.now())
+	return p, m.cache.Known(now)
 }
 
 // record remembers the run's outcomes and, when the run planned every
@@ -70,7 +70,7 @@ func (m *memory) record(reps []discover.MasterReport, probes []discover.Outcome,
 	for _, p := range probes {
 		outs = append(outs, rttcache.Outcome{Addr: p.Addr, RTT: p.RTT, Answered: p.Answered})
 	}
-	now := m.now()
+	now := time.Now()
 	m.cache.Record(now, discover.Vantage(reps), outs)
 	m.cache.SetListed(now, listed)
 	if m.saveErr = rttcache.Save(m.path, m.cache); m.saveErr != nil {

@@ -207,7 +207,7 @@ func runDiscover(ctx context.Context, opt Config, out *output, stderr io.Writer)
 	}
 	defer pc.Close()
 	out.start()
-	mem := openMemory(opt.Memory, time.Now, stderr)
+	mem := openMemory(opt.Memory, stderr)
 	switch opt.Order.Order {
 	case "adaptive":
 		return runOrdered(ctx, opt, out, mconn, pconn, cfg, unresolved, stderr, mem)

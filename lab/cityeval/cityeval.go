@@ -436,16 +436,11 @@ func newEvaluator(cfg Config) (*evaluator, error) {
 }
 
 func (e *evaluator) world(g population.Game, n int, seed uint64) (*population.World, error) {
-	k := worldKey{g, n, seed}
-	if w, ok := e.worlds.Load(k); ok {
-		return w.(*population.World), nil
-	}
-	w, err := population.Build(population.FittedVantage(g, n, seed))
-	if err != nil {
-		return nil, err
-	}
-	e.worlds.Store(k, w)
-	return w, nil
+	// Built once per key, however many workers ask for it at once.
+	build, _ := e.worlds.LoadOrStore(worldKey{g, n, seed}, sync.OnceValues(func() (*population.World, error) {
+		return population.Build(population.FittedVantage(g, n, seed))
+	}))
+	return build.(func() (*population.World, error))()
 }
 
 // fitRow runs the two default strategies with p on the fit set.
