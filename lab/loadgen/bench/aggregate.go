@@ -102,12 +102,12 @@ func Aggregate(ctx context.Context, stdout io.Writer, o AggregateOptions) (Aggre
 	// The learning: until every server is listed by the aggregator.
 	deadline := time.Now().Add(o.Deadline)
 	for {
-		n, err := metric(ctx, o.AggregatorMetrics, "scout_master_servers_listed")
+		n, err := masterListed(ctx, o.AggregatorMetrics)
 		if err == nil && int(n) >= s.Len() {
 			break
 		}
 		if time.Now().After(deadline) {
-			return res, fmt.Errorf("the aggregator lists %.0f of %d after %v", n, s.Len(), o.Deadline)
+			return res, fmt.Errorf("the aggregator lists %d of %d after %v", n, s.Len(), o.Deadline)
 		}
 		select {
 		case <-ctx.Done():

@@ -3,15 +3,11 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/netip"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -36,29 +32,8 @@ var ErrNotListed = errors.New("the master does not list every server of the swar
 // masterListed reads scout_master_servers_listed from a master's
 // /metrics.
 func masterListed(ctx context.Context, url string) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "scout_master_servers_listed "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			return int64(f), err
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	return 0, fmt.Errorf("%s: no scout_master_servers_listed", url)
+	v, err := metric(ctx, url, "scout_master_servers_listed")
+	return int64(v), err
 }
 
 // runSwarm registers a swarm with one master and reports how fast the
