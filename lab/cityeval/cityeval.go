@@ -576,6 +576,16 @@ func (e *evaluator) newRun(w *population.World, ml population.MeshLatency, place
 	return r
 }
 
+// oracle runs the oracle on r: exactly its playable servers, the floor
+// every strategy's probes are counted against.
+func (r run) oracle() (*sim.Result, error) {
+	orc, err := adaptive.NewOracle(r.targets, func(t adaptive.Target) (time.Duration, bool) { return r.rtts[t.Index], true }, Playable)
+	if err != nil {
+		return nil, err
+	}
+	return sim.Run(orc, r.in)
+}
+
 func (r run) planInput(remembered []float64, known []bool) landmark.PlanInput {
 	return landmark.PlanInput{Targets: r.targets, Vectors: r.vs, Client: r.client, Landmarks: r.lm, ClientHeight: r.height, Remembered: remembered, Known: known}
 }
@@ -595,11 +605,7 @@ func (e *evaluator) runClient(m Model, g population.Game, n int, c client, seed 
 		}
 	}
 	base.farShare /= float64(max(len(r.rtts), 1))
-	orc, err := adaptive.NewOracle(r.targets, func(t adaptive.Target) (time.Duration, bool) { return r.rtts[t.Index], true }, Playable)
-	if err != nil {
-		return nil, err
-	}
-	ores, err := sim.Run(orc, r.in)
+	ores, err := r.oracle()
 	if err != nil {
 		return nil, err
 	}
@@ -608,6 +614,10 @@ func (e *evaluator) runClient(m Model, g population.Game, n int, c client, seed 
 	base.conv = conv
 	var out []outcome
 	memo := map[string]*sim.Result{} // first runs, for the remembered ones
+	var (
+		later       *run        // the world of the remembered runs, made once
+		laterOracle *sim.Result // and its oracle
+	)
 	for _, name := range strategies {
 		o := base
 		o.strategy = name
@@ -627,23 +637,23 @@ func (e *evaluator) runClient(m Model, g population.Game, n int, c client, seed 
 				return nil, fmt.Errorf("cityeval: %s needs %s run first", name, first)
 			}
 			prior, known = e.remember(r.targets, fr, seed)
-			if e.cfg.Churn > 0 {
-				w2, err := w.Churned(e.cfg.Churn, seed^0x5eed)
-				if err != nil {
+			if later == nil {
+				lr := r
+				if e.cfg.Churn > 0 {
+					w2, err := w.Churned(e.cfg.Churn, seed^0x5eed)
+					if err != nil {
+						return nil, err
+					}
+					lr = e.newRun(w2, ml, c.place, g, seed)
+				}
+				lr.in.Seed ^= 0x77 // later: other queueing delays, other servers gone
+				if laterOracle, err = lr.oracle(); err != nil {
 					return nil, err
 				}
-				rr = e.newRun(w2, ml, c.place, g, seed)
+				later = &lr
 			}
-			rr.in.Seed ^= 0x77 // later: other queueing delays, other servers gone
-			orc2, err := adaptive.NewOracle(rr.targets, func(t adaptive.Target) (time.Duration, bool) { return rr.rtts[t.Index], true }, Playable)
-			if err != nil {
-				return nil, err
-			}
-			o2, err := sim.Run(orc2, rr.in)
-			if err != nil {
-				return nil, err
-			}
-			o.oracle, o.playable, o.conv = o2.Sent, o2.Playable, len(rr.targets)
+			rr = *later
+			o.oracle, o.playable, o.conv = laterOracle.Sent, laterOracle.Playable, len(rr.targets)
 		}
 		st, err = e.strategy(first, rr, p, seed, prior, known)
 		if err != nil {
