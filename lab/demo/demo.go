@@ -223,23 +223,12 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 	for i := range runs {
 		runWG.Go(func() {
 			r := &runs[i]
-			c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+			pc, mw, closeConns, err := runConns(table)
 			if err != nil {
 				r.Err = err
 				return
 			}
-			defer c.Close()
-			mc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-			if err != nil {
-				r.Err = err
-				return
-			}
-			defer mc.Close()
-			// The probes' socket reads with the kernel's receive
-			// timestamps, as scout servers' does: an RTT then leaves out
-			// the time a busy machine took to read the reply.
-			sc, _ := probe.KernelTimestamps(c)
-			pc, mw := loopnat.Wrap(sc.(loopnat.PacketConn), table), loopnat.Wrap(mc, table)
+			defer closeConns()
 			switch {
 			case plans[i] == nil:
 				r.Summary, r.Ordering.Probes, r.Err = conventional(ctx, mw, pc, base)
@@ -311,6 +300,24 @@ func gameET() *game.Game {
 	panic("demo: no et in the game catalogue")
 }
 
+// runConns opens a run's two sockets on loopback, seen through table: the
+// probes' (read with the kernel's receive timestamps, as scout servers'
+// is: an RTT then leaves out the time a busy machine took to read the
+// reply) and the masters'.
+func runConns(table *loopnat.Table) (probes, masters *loopnat.Conn, closeBoth func(), err error) {
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	mc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		c.Close()
+		return nil, nil, nil, err
+	}
+	sc, _ := probe.KernelTimestamps(c)
+	return loopnat.Wrap(sc.(loopnat.PacketConn), table), loopnat.Wrap(mc, table), func() { c.Close(); mc.Close() }, nil
+}
+
 // rememberedRun runs the landmark plan again with the memory that its
 // first run, first, left (rttcache: per /24 the least RTT of the run and
 // its answers, and the list it planned when it ran to its end), as scout
@@ -328,20 +335,12 @@ func rememberedRun(ctx context.Context, first Run, cfg discover.Config, table *l
 		mem.SetListed(now, first.Listed)
 	}
 	prior, known := mem.Priors(now), mem.Known(now)
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	pc, mw, closeConns, err := runConns(table)
 	if err != nil {
 		r.Err = err
 		return r
 	}
-	defer c.Close()
-	mc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		r.Err = err
-		return r
-	}
-	defer mc.Close()
-	sc, _ := probe.KernelTimestamps(c)
-	pc, mw := loopnat.Wrap(sc.(loopnat.PacketConn), table), loopnat.Wrap(mc, table)
+	defer closeConns()
 	var reps []discover.MasterReport
 	plan := func(ts []adaptive.Target) (adaptive.Strategy, error) {
 		st, m, err := landmarkPlan(ts, reps, stopRTT, seed, prior, known)
