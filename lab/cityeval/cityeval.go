@@ -755,11 +755,17 @@ func (e *evaluator) remember(ts []adaptive.Target, res *sim.Result, seed uint64)
 
 // explainMisses says, per playable server not found, why.
 func explainMisses(rr run, st adaptive.Strategy, res *sim.Result) []missed {
+	end := res.End
+	if res.Stopped {
+		end = res.StopTime
+	}
 	probed := make([]bool, len(rr.targets))
 	answered := make([]bool, len(rr.targets))
+	inTime := make([]bool, len(rr.targets)) // answered by the run's stop
 	for _, p := range res.Trace {
 		probed[p.Index] = true
 		answered[p.Index] = answered[p.Index] || p.Answered
+		inTime[p.Index] = inTime[p.Index] || p.Answered && p.Done <= end
 	}
 	g, _ := st.(*adaptive.Grouped)
 	var lp *landmark.Planner
@@ -776,7 +782,7 @@ func explainMisses(rr run, st adaptive.Strategy, res *sim.Result) []missed {
 		why, fig := "", math.NaN()
 		switch {
 		case probed[i] && answered[i]:
-			if !answeredBy(res, i) {
+			if !inTime[i] {
 				why = WhyLate
 			}
 		case probed[i]:
@@ -807,20 +813,6 @@ func explainMisses(rr run, st adaptive.Strategy, res *sim.Result) []missed {
 		out = append(out, missed{city: c.Name, country: c.Country, why: why, rtt: ms(d), figure: fig})
 	}
 	return out
-}
-
-// answeredBy reports whether server i answered by the run's stop.
-func answeredBy(res *sim.Result, i int) bool {
-	end := res.End
-	if res.Stopped {
-		end = res.StopTime
-	}
-	for _, p := range res.Trace {
-		if p.Index == i && p.Answered && p.Done <= end {
-			return true
-		}
-	}
-	return false
 }
 
 // collect sums outcomes up per strategy.
