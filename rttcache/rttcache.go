@@ -170,7 +170,10 @@ func (c *Cache) Record(now time.Time, vantage map[netip.AddrPort]time.Duration, 
 	}
 	at := now.Truncate(time.Second)
 	for k, r := range runs {
-		s := append(c.groups[k], Sample{At: at, RTT: r.RTT.Round(100 * time.Microsecond), Answers: r.Answers})
+		// At the file's 0.1 ms, and never 0.0 (which it refuses): a
+		// loopback or LAN server can answer within 50 µs.
+		rtt := max(r.RTT.Round(100*time.Microsecond), 100*time.Microsecond)
+		s := append(c.groups[k], Sample{At: at, RTT: rtt, Answers: r.Answers})
 		if len(s) > MaxSamples {
 			s = slices.Delete(s, 0, len(s)-MaxSamples)
 		}

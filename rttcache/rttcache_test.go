@@ -91,6 +91,20 @@ func TestCache_RecordBoundsTheAnswersOfARun(t *testing.T) {
 	}
 }
 
+// An answer under 50 µs (loopback, a LAN) is kept at 0.1 ms: the file,
+// which refuses an RTT of 0.0, still reads back.
+func TestCache_SubMillisecondRTTReadsBack(t *testing.T) {
+	c := New()
+	c.Record(t0, nil, []Outcome{{Addr: netip.MustParseAddrPort("127.0.0.1:27960"), RTT: 30 * time.Microsecond, Answered: true}})
+	back, err := Parse(c.AppendText(nil))
+	if err != nil {
+		t.Fatalf("a memory of a 30 µs answer does not read back: %v", err)
+	}
+	if s := back.Samples(netip.MustParsePrefix("127.0.0.0/24")); len(s) != 1 || s[0].RTT != 100*time.Microsecond {
+		t.Errorf("samples %+v, want one at 0.1 ms", s)
+	}
+}
+
 func TestCache_PriorsUseOnlyFreshSamples(t *testing.T) {
 	c := New()
 	c.Record(t0, nil, []Outcome{out("203.0.113.1:27960", 50)})
