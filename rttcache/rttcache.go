@@ -143,7 +143,9 @@ type Outcome struct {
 // Record remembers a run's outcomes, measured at now from a client whose
 // RTTs to the masters it asked were vantage: per group, the least answered
 // RTT of the run and its number of answers become a sample. A vantage that does not match the one
-// remembered (Matches) starts the memory afresh.
+// remembered (Matches) starts the memory afresh; one that matches keeps,
+// per master, the least RTT seen from this place (a sample can be
+// inflated by a queue, never deflated, so the least is the path's).
 func (c *Cache) Record(now time.Time, vantage map[netip.AddrPort]time.Duration, outs []Outcome) {
 	if !c.Matches(vantage) {
 		clear(c.groups)
@@ -151,8 +153,11 @@ func (c *Cache) Record(now time.Time, vantage map[netip.AddrPort]time.Duration, 
 		clear(c.vantage)
 	}
 	for _, a := range slices.SortedFunc(maps.Keys(vantage), func(x, y netip.AddrPort) int { return x.Compare(y) }) {
-		if _, ok := c.vantage[a]; ok || len(c.vantage) < MaxVantage {
-			c.vantage[a] = vantage[a].Round(100 * time.Microsecond)
+		d := max(vantage[a].Round(100*time.Microsecond), 100*time.Microsecond)
+		if old, ok := c.vantage[a]; ok {
+			c.vantage[a] = min(old, d)
+		} else if len(c.vantage) < MaxVantage {
+			c.vantage[a] = d
 		}
 	}
 	runs := map[netip.Prefix]Sample{}

@@ -179,6 +179,24 @@ func TestCache_AnotherVantageStartsAfresh(t *testing.T) {
 	}
 }
 
+// TestCache_VantageKeepsTheLeast: a run from the same place whose master
+// RTT was inflated does not raise the remembered one, so the next quiet
+// run still matches.
+func TestCache_VantageKeepsTheLeast(t *testing.T) {
+	c := goldenCache()
+	c.Record(t0.Add(time.Hour), map[netip.AddrPort]time.Duration{master: ms(70)}, nil)
+	if !c.Matches(map[netip.AddrPort]time.Duration{master: ms(25)}) {
+		t.Error("31.2 then 70 ms remembered; 25 ms does not match")
+	}
+	c.Record(t0.Add(2*time.Hour), map[netip.AddrPort]time.Duration{master: ms(25)}, nil)
+	if c.Len() == 0 {
+		t.Error("a run at 25 ms started the memory afresh")
+	}
+	if c.Matches(map[netip.AddrPort]time.Duration{master: ms(12)}) {
+		t.Error("25 ms remembered; 12 ms matches")
+	}
+}
+
 func TestCache_BoundedGroups(t *testing.T) {
 	c := New()
 	var outs []Outcome

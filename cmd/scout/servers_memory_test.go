@@ -39,8 +39,17 @@ func TestServers_RemembersBetweenRuns(t *testing.T) {
 	if err != nil || !strings.Contains(string(b), "group 127.0.0.0/24 ") || !strings.Contains(string(b), "listed 127.0.0.0/24 ") {
 		t.Fatalf("memory file: %v\n%s", err, b)
 	}
-	ord, _ = memoryRun(t, m, "--memory-file", file)
-	mem, _ = ord["memory"].(map[string]any)
+	// A loopback master's RTT is a fraction of a millisecond; one run on a
+	// loaded machine can see it tens of milliseconds off, and the memory
+	// then rightly takes the client for moved and starts afresh from that
+	// run. Such a run is repeated (a few at most).
+	for range 4 {
+		ord, _ = memoryRun(t, m, "--memory-file", file)
+		if mem, _ = ord["memory"].(map[string]any); mem["moved"] != true {
+			break
+		}
+		t.Logf("a run took the client for moved (a master RTT off by a loaded machine): %v", mem)
+	}
 	groups, _ := ord["groups"].(map[string]any)
 	if mem["groups"] != float64(1) || mem["used"] != true || groups == nil || groups["first"] != float64(2) {
 		t.Errorf("second run: memory %v, groups %v; want the remembered group's 2 servers probed first", mem, groups)
