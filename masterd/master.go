@@ -115,6 +115,7 @@ func NewMaster(now time.Time, cfg Config, deps Deps) (*Master, error) {
 		}
 		hd.Persist = m.writer
 	}
+	m.buildSnapshot()
 	h, err = master.NewHandler(cfg.Handler, hd)
 	if err != nil {
 		return nil, err
@@ -122,6 +123,19 @@ func NewMaster(now time.Time, cfg Config, deps Deps) (*Master, error) {
 	m.Handler = h
 	m.Server = NewPacketServer(h, log)
 	return m, nil
+}
+
+// buildSnapshot builds the answer snapshot of what the store or the fleet
+// gave, before any socket opens. A listing larger than the registry's
+// InlineSnapshot is otherwise built by Run's refresher, seconds for a
+// million, and the queries of those seconds would be answered from the
+// empty snapshot the registry starts with.
+func (m *Master) buildSnapshot() {
+	start := time.Now()
+	if m.Registry.Refresh(start) {
+		listed, _ := m.Registry.Counts()
+		m.Log.Info("answer snapshot built", "listed", listed, "took", time.Since(start).Round(time.Millisecond))
+	}
 }
 
 // handlerDeps derives what the handler works with from cfg and deps: the

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scout-discovery/scout/game"
 	"github.com/scout-discovery/scout/master"
 	"github.com/scout-discovery/scout/master/store"
 	"github.com/scout-discovery/scout/protocol/infostring"
@@ -227,4 +228,65 @@ func TestRun_SetsGCPercent(t *testing.T) {
 		t.Errorf("GOGC set: GC percent %d, want 100 untouched", p)
 	}
 	stop4()
+}
+
+// TestMaster_RestoredListingIsBuiltBeforeListening: a state file holding
+// more servers than the registry builds at a query (InlineSnapshot) has
+// its answer snapshot built by NewMaster, before a socket opens; left to
+// Run's refresher, a query during that build was answered with the empty
+// list the registry starts from.
+func TestMaster_RestoredListingIsBuiltBeforeListening(t *testing.T) {
+	n := master.DefaultInlineSnapshot + 1000
+	path := filepath.Join(t.TempDir(), "state.db")
+	st, err := store.Open(path, store.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	servers := make([]master.Server, n)
+	for i := range servers {
+		a := netip.AddrFrom4([4]byte{23, byte(i >> 16), byte(i >> 8), byte(i)})
+		servers[i] = master.Server{Addr: netip.AddrPortFrom(a, 27960), Family: game.FamilyQ3, Game: "Quake3Arena", Protocol: 68,
+			Gametype: "0", Clients: 1, MaxClients: 8, FirstSeen: now, LastVerified: now}
+		if i%100 == 0 {
+			servers[i].Gametype = "9" // what the query below asks for: a list of a few datagrams
+		}
+	}
+	if err := st.Apply(servers, nil); err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewMaster(time.Now(), Config{
+		Listen:     []netip.AddrPort{ap("127.0.0.1:0")},
+		Reloadable: Reloadable{Registry: master.Config{MaxServers: 2 * n}, NoQueryLimit: true},
+	}, Deps{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if listed, _ := m.Registry.Counts(); listed != n {
+		t.Fatalf("%d restored, want %d", listed, n)
+	}
+	if m.Registry.Refresh(time.Now()) {
+		t.Error("the restored listing's snapshot was left to build after NewMaster")
+	}
+	if err := m.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- m.Run(ctx) }()
+	defer func() { cancel(); <-ran }()
+	req, _ := q3.GetServers{Ext: true, GameName: "Quake3Arena", Protocol: 68, Empty: true, Full: true, GameType: "9"}.AppendBinary(nil)
+	cl := udp4(t)
+	cl.WriteToUDPAddrPort(req, m.Addrs()[0])
+	got := map[netip.AddrPort]bool{}
+	for len(got) < (n+99)/100 {
+		sr, ok := readMsg(t, cl).(q3.ServersResponse)
+		if !ok || len(sr.Servers) == 0 {
+			t.Fatalf("the first query after the restart: %d servers, then %#v", len(got), sr)
+		}
+		for _, a := range sr.Servers {
+			got[a] = true
+		}
+	}
 }

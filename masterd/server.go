@@ -459,8 +459,9 @@ func (s *PacketServer) Tick(ctx context.Context, interval time.Duration) {
 // while they take less than MaxSnapshotRefreshWait/2. A build costs what
 // changed since the last, not the listing (master's snapshot.go): well
 // under a millisecond for one change at 1,000,000 servers, seconds for
-// the first build of a million after a restart or a join, which would
-// otherwise hold the next build back twice as long. Such a listing's
+// a build of a million (a fleet's catch-up; a restart's or a join's is
+// NewMaster's, before the sockets open), which would otherwise hold the
+// next build back twice as long. Such a listing's
 // changes reach the answers within min(max(interval, 2d),
 // MaxSnapshotRefreshWait) plus one build, those of small groups at the
 // next query (master.MaxInlineGroup), and no query waits for a build.
