@@ -124,8 +124,8 @@ func rounds(ctx context.Context, cfg BenchConfig, env *Env, reqSize int, stdout,
 // range of its wall time.
 func printMedians(stdout io.Writer, cfg BenchConfig, results map[string][]Measurement) {
 	fmt.Fprintf(stdout, "\nmedians over %d runs (world: %d servers, %v-%v, loss %v, %s):\n", cfg.Runs, cfg.Servers, cfg.RTTMin, cfg.RTTMax, cfg.Loss, cfg.Access)
-	fmt.Fprintln(stdout, "| client | wall s | found | probes | bytes | RTT err p50 | RTT err p99 | wall / link bound |")
-	fmt.Fprintln(stdout, "|---|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintf(stdout, "| client | wall s | last playable s (RTT < %v) | found | probes | bytes | RTT err p50 | RTT err p99 | wall / link bound |\n", PlayableRTT)
+	fmt.Fprintln(stdout, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, c := range cfg.Clients {
 		ms := results[c.Name]
 		if len(ms) == 0 {
@@ -137,10 +137,12 @@ func printMedians(stdout io.Writer, cfg BenchConfig, results map[string][]Measur
 				bound = fmt.Sprintf("%.2f", r)
 			}
 		}
-		fmt.Fprintf(stdout, "| %s | %.2f (%.2f-%.2f) | %d/%d | %d | %d | %s | %s | %s |\n", c.Name,
+		fmt.Fprintf(stdout, "| %s | %.2f (%.2f-%.2f) | %.2f (%d found) | %d/%d | %d | %d | %s | %s | %s |\n", c.Name,
 			medianOf(ms, func(m Measurement) float64 { return m.Wall.Seconds() }),
 			minOf(ms, func(m Measurement) float64 { return m.Wall.Seconds() }),
 			maxOf(ms, func(m Measurement) float64 { return m.Wall.Seconds() }),
+			medianOf(ms, func(m Measurement) float64 { return m.LastPlayable.Seconds() }),
+			int(medianOf(ms, func(m Measurement) float64 { return float64(m.Playable) })),
 			int(medianOf(ms, func(m Measurement) float64 { return float64(m.Found) })), ms[0].Listed,
 			int(medianOf(ms, func(m Measurement) float64 { return float64(m.Probes) })),
 			int64(medianOf(ms, func(m Measurement) float64 { return float64(m.Bytes) })),
@@ -168,8 +170,8 @@ func discobenchLine(m Measurement) string {
 }
 
 func runLine(m Measurement) string {
-	return fmt.Sprintf("wall %7.2fs  found %d/%d  probes %d (client says %d)  bytes %d (%s)  RTT err p50 %v p99 %v max %v  world late p99 %v p99.9 %v (since start)",
-		m.Wall.Seconds(), m.Found, m.Listed, m.Probes, m.ClientProbes, m.Bytes, m.BytesFrom,
+	return fmt.Sprintf("wall %7.2fs  last playable %.2fs (%d)  found %d/%d  probes %d (client says %d)  bytes %d (%s)  RTT err p50 %v p99 %v max %v  world late p99 %v p99.9 %v (since start)",
+		m.Wall.Seconds(), m.LastPlayable.Seconds(), m.Playable, m.Found, m.Listed, m.Probes, m.ClientProbes, m.Bytes, m.BytesFrom,
 		m.RTTErrP50.Round(time.Microsecond), m.RTTErrP99.Round(time.Microsecond), m.RTTErrMax.Round(time.Microsecond),
 		m.WorldLateP99, m.WorldLateP999)
 }

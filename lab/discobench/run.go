@@ -55,6 +55,12 @@ type Measurement struct {
 	RTTErrP50 time.Duration `json:"rtt_err_p50"`
 	RTTErrP99 time.Duration `json:"rtt_err_p99"`
 	RTTErrMax time.Duration `json:"rtt_err_max"`
+	// Playable counts the Known servers found whose injected RTT is under
+	// PlayableRTT; LastPlayable is when the last of their answers reached
+	// the client, from the client's start (the world's record of its
+	// replies, world.Emulator.LastReply): what a player waits for.
+	Playable     int           `json:"playable"`
+	LastPlayable time.Duration `json:"last_playable"`
 	// With an access link (Config.Access): LinkBound is the least time
 	// the run could take, the wire bytes of every reply from the servers
 	// (the tap's count) over the link's rate plus the world's largest
@@ -64,7 +70,13 @@ type Measurement struct {
 	LinkBound    time.Duration `json:"link_bound,omitempty"`
 	LinkDropped  uint64        `json:"link_dropped,omitempty"`
 	LinkWaitMean time.Duration `json:"link_wait_mean,omitempty"`
+
+	started time.Time // the client's start
 }
+
+// PlayableRTT is the RTT under which a server counts as playable for
+// Measurement.LastPlayable: scout servers' default auto-stop threshold.
+const PlayableRTT = 200 * time.Millisecond
 
 // Completeness is Found/Listed.
 func (m Measurement) Completeness() float64 {
@@ -245,6 +257,7 @@ func (e *Env) run(ctx context.Context, name, path string, args ...string) ([]byt
 	before := e.received()
 	st0 := e.Emulator.Stats()
 	start := time.Now()
+	m.started = start
 	err = cmd.Run()
 	m.Wall = time.Since(start)
 	m.Probes = e.received() - before
@@ -298,6 +311,13 @@ func (e *Env) judge(m *Measurement, servers []Server) {
 		}
 		m.Known++
 		errs = append(errs, s.RTT-time.Duration(w.Link.RTT))
+		if time.Duration(w.Link.RTT) >= PlayableRTT {
+			continue
+		}
+		m.Playable++
+		if at, ok := e.Emulator.LastReply(s.Address); ok && !at.Before(m.started) {
+			m.LastPlayable = max(m.LastPlayable, at.Sub(m.started))
+		}
 	}
 	if len(errs) == 0 {
 		return

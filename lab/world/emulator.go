@@ -118,6 +118,7 @@ type Stats struct {
 type Emulator struct {
 	cfg     Config
 	servers []serverState
+	byLoop  map[netip.AddrPort]int // server index by bound loopback address
 	socks   *sockets
 	table   *loopnat.Table
 	q       *queue
@@ -152,6 +153,9 @@ type Emulator struct {
 type serverState struct {
 	cur atomic.Pointer[Server]
 	lim limiter
+	// lastReply is the due time (unix ns) of the last reply sent to a
+	// client (not a master): when it reached the client.
+	lastReply atomic.Int64
 }
 
 // Listen validates w, binds a socket for every server on its loopback
@@ -204,6 +208,7 @@ func Listen(w World, cfg Config) (*Emulator, error) {
 		up:      newAccessLinks(cfg.Access, cfg.Access.UpRate),
 		down:    newAccessLinks(cfg.Access, cfg.Access.Rate),
 		masters: map[netip.AddrPort]bool{},
+		byLoop:  make(map[netip.AddrPort]int, len(w.Servers)),
 	}
 	for _, m := range cfg.Masters {
 		e.masters[m] = true
@@ -216,6 +221,7 @@ func Listen(w World, cfg Config) (*Emulator, error) {
 		s.Loopback = bound[i]
 		e.servers[i].cur.Store(&s)
 		pairs[i] = loopnat.Pair{Public: s.Public, Loopback: bound[i]}
+		e.byLoop[bound[i]] = i
 		ips[bound[i].Addr()] = true
 	}
 	e.addrs = len(ips)
@@ -371,11 +377,32 @@ func (e *Emulator) shapeDown(p *outPacket, now time.Time) bool {
 
 // sendPacket runs on the releaser goroutine.
 func (e *Emulator) sendPacket(p outPacket) {
+	if p.reply {
+		// Before the send: the client may read the reply, and ask
+		// LastReply, before the send returns.
+		e.servers[p.sock].lastReply.Store(p.due.UnixNano())
+	}
 	if err := e.socks.send(p.sock, p.to, p.b); err != nil {
 		e.sendErr.Add(1)
 		return
 	}
 	e.sent.Add(1)
+}
+
+// LastReply returns when the last reply of the server bound at loopback
+// reached its client (a master's queries are not counted): the due time
+// the emulator sent it at; false if it has sent none. Safe to call at any
+// time.
+func (e *Emulator) LastReply(loopback netip.AddrPort) (time.Time, bool) {
+	i, ok := e.byLoop[loopback]
+	if !ok {
+		return time.Time{}, false
+	}
+	ns := e.servers[i].lastReply.Load()
+	if ns == 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, ns), true
 }
 
 // sendHeartbeats queues server i's heartbeats for reason r to every

@@ -148,3 +148,32 @@ func testWorld2000(t *testing.T, mode SocketMode) {
 		t.Errorf("stats after stop: %+v", st)
 	}
 }
+
+// TestEmulator_LastReply: the emulator records when a server's last reply
+// to a client was due (discobench's time to the last playable server),
+// within the reply's injected RTT of the request, and nothing for a
+// server no client asked.
+func TestEmulator_LastReply(t *testing.T) {
+	w, err := Generate(Spec{Servers: 4, Seed: 7, RTTMin: 20 * time.Millisecond, RTTMax: 30 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range w.Servers {
+		w.Servers[i].Game = Q3A
+	}
+	e, _ := startWorld(t, w, Config{})
+	c := client(t, e.Table())
+	asked, other := w.Servers[0], w.Servers[1]
+	before := time.Now()
+	exchange(t, c, asked.Public, []byte("\xff\xff\xff\xffgetinfo xyz"))
+	after := time.Now()
+	lo, _ := e.Table().Loopback(asked.Public)
+	at, ok := e.LastReply(lo)
+	if !ok || at.Before(before.Add(time.Duration(asked.Link.RTT))) || at.After(after) {
+		t.Errorf("last reply %v (%v), want within %v-%v", at, ok, before.Add(time.Duration(asked.Link.RTT)), after)
+	}
+	lo, _ = e.Table().Loopback(other.Public)
+	if at, ok := e.LastReply(lo); ok {
+		t.Errorf("a server nobody asked has a last reply at %v", at)
+	}
+}
