@@ -34,8 +34,10 @@ discovers the world through the master with:
   qstat-default   quakestat -q3m,71 with its defaults
   qstat-fast      quakestat -q3m,71 -maxsim 900 -sendinterval 0 (fastest)
 
-and reports, for each, wall time, servers found, probes, traffic and RTT
-error (reported minus injected RTT) at p50 and p99, then the medians over
+and reports, for each, wall time, when the answer of the last server under
+200 ms reached it (the world's record of its replies: what a player waits
+for), servers found, probes, traffic and RTT error (reported minus
+injected RTT) at p50 and p99, then the medians over
 the runs, and every client's traffic against qstat-default's as ratios
 both ways. Traffic is counted on the loopback interface (a packet
 socket: Linux, CAP_NET_RAW): every datagram between the client and the
