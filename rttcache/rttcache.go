@@ -34,7 +34,8 @@
 //	listed 198.51.100.0/24 1767229200
 //	end 1c291ca3
 //
-// "vantage" gives a master and the client's RTT to it (ms); "group" a
+// "vantage" gives a master and the least RTT (ms) the client has measured
+// to it from this place (since the memory last started afresh); "group" a
 // group, then up to MaxSamples triples of Unix time (s), RTT (ms) and the
 // run's answers from the group, oldest first; "listed" a group and the
 // Unix time of the last run whose list held it; "end" the CRC-32 (IEEE)
