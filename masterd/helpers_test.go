@@ -54,11 +54,18 @@ func startMaster(tb testing.TB, cfg Config) (m *Master, stop func()) {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return m, runMaster(tb, m)
+}
+
+// runMaster opens m's sockets and runs it until stop, which also closes
+// it.
+func runMaster(tb testing.TB, m *Master) (stop func()) {
+	tb.Helper()
 	if err := m.Listen(); err != nil {
 		tb.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
 	go func() { ran <- m.Run(ctx) }()
-	return m, func() { cancel(); <-ran; m.Close() }
+	return func() { cancel(); <-ran; m.Close() }
 }

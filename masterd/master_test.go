@@ -242,6 +242,7 @@ func TestMaster_RestoredListingIsBuiltBeforeListening(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer st.Close()
 	now := time.Now()
 	servers := make([]master.Server, n)
 	for i := range servers {
@@ -264,20 +265,13 @@ func TestMaster_RestoredListingIsBuiltBeforeListening(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
 	if listed, _ := m.Registry.Counts(); listed != n {
 		t.Fatalf("%d restored, want %d", listed, n)
 	}
 	if m.Registry.Refresh(time.Now()) {
 		t.Error("the restored listing's snapshot was left to build after NewMaster")
 	}
-	if err := m.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- m.Run(ctx) }()
-	defer func() { cancel(); <-ran }()
+	defer runMaster(t, m)()
 	req, _ := q3.GetServers{Ext: true, GameName: "Quake3Arena", Protocol: 68, Empty: true, Full: true, GameType: "9"}.AppendBinary(nil)
 	cl := udp4(t)
 	cl.WriteToUDPAddrPort(req, m.Addrs()[0])
