@@ -154,7 +154,7 @@ func (c *Cache) Record(now time.Time, vantage map[netip.AddrPort]time.Duration, 
 		clear(c.vantage)
 	}
 	for _, a := range slices.SortedFunc(maps.Keys(vantage), func(x, y netip.AddrPort) int { return x.Compare(y) }) {
-		d := max(vantage[a].Round(100*time.Microsecond), 100*time.Microsecond)
+		d := stored(vantage[a])
 		if old, ok := c.vantage[a]; ok {
 			c.vantage[a] = min(old, d)
 		} else if len(c.vantage) < MaxVantage {
@@ -176,10 +176,7 @@ func (c *Cache) Record(now time.Time, vantage map[netip.AddrPort]time.Duration, 
 	}
 	at := now.Truncate(time.Second)
 	for k, r := range runs {
-		// At the file's 0.1 ms, and never 0.0 (which it refuses): a
-		// loopback or LAN server can answer within 50 µs.
-		rtt := max(r.RTT.Round(100*time.Microsecond), 100*time.Microsecond)
-		s := append(c.groups[k], Sample{At: at, RTT: rtt, Answers: r.Answers})
+		s := append(c.groups[k], Sample{At: at, RTT: stored(r.RTT), Answers: r.Answers})
 		if len(s) > MaxSamples {
 			s = slices.Delete(s, 0, len(s)-MaxSamples)
 		}
@@ -440,12 +437,20 @@ func parseMs(s string) (time.Duration, bool) {
 	if err != nil || !(x >= 0 && x <= MaxRTT) || strconv.FormatFloat(x, 'f', 1, 64) != s {
 		return 0, false
 	}
-	return time.Duration(math.Round(x*10)) * 100 * time.Microsecond, true
+	return time.Duration(math.Round(x*10)) * precision, true
 }
 
 func fmtMs(d time.Duration) string {
-	return strconv.FormatFloat(float64(d.Round(100*time.Microsecond))/float64(time.Millisecond), 'f', 1, 64)
+	return strconv.FormatFloat(float64(d.Round(precision))/float64(time.Millisecond), 'f', 1, 64)
 }
+
+// precision is the file's: RTTs are written in ms with one decimal.
+const precision = 100 * time.Microsecond
+
+// stored is an RTT as Record keeps it: at the file's precision, and never
+// 0.0 (which the file refuses for a sample): a loopback or LAN server can
+// answer within 50 µs.
+func stored(d time.Duration) time.Duration { return max(d.Round(precision), precision) }
 
 func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
