@@ -361,15 +361,9 @@ func Parse(b []byte) (*Cache, error) {
 			if len(f) < 2+width || (len(f)-2)%width != 0 || (len(f)-2)/width > MaxSamples {
 				return nil, bad(n, "group: want PREFIX and 1 to %d samples of %d fields", MaxSamples, width)
 			}
-			p, ok := parseGroup(f[1])
-			if !ok {
-				return nil, bad(n, "group %q is not a /%d or /%d", f[1], adaptive.GroupBits4, adaptive.GroupBits6)
-			}
-			if _, dup := c.groups[p]; dup {
-				return nil, bad(n, "group %v twice", p)
-			}
-			if len(c.groups) >= MaxGroups {
-				return nil, bad(n, "more than %d groups", MaxGroups)
+			p, why := newPrefix("group", "groups", f[1], c.groups)
+			if why != "" {
+				return nil, bad(n, "%s", why)
 			}
 			var ss []Sample
 			for j := 2; j < len(f); j += width {
@@ -397,15 +391,9 @@ func Parse(b []byte) (*Cache, error) {
 			if len(f) != 3 {
 				return nil, bad(n, "listed: want PREFIX TIME")
 			}
-			p, ok := parseGroup(f[1])
-			if !ok {
-				return nil, bad(n, "listed %q is not a /%d or /%d", f[1], adaptive.GroupBits4, adaptive.GroupBits6)
-			}
-			if _, dup := c.listed[p]; dup {
-				return nil, bad(n, "listed %v twice", p)
-			}
-			if len(c.listed) >= MaxGroups {
-				return nil, bad(n, "more than %d listed groups", MaxGroups)
+			p, why := newPrefix("listed", "listed groups", f[1], c.listed)
+			if why != "" {
+				return nil, bad(n, "%s", why)
 			}
 			t, err := strconv.ParseInt(f[2], 10, 64)
 			if err != nil || t < 0 || t > maxUnix {
@@ -438,6 +426,22 @@ func parseMs(s string) (time.Duration, bool) {
 		return 0, false
 	}
 	return time.Duration(math.Round(x*10)) * precision, true
+}
+
+// newPrefix reads the group s of a kind record (group, listed) into
+// records (at most MaxGroups of them, named plural): why is "" for a
+// group not yet read, else what is wrong.
+func newPrefix[V any](kind, plural, s string, records map[netip.Prefix]V) (p netip.Prefix, why string) {
+	p, ok := parseGroup(s)
+	switch _, dup := records[p]; {
+	case !ok:
+		return p, fmt.Sprintf("%s %q is not a /%d or /%d", kind, s, adaptive.GroupBits4, adaptive.GroupBits6)
+	case dup:
+		return p, fmt.Sprintf("%s %v twice", kind, p)
+	case len(records) >= MaxGroups:
+		return p, fmt.Sprintf("more than %d %s", MaxGroups, plural)
+	}
+	return p, ""
 }
 
 func fmtMs(d time.Duration) string {
