@@ -46,6 +46,12 @@ const (
 	BoundOnly     = "landmarks-bound" // the landmark order before the site check: the bound and its fitted margin, siblings
 	ScoutGroups   = "scout+groups"    // the default without landmark masters: adaptive-scout with group probing
 	Landmarks     = "landmarks"       // --order landmarks, and the default with landmark masters: site check and group probing
+	// SiteFloor is not a strategy but a bound on the first runs of the
+	// safe ones: the oracle's probes plus one for every (country, AS)
+	// site with no playable server. A rule that never rules a site out
+	// without measuring it probes at least that many. Its cities also
+	// count the countries that make a coarser site unsafe (City.Mixed).
+	SiteFloor = "oracle + sites"
 	// Remembered is the suffix of a strategy's second run: the same
 	// world later (new queueing delays and lost servers, Config.Churn's
 	// servers changed), with the client's memory of the first run.
@@ -241,6 +247,8 @@ type Summary struct {
 	// NearOverConventional counts the near (city, seed) runs that probed
 	// more than conventional discovery.
 	NearOverConventional int `json:"near_over_conventional"`
+	// MixedCities counts the cities with City.Mixed (SiteFloor only).
+	MixedCities int `json:"mixed_cities,omitempty"`
 }
 
 // City is one client city's figures over the seeds.
@@ -260,7 +268,16 @@ type City struct {
 	// OverConventional counts the seeds with more probes than conventional.
 	OverConventional int    `json:"over_conventional,omitempty"`
 	Misses           []Miss `json:"misses,omitempty"`
+	// Mixed (SiteFloor only) is the most countries, over the seeds, that
+	// hold an AS with a playable server and an AS whose nearest server is
+	// MixedFar or more away: a site of a whole country, ruled out through
+	// a representative of the far AS, would lose the playable one.
+	Mixed int `json:"mixed_countries,omitempty"`
 }
+
+// MixedFar is the RTT at which a site check's first representative rules
+// its site out: the threshold and twice the product's site margin.
+const MixedFar = 240 * time.Millisecond
 
 // Miss is a server city whose playable servers a strategy did not find,
 // summed over the seeds.
@@ -338,7 +355,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		rep.Params = rep.Fit.Grid[best].Params
 	}
-	strategies := []string{Conventional, AdaptiveScout, BoundOnly, ScoutGroups, Landmarks, ScoutGroups + Remembered, Landmarks + Remembered}
+	strategies := []string{Conventional, AdaptiveScout, BoundOnly, ScoutGroups, Landmarks, SiteFloor, ScoutGroups + Remembered, Landmarks + Remembered}
 	for _, m := range cfg.Models {
 		outs, err := e.runSet(ctx, m, clients(cfg.ReportCities, cfg.Access), cfg.ReportSeeds, rep.Params, strategies, true)
 		if err != nil {
@@ -382,6 +399,7 @@ type outcome struct {
 	conv            int
 	playable        int
 	farShare        float64
+	mixed           int // SiteFloor: City.Mixed's count for this seed
 	misses          []missed
 	strategy        string
 }
@@ -586,6 +604,55 @@ func (r run) oracle() (*sim.Result, error) {
 	return sim.Run(orc, r.in)
 }
 
+// unplayableSites counts the (country, AS) sites none of whose servers is
+// playable from r's client.
+func (r run) unplayableSites() int {
+	type site struct {
+		country string
+		asn     uint32
+	}
+	playable := map[site]bool{}
+	for i, t := range r.targets {
+		k := site{t.Country, t.ASN}
+		playable[k] = playable[k] || r.rtts[i] < Playable
+	}
+	n := 0
+	for _, p := range playable {
+		if !p {
+			n++
+		}
+	}
+	return n
+}
+
+// mixedCountries counts the countries holding an AS with a playable server
+// and an AS whose nearest server is MixedFar or more away from r's client.
+func (r run) mixedCountries() int {
+	type site struct {
+		country string
+		asn     uint32
+	}
+	nearest := map[site]time.Duration{}
+	for i, t := range r.targets {
+		k := site{t.Country, t.ASN}
+		if d, ok := nearest[k]; !ok || r.rtts[i] < d {
+			nearest[k] = r.rtts[i]
+		}
+	}
+	near, far := map[string]bool{}, map[string]bool{}
+	for k, d := range nearest {
+		near[k.country] = near[k.country] || d < Playable
+		far[k.country] = far[k.country] || d >= MixedFar
+	}
+	n := 0
+	for c := range near {
+		if near[c] && far[c] {
+			n++
+		}
+	}
+	return n
+}
+
 func (r run) planInput(remembered []float64, known []bool) landmark.PlanInput {
 	return landmark.PlanInput{Targets: r.targets, Vectors: r.vs, Client: r.client, Landmarks: r.lm, ClientHeight: r.height, Remembered: remembered, Known: known}
 }
@@ -621,6 +688,12 @@ func (e *evaluator) runClient(m Model, g population.Game, n int, c client, seed 
 	for _, name := range strategies {
 		o := base
 		o.strategy = name
+		if name == SiteFloor {
+			o.probes, o.found = o.oracle+r.unplayableSites(), 100
+			o.mixed = r.mixedCountries()
+			out = append(out, o)
+			continue
+		}
 		var (
 			st  adaptive.Strategy
 			res *sim.Result
@@ -851,6 +924,7 @@ func collect(outs []outcome, strategies []string, m Model, set string, seeds []u
 				if o.probes > o.conv {
 					c.OverConventional++
 				}
+				c.Mixed = max(c.Mixed, o.mixed)
 				seen := map[[3]string]bool{}
 				for _, x := range o.misses {
 					k := [3]string{x.city, x.country, x.why}
@@ -893,6 +967,9 @@ func collect(outs []outcome, strategies []string, m Model, set string, seeds []u
 				s.BelowFloor++
 			}
 			s.WorstFound = min(s.WorstFound, c.FoundWorst)
+			if c.Mixed > 0 {
+				s.MixedCities++
+			}
 			if c.Far {
 				s.Far++
 				farMed = append(farMed, c.RatioMedian)

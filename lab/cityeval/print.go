@@ -33,6 +33,12 @@ func Print(w io.Writer, rep *Report) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.1f\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%d\t\n", r.Set, r.Model, r.Strategy, s.Cities, s.WorstFound, s.BelowFloor, s.Far, s.FarRatioMedian, s.FarRatioP90, s.FarRatioMax, s.NearRatio, s.NearRatioP90, s.NearOverConventional)
 	}
 	tw.Flush()
+	for _, r := range rep.Results {
+		if r.Strategy == SiteFloor {
+			fmt.Fprintf(w, "%s %s %s: %d of %d cities see a country with a playable AS and an AS whose nearest server is %v or more away (a site of a whole country is not safe there)\n",
+				r.Set, r.Model, r.Strategy, r.Summary.MixedCities, r.Summary.Cities, MixedFar)
+		}
+	}
 	fmt.Fprintln(w, "\nCities under the floor, and why:")
 	for _, r := range rep.Results {
 		for _, c := range r.Cities {

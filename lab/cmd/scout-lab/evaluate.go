@@ -32,6 +32,9 @@ with its margin fitted on the mesh, siblings), the defaults: scout+groups
 and their remembered runs (a second run of the same world, with --churn of
 the servers replaced and --route-change of the remembered paths shorter by
 up to --route-shorter ms, using the first run's memory), and the oracle.
+A row "oracle + sites" adds to the oracle's probes one per (country, AS)
+site with no playable server: the least a first run can probe that never
+rules a site out without measuring it.
 
 The tuned constants (group probing's margin, the site check's margin and
 whether every server goes through it) are fitted on the fit cities and
