@@ -72,8 +72,8 @@ func Bench(ctx context.Context, cfg BenchConfig, stdout, stderr io.Writer) error
 	if err := env.CheckLoopback(); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "world of %d servers (delay %v-%v, loss %v, seed %d, %s) listed by %v after %v\n",
-		cfg.Servers, cfg.RTTMin, cfg.RTTMax, cfg.Loss, cfg.Seed, cfg.Access, env.Master, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(stderr, "world of %d servers (delay %v-%v, loss %v, gone %v, seed %d, %s) listed by %v after %v\n",
+		cfg.Servers, cfg.RTTMin, cfg.RTTMax, cfg.Loss, cfg.Gone, cfg.Seed, cfg.Access, env.Master, time.Since(start).Round(time.Millisecond))
 	if env.TapErr != nil {
 		fmt.Fprintf(stderr, "traffic not counted on loopback (%v): request bytes from the clients' counts and an estimate\n", env.TapErr)
 	}
@@ -123,7 +123,7 @@ func rounds(ctx context.Context, cfg BenchConfig, env *Env, reqSize int, stdout,
 // printMedians prints each client's medians over the runs, with the
 // range of its wall time.
 func printMedians(stdout io.Writer, cfg BenchConfig, results map[string][]Measurement) {
-	fmt.Fprintf(stdout, "\nmedians over %d runs (world: %d servers, %v-%v, loss %v, %s):\n", cfg.Runs, cfg.Servers, cfg.RTTMin, cfg.RTTMax, cfg.Loss, cfg.Access)
+	fmt.Fprintf(stdout, "\nmedians over %d runs (world: %d servers, %v-%v, loss %v, gone %v, %s):\n", cfg.Runs, cfg.Servers, cfg.RTTMin, cfg.RTTMax, cfg.Loss, cfg.Gone, cfg.Access)
 	fmt.Fprintf(stdout, "| client | wall s | last playable s (RTT < %v) | found | probes | bytes | RTT err p50 | RTT err p99 | wall / link bound |\n", PlayableRTT)
 	fmt.Fprintln(stdout, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, c := range cfg.Clients {

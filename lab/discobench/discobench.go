@@ -85,6 +85,9 @@ type Config struct {
 	RTTMin, RTTMax time.Duration
 	// Loss is the probability that a reply datagram is lost.
 	Loss float64
+	// Gone is the share of servers that answer the master only
+	// (world.Server.Gone): listed, they never answer a client.
+	Gone float64
 	// Seed seeds the world.
 	Seed uint64
 	// FloodProtection keeps the master's default defence on queries on
@@ -140,7 +143,7 @@ func Start(ctx context.Context, cfg Config) (*Env, error) {
 		games = world.Mix{{Game: world.OA, Weight: 1}}
 	}
 	w, err := world.Generate(world.Spec{Servers: cfg.Servers, Games: games, Full: cfg.Full, Empty: cfg.Empty,
-		RTTMin: cfg.RTTMin, RTTMax: cfg.RTTMax, Loss: cfg.Loss, Seed: cfg.Seed})
+		RTTMin: cfg.RTTMin, RTTMax: cfg.RTTMax, Loss: cfg.Loss, Gone: cfg.Gone, Seed: cfg.Seed})
 	if err != nil {
 		return nil, err
 	}

@@ -83,8 +83,11 @@ type Stats struct {
 	// Sent counts datagrams handed to the kernel (replies and heartbeats);
 	// Lost those dropped by a Link's loss; QueueFull those dropped by
 	// MaxQueued; SendErrors those the kernel refused.
-	Sent       uint64 `json:"sent"`
-	Lost       uint64 `json:"lost"`
+	Sent uint64 `json:"sent"`
+	Lost uint64 `json:"lost"`
+	// Gone counts the requests that gone servers (Server.Gone) did not
+	// answer.
+	Gone       uint64 `json:"gone,omitempty"`
 	QueueFull  uint64 `json:"queue_full"`
 	SendErrors uint64 `json:"send_errors"`
 	// Heartbeats counts heartbeat datagrams queued.
@@ -140,9 +143,9 @@ type Emulator struct {
 	linkShaped, linkDropped, linkUpDropped, linkUnshaped atomic.Uint64
 	linkWaitSum, linkWaitMax                             atomic.Int64
 
-	late                                            histogram
-	received, sent, lost, queueFull, sendErr, beats atomic.Uint64
-	outcomes                                        [numOutcomes]atomic.Uint64
+	late                                                  histogram
+	received, sent, lost, gone, queueFull, sendErr, beats atomic.Uint64
+	outcomes                                              [numOutcomes]atomic.Uint64
 
 	ran       atomic.Bool
 	closeOnce sync.Once
@@ -322,6 +325,10 @@ func (e *Emulator) handle(sock int, from netip.AddrPort, b []byte, at time.Time)
 	}
 	st := &e.servers[sock]
 	s := st.cur.Load()
+	if reply && s.Gone {
+		e.gone.Add(1)
+		return
+	}
 	var o Outcome
 	e.replyBuf, o = e.resp.respond(at, sock, s, &st.lim, from, b, e.replyBuf[:0])
 	e.outcomes[o].Add(1)
@@ -439,6 +446,7 @@ func (e *Emulator) Stats() Stats {
 		Outcomes:        map[string]uint64{},
 		Sent:            e.sent.Load(),
 		Lost:            e.lost.Load(),
+		Gone:            e.gone.Load(),
 		QueueFull:       e.queueFull.Load(),
 		SendErrors:      e.sendErr.Load(),
 		Heartbeats:      e.beats.Load(),

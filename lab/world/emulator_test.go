@@ -177,3 +177,52 @@ func TestEmulator_LastReply(t *testing.T) {
 		t.Errorf("a server nobody asked has a last reply at %v", at)
 	}
 }
+
+// TestEmulator_GoneServersAnswerTheirMastersOnly: a gone server answers
+// its master's getinfo (so the master lists it) and nobody else's.
+func TestEmulator_GoneServersAnswerTheirMastersOnly(t *testing.T) {
+	w, err := Generate(Spec{Servers: 2, Seed: 7, RTTMin: 20 * time.Millisecond, RTTMax: 30 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range w.Servers {
+		w.Servers[i].Game = Q3A
+	}
+	w.Servers[0].Gone = true
+	mc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mc.Close()
+	masterAddr := mc.LocalAddr().(*net.UDPAddr).AddrPort()
+	e, _ := startWorld(t, w, Config{Masters: []netip.AddrPort{masterAddr}, HeartbeatInterval: time.Hour})
+	mc.SetDeadline(time.Now().Add(20 * time.Second))
+	master := loopnat.Wrap(mc, e.Table())
+	gone, alive := w.Servers[0].Public, w.Servers[1].Public
+	exchange(t, master, gone, []byte("\xff\xff\xff\xffgetinfo m")) // answers its master
+	c := client(t, e.Table())
+	if _, err := c.WriteToUDPAddrPort([]byte("\xff\xff\xff\xffgetinfo c"), gone); err != nil {
+		t.Fatal(err)
+	}
+	// Asking the live server until the emulator has read the request to
+	// the gone one is the signal that it was handled.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		exchange(t, c, alive, []byte("\xff\xff\xff\xffgetinfo c"))
+		if e.Stats().Gone > 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if n := e.Stats().Gone; n != 1 {
+		t.Fatalf("gone counted %d requests, want 1", n)
+	}
+	// LastReply records the replies to clients, not to masters.
+	goneLo, _ := e.Table().Loopback(gone)
+	aliveLo, _ := e.Table().Loopback(alive)
+	if at, ok := e.LastReply(goneLo); ok {
+		t.Errorf("the gone server replied to a client at %v", at)
+	}
+	if _, ok := e.LastReply(aliveLo); !ok {
+		t.Error("the live server's replies to the client were not recorded")
+	}
+}

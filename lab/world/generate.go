@@ -25,6 +25,10 @@ type Spec struct {
 	// Jitter and Loss are given to every server's Link.
 	Jitter time.Duration
 	Loss   float64
+	// Gone is the share of servers that answer their masters only
+	// (Server.Gone). Zero draws nothing, so a world without gone servers
+	// is the same as before the field existed.
+	Gone float64
 	// Seed seeds the generator (PCG).
 	Seed uint64
 }
@@ -143,6 +147,9 @@ func Generate(spec Spec) (World, error) {
 	if spec.RTTMin < 0 || spec.RTTMax < spec.RTTMin || spec.RTTMax > MaxRTT || spec.Jitter < 0 {
 		return World{}, fmt.Errorf("world: bad delay range %v-%v or jitter %v", spec.RTTMin, spec.RTTMax, spec.Jitter)
 	}
+	if !(spec.Gone >= 0 && spec.Gone <= 1) {
+		return World{}, fmt.Errorf("world: gone share %v not in 0..1", spec.Gone)
+	}
 	if !(spec.Loss >= 0 && spec.Loss <= 1) {
 		return World{}, fmt.Errorf("world: loss %v not in 0..1", spec.Loss)
 	}
@@ -161,6 +168,7 @@ func Generate(spec Spec) (World, error) {
 	}
 
 	rng := rand.New(rand.NewPCG(spec.Seed, spec.Seed^0x5c0_07_3a11d))
+	gone := rand.New(rand.NewPCG(spec.Seed, spec.Seed^0x60_9e))
 	w := World{Version: FormatVersion, Seed: spec.Seed, Servers: make([]Server, 0, spec.Servers)}
 	usedNets := map[netip.Prefix]bool{}
 	usedHosts := map[netip.Addr]bool{}
@@ -232,6 +240,8 @@ func Generate(spec Spec) (World, error) {
 			}
 			s.Players = append(s.Players, pl)
 		}
+		// Its own stream: the same seed gives the same servers, gone or not.
+		s.Gone = spec.Gone > 0 && gone.Float64() < spec.Gone
 		w.Servers = append(w.Servers, s)
 	}
 	return w, w.Validate()

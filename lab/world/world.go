@@ -128,6 +128,10 @@ type Server struct {
 	Country string `json:"country,omitempty"`
 	// ASN is the autonomous system announcing Public; 0 when unknown.
 	ASN uint32 `json:"asn,omitempty"`
+	// Gone servers answer their masters only: they registered, and went
+	// away before the master's listing expired (a crash since the last
+	// heartbeat). A client sees a listed server that never answers.
+	Gone bool `json:"gone,omitempty"`
 }
 
 // Player is one connected client.

@@ -79,6 +79,7 @@ type worldGenFlags struct {
 	delay       *string
 	jitter      *time.Duration
 	loss        *float64
+	gone        *float64
 	seed        *uint64
 }
 
@@ -91,6 +92,7 @@ func addWorldGenFlags(fs *flag.FlagSet) worldGenFlags {
 		delay:   fs.String("delay", "10ms-400ms", "added round-trip time, a range LOW-HIGH or one value"),
 		jitter:  fs.Duration("jitter", 0, "extra delay per reply, uniform in [0, jitter)"),
 		loss:    fs.Float64("loss", 0, "probability that a reply datagram is lost"),
+		gone:    fs.Float64("gone", 0, "share of servers that answer their masters only (listed, never answering a client)"),
 		seed:    fs.Uint64("seed", 1, "generator seed: the same seed gives the same world"),
 	}
 }
@@ -106,7 +108,7 @@ func (g worldGenFlags) generate() (world.World, error) {
 	}
 	return world.Generate(world.Spec{
 		Servers: *g.servers, Games: mix, Full: *g.full, Empty: *g.empty,
-		RTTMin: lo, RTTMax: hi, Jitter: *g.jitter, Loss: *g.loss, Seed: *g.seed,
+		RTTMin: lo, RTTMax: hi, Jitter: *g.jitter, Loss: *g.loss, Gone: *g.gone, Seed: *g.seed,
 	})
 }
 
