@@ -48,7 +48,8 @@ type Planner func(targets []adaptive.Target) (adaptive.Strategy, error)
 
 // Ordering is what an ordered run did, beyond [Summary].
 type Ordering struct {
-	// Probes are every probe's outcome, in the order they were observed.
+	// Probes are every probe's outcome, in the order the strategy
+	// observed them (one given up on, when it was: Outcome.GaveUp).
 	Probes []Outcome
 	// ProbeStart is when the first probe was handed out, since the start
 	// of the run (the lists took that long).
@@ -65,6 +66,10 @@ type Ordering struct {
 	Located int
 	// Refused counts outcomes the strategy refused (a bug if not 0).
 	Refused int
+	// GaveUp counts the probes the strategy was told had no answer once
+	// GiveUpAfter passed, while the prober still retried them; an answer
+	// to a retry is still reported, but not to the strategy.
+	GaveUp int
 }
 
 // Outcome is one probe of a run, for plots and reports.
@@ -77,6 +82,10 @@ type Outcome struct {
 	At       time.Duration
 	RTT      time.Duration // 0 when not answered
 	Answered bool
+	// GaveUp: the strategy was told this probe had no answer when
+	// GiveUpAfter passed (its place in Ordering.Probes is then); Answered
+	// and RTT are what the prober's retries got after.
+	GaveUp bool
 }
 
 // ErrNoPlanner is returned by Ordered without a Planner.
@@ -131,9 +140,26 @@ func Ordered(ctx context.Context, masterConn, probeConn probe.Conn, cfg Config, 
 	firstResult := time.Duration(0)
 	dialect := func(ap netip.AddrPort) probe.Dialect { return s.seen[ap].dialect }
 	m := newMeter(&cfg, time.Now())
-	counts, perr := drive(ctx, probeConn, cfg.Prober, st, dialect, &m, func(t adaptive.Target, ph adaptive.Phase, sent time.Time, r probe.Result) {
+	observe := func(t adaptive.Target, rtt time.Duration, answered bool) {
+		if err := st.Observe(t.Addr, rtt, answered); err != nil {
+			ord.Refused++
+		}
+		if !ord.Stopped {
+			if stopped, info := st.Stopped(); stopped {
+				ord.Stopped, ord.Stop, ord.StopAt = true, info, time.Since(start)
+			}
+		}
+	}
+	given := map[netip.AddrPort]int{} // given up on: its place in ord.Probes
+	gaveUp := func(t adaptive.Target, ph adaptive.Phase, sent time.Time) {
+		ord.GaveUp++
+		given[t.Addr] = len(ord.Probes)
+		ord.Probes = append(ord.Probes, Outcome{Addr: t.Addr, Phase: ph, At: sent.Sub(start), GaveUp: true})
+		observe(t, 0, false)
+	}
+	counts, perr := drive(ctx, probeConn, cfg.Prober, st, dialect, &m, gaveUp, func(t adaptive.Target, ph adaptive.Phase, sent time.Time, r probe.Result, late bool) {
 		now := time.Now()
-		o := Outcome{Addr: t.Addr, Phase: ph, At: sent.Sub(start), Answered: r.Answered()}
+		o := Outcome{Addr: t.Addr, Phase: ph, At: sent.Sub(start), Answered: r.Answered(), GaveUp: late}
 		if o.Answered {
 			o.RTT = r.RTT
 			o.At = now.Sub(start) - r.RTT
@@ -141,14 +167,11 @@ func Ordered(ctx context.Context, masterConn, probeConn probe.Conn, cfg Config, 
 				firstResult = now.Sub(start)
 			}
 		}
-		ord.Probes = append(ord.Probes, o)
-		if err := st.Observe(t.Addr, r.RTT, o.Answered); err != nil {
-			ord.Refused++
-		}
-		if !ord.Stopped {
-			if stopped, info := st.Stopped(); stopped {
-				ord.Stopped, ord.Stop, ord.StopAt = true, info, now.Sub(start)
-			}
+		if late {
+			ord.Probes[given[t.Addr]] = o // in the order the strategy saw it
+		} else {
+			ord.Probes = append(ord.Probes, o)
+			observe(t, r.RTT, o.Answered)
 		}
 		sv := Server{Result: r}
 		if l := s.seen[t.Addr]; l != nil {
@@ -169,14 +192,31 @@ func Ordered(ctx context.Context, masterConn, probeConn probe.Conn, cfg Config, 
 	return finish(errors.Join(cerr, perr))
 }
 
+// GiveUpAfter is how long after a target was handed out the strategy is
+// told it had no answer, when the prober's retries would make it wait
+// longer: the prober's Timeout (DefaultTimeout, 1 s, unless set), the
+// wait the simulator's evaluation gives an unanswered probe. A strategy
+// that waits on a sample (calibration, a group's representative) then
+// waits for a server that is gone no longer than that, not for every
+// retry (about 2 s paced, 3 s with the default Timeout and Attempts).
+func GiveUpAfter(p probe.Prober) time.Duration {
+	if p.Timeout > 0 {
+		return p.Timeout
+	}
+	return probe.DefaultTimeout
+}
+
 // drive probes what st hands out, keeping at most the prober's window of
 // targets open and handing out no faster than m admits, and calls done
 // (from drive's goroutine) with each target, its phase, when it was handed
-// out and its result. It returns when st has nothing more to hand out and
-// nothing is open, or ctx ends. The prober runs in a goroutine of its own;
-// drive owns the strategy and the meter.
+// out, its result, and whether gaveUp was called for it already: when a
+// target's result is not in GiveUpAfter after it was handed out and the
+// prober may retry it (Attempts > 1), gaveUp is called then, and done
+// later. It returns when st has nothing more to hand out and nothing is
+// open, or ctx ends. The prober runs in a goroutine of its own; drive owns
+// the strategy and the meter.
 func drive(ctx context.Context, conn probe.Conn, p probe.Prober, st adaptive.Strategy, dialect func(netip.AddrPort) probe.Dialect,
-	m *meter, done func(t adaptive.Target, ph adaptive.Phase, sent time.Time, r probe.Result)) (probe.Counts, error) {
+	m *meter, gaveUp func(t adaptive.Target, ph adaptive.Phase, sent time.Time), done func(t adaptive.Target, ph adaptive.Phase, sent time.Time, r probe.Result, late bool)) (probe.Counts, error) {
 	window := p.Window
 	switch {
 	case p.Lookahead > 0:
@@ -202,9 +242,16 @@ func drive(ctx context.Context, conn probe.Conn, p probe.Prober, st adaptive.Str
 		t    adaptive.Target
 		ph   adaptive.Phase
 		sent time.Time
+		// ended: its result is in; given: gaveUp was called for it.
+		ended, given bool
 	}
 	var out []handed // by the prober's target index: the order handed out
 	open := 0        // handed out (pending included), no result yet
+	giveUp := GiveUpAfter(p)
+	if p.Attempts == 1 {
+		giveUp = 0 // the result comes when the one send times out
+	}
+	due := 0 // out[due:] may still be given up on, in the order handed out
 	var pending []probe.Target
 	inOpen := true
 	timer := time.NewTimer(time.Hour)
@@ -213,6 +260,17 @@ func drive(ctx context.Context, conn probe.Conn, p probe.Prober, st adaptive.Str
 	stop := ctx.Done()
 	for {
 		now := time.Now()
+		for ; giveUp > 0 && due < len(out); due++ {
+			h := &out[due]
+			if h.ended {
+				continue
+			}
+			if now.Before(h.sent.Add(giveUp)) {
+				break
+			}
+			h.given = true
+			gaveUp(h.t, h.ph, h.sent)
+		}
 		held := false // by admission
 		// One decision ahead of the prober: the next target is chosen
 		// when the last one was taken.
@@ -243,8 +301,17 @@ func drive(ctx context.Context, conn probe.Conn, p probe.Prober, st adaptive.Str
 		if len(pending) > 0 && inOpen {
 			feed, next = in, pending[0]
 		}
+		var wake time.Time
 		if w := m.wake(); held && !w.IsZero() {
-			timer.Reset(time.Until(w))
+			wake = w
+		}
+		if giveUp > 0 && due < len(out) {
+			if g := out[due].sent.Add(giveUp); wake.IsZero() || g.Before(wake) {
+				wake = g
+			}
+		}
+		if !wake.IsZero() {
+			timer.Reset(time.Until(wake))
 		} else {
 			timer.Stop()
 		}
@@ -257,8 +324,9 @@ func drive(ctx context.Context, conn probe.Conn, p probe.Prober, st adaptive.Str
 				m.answered++
 			}
 			if r.i < len(out) {
-				h := out[r.i]
-				done(h.t, h.ph, h.sent, r.r)
+				h := &out[r.i]
+				h.ended = true
+				done(h.t, h.ph, h.sent, r.r, h.given)
 			}
 		case <-timer.C:
 		case <-stop:

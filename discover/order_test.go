@@ -213,3 +213,95 @@ func TestOrdered_PacedIsNotHeldToAWindowOf16(t *testing.T) {
 		t.Errorf("paced: %d of 40 near servers found before auto-stop", near)
 	}
 }
+
+// TestOrdered_GoneServersDoNotHoldCalibration: the strategy is told that a
+// probe had no answer GiveUpAfter after it was handed out, while the
+// prober still retries it, so a calibration round with samples of servers
+// that are gone ends after one timeout, not after every attempt.
+func TestOrdered_GoneServersDoNotHoldCalibration(t *testing.T) {
+	const timeout = 500 * time.Millisecond
+	run := func(attempts int) Ordering {
+		var ord Ordering
+		synctest.Test(t, func(t *testing.T) {
+			n := newNet()
+			all, locate := orderedWorld(n, 40, 400, 20)
+			n.node(masterA, q3Master(10*time.Millisecond, true, all))
+			cfg := Config{Masters: []Master{{Name: "A", Addr: masterA, Request: q3Request(t)}}}
+			cfg.Prober.Timeout, cfg.Prober.Attempts = timeout, attempts
+			rec := &recorder{masters: map[string]MasterReport{}, probed: map[netip.AddrPort]Server{}}
+			var err error
+			if _, ord, err = Ordered(t.Context(), n.conn(), n.conn(), cfg, locate, paperPlanner, rec.each); err != nil {
+				t.Fatal(err)
+			}
+			near := 0
+			for _, sv := range rec.probed {
+				if sv.Answered() && sv.RTT < 200*time.Millisecond {
+					near++
+				}
+			}
+			if near != 40 || ord.Refused != 0 {
+				t.Errorf("%d attempts: %d near servers found (want 40), %d outcomes refused", attempts, near, ord.Refused)
+			}
+		})
+		return ord
+	}
+	firstReordered := func(ord Ordering) time.Duration {
+		for _, o := range ord.Probes {
+			if o.Phase == adaptive.Reordered && o.Answered {
+				return o.At - ord.ProbeStart
+			}
+		}
+		t.Fatal("no step-6 probe answered")
+		return 0
+	}
+	one, three := run(1), run(3)
+	if one.GaveUp != 0 || three.GaveUp == 0 {
+		t.Errorf("gave up on %d probes with one attempt (want none), %d with three (want the gone samples)", one.GaveUp, three.GaveUp)
+	}
+	// Both rounds end when the gone samples' first timeout passes: with
+	// three attempts the strategy no longer waits for the other two.
+	a, b := firstReordered(one), firstReordered(three)
+	t.Logf("step 6 began %v after the list with one attempt, %v with three; %d given up", a, b, three.GaveUp)
+	if b > a+timeout/2 {
+		t.Errorf("with three attempts step 6 began at %v, with one at %v: the gone samples held calibration", b, a)
+	}
+	if b < timeout {
+		t.Errorf("step 6 began at %v, before a sample could time out", b)
+	}
+}
+
+// TestOrdered_LateAnswerIsReportedNotObservedTwice: a server that answers
+// only its retry, after the strategy was told it had no answer, is still
+// reported found, and the strategy is not told twice.
+func TestOrdered_LateAnswerIsReportedNotObservedTwice(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := newNet()
+		late := netip.MustParseAddrPort("60.0.0.1:27960")
+		asked := 0
+		answer := q3Server("late", 100*time.Millisecond)
+		n.node(late, func(b []byte, reply func([]byte, time.Duration)) {
+			if asked++; asked > 1 {
+				answer(b, reply)
+			}
+		})
+		all := []netip.AddrPort{late}
+		n.node(masterA, q3Master(10*time.Millisecond, true, all))
+		cfg := Config{Masters: []Master{{Name: "A", Addr: masterA, Request: q3Request(t)}}}
+		cfg.Prober.Timeout, cfg.Prober.Attempts = 500*time.Millisecond, 3
+		rec := &recorder{masters: map[string]MasterReport{}, probed: map[netip.AddrPort]Server{}}
+		locate := func(netip.Addr) (string, uint32) { return "AU", 1 }
+		_, ord, err := Ordered(t.Context(), n.conn(), n.conn(), cfg, locate, paperPlanner, rec.each)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ord.GaveUp != 1 || ord.Refused != 0 {
+			t.Errorf("gave up %d times (want 1), %d outcomes refused (want 0)", ord.GaveUp, ord.Refused)
+		}
+		if sv := rec.probed[late]; !sv.Answered() || asked != 2 {
+			t.Errorf("the server asked %d times, reported %+v: want found on its retry", asked, sv)
+		}
+		if len(ord.Probes) != 1 || !ord.Probes[0].Answered || !ord.Probes[0].GaveUp {
+			t.Errorf("outcomes %+v, want the one answer, given up on", ord.Probes)
+		}
+	})
+}

@@ -216,8 +216,8 @@ func stopHeld(r demo.Run) error {
 			continue
 		}
 		v := o.RTT
-		if !o.Answered {
-			v = adaptive.NoAnswer
+		if !o.Answered || o.GaveUp {
+			v = adaptive.NoAnswer // as the planner was told
 		}
 		step6 = append(step6, v)
 	}
