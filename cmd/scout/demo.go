@@ -28,7 +28,7 @@ landmarks: the servers register with each by heartbeat, each measures its
 RTT to every server as it verifies it, and each pings the other two through
 a path delayed by the latency model's RTT between their cities (scout master
 --landmark-peer), once a second. Once every master has measured the others,
-six runs discover the world side by side over real sockets:
+seven runs discover the world side by side over real sockets:
 
   conventional     master order, probing while the list arrives, 16 in
                    flight (the Enemy Territory client)
@@ -38,6 +38,11 @@ six runs discover the world side by side over real sockets:
                    the last 100 probes (RTTbottom) reaches 200 ms
   adaptive, scout  this project's variant (scout servers --variant scout):
                    country+AS clusters, two-round calibration, bound stop rule
+  default, no landmarks
+                   scout servers' default order where no master publishes
+                   its RTTs (every master but scout's): one server per /24
+                   first over the scout variant, its group-mates skipped
+                   when it answers far
   landmarks        scout servers --order landmarks (the default order with
                    the masters' RTTs): every master asked for its RTTs (to
                    the servers and to the other masters) with the list,
@@ -69,6 +74,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Place, "place", demo.DefaultPlace, "where the player sits: AU (Melbourne), JP (Tokyo), CH (Zurich), DE (Frankfurt)")
 	fs.Float64Var(&cfg.Loss, "loss", demo.DefaultLoss, "each reply's chance of being lost")
 	fs.IntVar(&cfg.Window, "window", 16, "probes in flight, every run (the ET client's 16)")
+	fs.BoolVar(&cfg.Paced, "paced", false, "pace every run as scout servers does by default (the line measured, up to 5,000 probes/s) instead of --window")
 	autoStop := fs.Duration("auto-stop", adaptive.Paper().StopRTT, "RTTstop: playable is a true RTT under it; both adaptive variants auto-stop at it")
 	by := fs.String("cluster-by", "country", "the paper variant's clusters: country, as or country+as (scout's are country+as)")
 	out := fs.String("out", "scout-out", "directory for scout-demo.svg and scout-demo.png (created if missing)")
@@ -97,7 +103,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	default:
 		return bad("unknown --cluster-by %q", *by)
 	}
-	cfg.LandmarkRun, cfg.Remembered = true, true
+	cfg.DefaultRun, cfg.LandmarkRun, cfg.Remembered = true, true, true
 	cfg.Log = stdout
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fmt.Fprintf(stderr, "scout demo: --out: %v\n", err)

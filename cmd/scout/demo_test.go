@@ -29,7 +29,7 @@ func TestDemo_SmallWorldComparison(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr.String())
 	}
-	for _, want := range []string{"conventional", "adaptive, paper", "adaptive, scout", "landmarks", "oracle", "initial probes", "playable found", "auto-stop", "landmarks: 3 landmarks", "matrix measured by the masters ("} {
+	for _, want := range []string{"conventional", "adaptive, paper", "adaptive, scout", "default, no landmarks", "landmarks", "oracle", "initial probes", "playable found", "auto-stop", "landmarks: 3 landmarks", "matrix measured by the masters ("} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

@@ -40,7 +40,12 @@ type Config struct {
 	Variants []Variant
 	// Window is the probes in flight of every run; 0 means the ET client's
 	// probe.DefaultWindow (16).
-	Window   int
+	Window int
+	// Paced paces every run as scout servers does by default instead
+	// (probe.Pace: the line measured, up to its MaxRate), the ordered
+	// runs deciding each target just before it is sent
+	// (discover.OrderedLookahead); Window is then unused.
+	Paced    bool
 	Timeout  time.Duration
 	Attempts int
 	// Register bounds the wait for the master to list every server.
@@ -49,6 +54,11 @@ type Config struct {
 	// each a landmark (landmarks.go); nil means DefaultLandmarks. The
 	// first lists the world for every run.
 	Landmarks []string
+	// DefaultRun adds, after the variants, scout servers' default order
+	// as it runs without landmark masters (every master but scout's):
+	// group probing over the scout variant (discover.PlanDefault),
+	// named "default, no landmarks".
+	DefaultRun bool
 	// LandmarkRun adds the landmark run ("landmarks", before the
 	// oracle): scout servers --order landmarks' plan
 	// (discover.PlanLandmarks), auto-stopping at StopRTT.

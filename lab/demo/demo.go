@@ -149,6 +149,12 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 	base := discover.Config{Masters: []discover.Master{{Name: "demo", Addr: masterAddr, Request: req}},
 		Quiet:  300 * time.Millisecond,
 		Prober: probe.Prober{Window: cfg.Window, Timeout: cfg.Timeout, Attempts: cfg.Attempts}}
+	ordered := base // the adaptive, landmark and oracle runs'
+	if cfg.Paced {
+		base.Prober = probe.Prober{Pace: &probe.Pace{}, Timeout: cfg.Timeout, Attempts: cfg.Attempts}
+		ordered = base
+		ordered.Prober.Lookahead = discover.OrderedLookahead
+	}
 	locate := func(a netip.Addr) (string, uint32) {
 		info, ok := geo.Default().Lookup(a)
 		if !ok {
@@ -163,6 +169,18 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 		runs = append(runs, Run{Name: v.Name, Params: &p})
 		plans = append(plans, func(ts []adaptive.Target) (adaptive.Strategy, error) {
 			return adaptive.New(ts, p, rand.New(rand.NewPCG(cfg.Seed, 0xad+uint64(k))))
+		})
+	}
+	if cfg.DefaultRun {
+		scout := adaptive.Scout()
+		scout.StopRTT = rep.StopRTT
+		runs = append(runs, Run{Name: "default, no landmarks", Params: &scout})
+		plans = append(plans, func(ts []adaptive.Target) (adaptive.Strategy, error) {
+			pl, err := discover.PlanDefault(ts, nil, discover.PlanOptions{AutoStop: rep.StopRTT, Seed: cfg.Seed})
+			if err != nil {
+				return nil, err
+			}
+			return pl.Strategy(), nil
 		})
 	}
 	lmRun := -1
@@ -197,9 +215,12 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 	for _, v := range cfg.Variants {
 		names = append(names, fmt.Sprintf("%s (%s clusters, auto-stop at %v)", v.Name, v.Params.ClusterBy, v.Params.StopRTT))
 	}
+	if cfg.DefaultRun {
+		names = append(names, "default, no landmarks (group probing over the scout variant)")
+	}
 	// The landmark run asks every master through its path, which gives
 	// the player's RTT to its city.
-	lmBase := base
+	lmBase := ordered
 	if lmRun >= 0 {
 		// getserversExt: the landmark extension's form (ET's own client
 		// asks with getservers).
@@ -217,13 +238,17 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 		}
 		names = append(names, "landmarks ("+strings.Join(cities, ", ")+")")
 	}
-	cfg.logf("discovering: conventional (master order, window %d), %s and oracle, side by side",
-		cfg.Window, strings.Join(names, ", "))
+	sending := fmt.Sprintf("window %d", cfg.Window)
+	if cfg.Paced {
+		sending = "paced"
+	}
+	cfg.logf("discovering: conventional (master order, %s), %s and oracle, side by side",
+		sending, strings.Join(names, ", "))
 	var runWG sync.WaitGroup
 	for i := range runs {
 		runWG.Go(func() {
 			r := &runs[i]
-			pc, mw, closeConns, err := runConns(table)
+			pc, mw, closeConns, err := runConns(table, i)
 			if err != nil {
 				r.Err = err
 				return
@@ -244,7 +269,7 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 					}
 				})
 			default:
-				r.Summary, r.Ordering, r.Err = discover.Ordered(ctx, mw, pc, base, locate, plans[i], func(discover.Event) {})
+				r.Summary, r.Ordering, r.Err = discover.Ordered(ctx, mw, pc, ordered, locate, plans[i], func(discover.Event) {})
 			}
 			r.Found, r.LastPlayable = Found(r.Ordering.Probes, listed, rep.StopRTT)
 			r.Unprobed, r.Unanswered = Missed(r.Ordering.Probes, env.Playable)
@@ -300,16 +325,27 @@ func gameET() *game.Game {
 	panic("demo: no et in the game catalogue")
 }
 
-// runConns opens a run's two sockets on loopback, seen through table: the
+// runAddr is run i's loopback address: 127.0.2.(i+1), outside the
+// masters' 127.0.1.0/24 and the world's servers (outside 127.0.0.0/16).
+func runAddr(i int) netip.Addr { return netip.AddrFrom4([4]byte{127, 0, 2, byte(i + 1)}) }
+
+// rememberedRunIndex is the remembered run's index for runAddr: after every other.
+const rememberedRunIndex = 200
+
+// runConns opens run i's two sockets on loopback, seen through table: the
 // probes' (read with the kernel's receive timestamps, as scout servers'
 // is: an RTT then leaves out the time a busy machine took to read the
-// reply) and the masters'.
-func runConns(table *loopnat.Table) (probes, masters *loopnat.Conn, closeBoth func(), err error) {
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+// reply) and the masters'. Each run has an address of its own, as each
+// player has: the servers limit queries per source address (ioquake3's
+// burst of 10), and the runs side by side, one of them with the pacer's
+// packet trains, would otherwise share one budget and lose replies.
+func runConns(table *loopnat.Table, i int) (probes, masters *loopnat.Conn, closeBoth func(), err error) {
+	ip := runAddr(i).AsSlice()
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: ip})
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	mc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	mc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: ip})
 	if err != nil {
 		c.Close()
 		return nil, nil, nil, err
@@ -335,7 +371,7 @@ func rememberedRun(ctx context.Context, first Run, cfg discover.Config, table *l
 		mem.SetListed(now, first.Listed)
 	}
 	prior, known := mem.Priors(now), mem.Known(now)
-	pc, mw, closeConns, err := runConns(table)
+	pc, mw, closeConns, err := runConns(table, rememberedRunIndex)
 	if err != nil {
 		r.Err = err
 		return r

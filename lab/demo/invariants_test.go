@@ -23,7 +23,8 @@ import (
 // is allowed), the oracle probes only playable servers, every RTT measured
 // is at least the path's (the emulator never answers early) and the
 // run's median is within 50 ms of it (a busy client reads replies late,
-// but they are timed by the kernel), and the adaptive runs and the
+// but they are timed by the kernel), and the adaptive runs, the default
+// without landmarks (group probing over the scout variant) and the
 // landmark run (three landmark masters, scout servers --order landmarks'
 // planner, which hears from all three) find no more than the playable
 // servers, miss more than one only when their auto-stop fired, probe no
@@ -41,7 +42,7 @@ func TestDemo_Invariants(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a 300-server world for several seconds")
 	}
-	cfg := demo.Config{Servers: 300, Seed: 5, LandmarkRun: true}
+	cfg := demo.Config{Servers: 300, Seed: 5, DefaultRun: true, LandmarkRun: true}
 	w, _, err := demo.Build(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -54,10 +55,13 @@ func TestDemo_Invariants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Runs) != 5 {
+	if len(rep.Runs) != 6 {
 		t.Fatalf("%d runs", len(rep.Runs))
 	}
-	conv, paper, scout, lm, oracle := rep.Runs[0], rep.Runs[1], rep.Runs[2], rep.Runs[3], rep.Runs[4]
+	conv, paper, scout, def, lm, oracle := rep.Runs[0], rep.Runs[1], rep.Runs[2], rep.Runs[3], rep.Runs[4], rep.Runs[5]
+	if def.Name != "default, no landmarks" {
+		t.Fatalf("run %s: want the default without landmarks", def.Name)
+	}
 	if lm.Name != "landmarks" || oracle.Name != "oracle" {
 		t.Fatalf("runs %s, %s: want landmarks, oracle", lm.Name, oracle.Name)
 	}
@@ -84,7 +88,7 @@ func TestDemo_Invariants(t *testing.T) {
 	// Requests sent for the first time, retries of lost ones aside: one
 	// per server handed out.
 	first := func(r demo.Run) int { return r.Summary.Probe.Sent - r.Summary.Probe.Retries }
-	for _, a := range []demo.Run{paper, scout, lm} {
+	for _, a := range []demo.Run{paper, scout, def, lm} {
 		if a.Params == nil {
 			t.Fatalf("%s has no params", a.Name)
 		}
