@@ -175,6 +175,16 @@ type Params struct {
 	// outcomes must all be at or above StopRTT.
 	StopMargin time.Duration
 	StopAgree  int
+	// HoldAhead, with Stop == StopBound, keeps step 6 from running ahead
+	// of the evidence the stop rule waits for: while every cluster with
+	// servers left to hand out has its lower bound at StopRTT + StopMargin
+	// or more (or none), no more of their probes are out than the rule's
+	// agreeing run needs (StopAgree); Next says Waiting until one comes
+	// back. A sender with a few probes in flight
+	// (the game clients' 16) is never held; a paced one at thousands a
+	// second would otherwise hand out the whole far tail before the
+	// rule's outcomes return. It never skips a server, only delays.
+	HoldAhead bool
 	// Rerank, when set, re-estimates a cluster as its step-6 RTTs arrive
 	// (the median of all its answered probes) and always continues with the
 	// unfinished cluster of lowest estimate, so a cluster that turns out
@@ -223,7 +233,11 @@ func Paper() Params {
 //     client) is sampled in full;
 //   - Stop = StopBound with StopMargin = 5 ms and StopAgree = 20: stop once
 //     the last 20 step-6 outcomes were at or above 200 ms (or lost) and no
-//     cluster with servers left has answered under 205 ms.
+//     cluster with servers left has answered under 205 ms;
+//   - HoldAhead: a paced sender (thousands of probes a second) hands out
+//     the far tail only 20 probes ahead of the rule's evidence; a sender
+//     with at most 19 in flight, the simulator's 16 among them, is never
+//     held.
 //
 // EVALUATION.md measures it against the paper's algorithm and the oracle
 // ("What each option buys"); every other field is Paper()'s.
@@ -235,6 +249,7 @@ func Scout() Params {
 	p.Stop = StopBound
 	p.StopMargin = 5 * time.Millisecond
 	p.StopAgree = 20
+	p.HoldAhead = true
 	return p
 }
 

@@ -69,6 +69,7 @@ type Planner struct {
 	order   []int32 // step 6: unfinished clusters, a heap by (known, est, first member)
 
 	win     window
+	out6    int // step-6 probes handed out whose outcomes are not in
 	stopped bool
 	info    StopInfo
 	stats   Stats
@@ -128,6 +129,9 @@ func (pl *Planner) Next() (t Target, ph Phase, ok bool) {
 		return Target{}, Waiting, false
 	}
 	if c := pl.nearest(); c >= 0 {
+		if pl.holding() {
+			return Target{}, Waiting, false
+		}
 		if b := pl.blocking(c); b >= 0 {
 			c = b
 		}
@@ -152,6 +156,7 @@ func (pl *Planner) send(s int32) Target {
 		pl.stats.Split++
 	case Reordered:
 		pl.stats.Reordered++
+		pl.out6++
 	}
 	return pl.targets[s]
 }
@@ -194,6 +199,7 @@ func (pl *Planner) Observe(addr netip.AddrPort, rtt time.Duration, answered bool
 		pl.estimateSplit(c, s)
 		pl.calibrationDone()
 	case Reordered:
+		pl.out6--
 		if pl.p.Rerank && answered {
 			pl.rerank(c, rtt)
 		}
@@ -203,6 +209,30 @@ func (pl *Planner) Observe(addr netip.AddrPort, rtt time.Duration, answered bool
 		}
 	}
 	return nil
+}
+
+// holding is HoldAhead: every cluster with servers left to hand out is
+// bounded far (or has no bound), and StopAgree of their probes are out,
+// as many as the stop rule's agreeing run needs.
+func (pl *Planner) holding() bool {
+	if !pl.p.HoldAhead || pl.p.Stop != StopBound || pl.out6 < max(pl.p.StopAgree, 1) {
+		return false
+	}
+	need, far := pl.p.StopRTT+pl.p.StopMargin, 0
+	for i := range pl.cl {
+		c := &pl.cl[i]
+		if c.dissolved {
+			continue
+		}
+		near := c.lowOK && c.low < need
+		if near && c.probed < len(c.members) {
+			return false // what comes next is not speculative
+		}
+		if !near {
+			far += c.inflight
+		}
+	}
+	return far >= max(pl.p.StopAgree, 1)
 }
 
 // Stopped reports whether auto-stop fired, and when and why.

@@ -562,3 +562,71 @@ func TestBoundFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestHoldAhead: with many probes in flight, StopBound's far tail is
+// handed out only as far as its agreeing run needs: once every cluster
+// left is bounded far, no more than StopAgree step-6 probes are out, and
+// the stop fires after about that many US probes instead of the whole of
+// the US. Without HoldAhead the same sender hands the US out whole. With
+// a US server near, the US is probed to its end either way.
+func TestHoldAhead(t *testing.T) {
+	ts := append(addrs("NZ", 1, 1, 100), addrs("US", 2, 1, 400)...)
+	run := func(hold bool, low time.Duration) (us int, stopped bool, peak int) {
+		p := Scout()
+		p.ClusterBy = ByCountry
+		p.FarCut = 0
+		p.HoldAhead = hold
+		pl := newPlanner(t, ts, p, 1)
+		world := func(x Target) (time.Duration, bool) {
+			switch {
+			case x.Country == "NZ":
+				return ms(30), true
+			case x.Addr == ts[100].Addr:
+				return low, true
+			}
+			return ms(300), true
+		}
+		// Everything available out at once, outcomes in the order sent.
+		var flying []probe
+		for {
+			for {
+				tgt, ph, ok := pl.Next()
+				if !ok {
+					break
+				}
+				rtt, answered := world(tgt)
+				flying = append(flying, probe{tgt, ph, rtt, answered})
+				if ph == Reordered && tgt.Country == "US" {
+					us++
+				}
+			}
+			out6 := 0
+			for _, f := range flying {
+				if f.ph == Reordered {
+					out6++
+				}
+			}
+			peak = max(peak, out6)
+			if len(flying) == 0 {
+				st, _ := pl.Stopped()
+				return us, st, peak
+			}
+			f := flying[0]
+			flying = flying[1:]
+			if err := pl.Observe(f.t.Addr, f.rtt, f.answered); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	p := Scout()
+	us, stopped, _ := run(true, ms(300))
+	if !stopped || us > 2*p.StopAgree {
+		t.Errorf("held: stopped %v after %d US step-6 probes; want a stop within %d", stopped, us, 2*p.StopAgree)
+	}
+	if us, _, _ := run(false, ms(300)); us < 300 {
+		t.Errorf("not held: %d US step-6 probes; want the US handed out whole (the test no longer shows what holding saves)", us)
+	}
+	if us, _, _ := run(true, ms(150)); us < 380 {
+		t.Errorf("held, a US server at 150 ms: %d US step-6 probes, want the US to its end", us)
+	}
+}

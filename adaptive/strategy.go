@@ -38,7 +38,8 @@ type Phase uint8
 
 const (
 	// Waiting: no probe to send until outstanding calibration or split
-	// probes are observed (step 5 needs every cluster's RTT).
+	// probes are observed (step 5 needs every cluster's RTT), or, with
+	// Params.HoldAhead, until a far probe's outcome is in.
 	Waiting Phase = iota
 	// Calibrate is step 4(c): a sample of a cluster.
 	Calibrate
