@@ -85,9 +85,11 @@
 // clusters still unprobed ([StopEstimate]), or that asks their lowest
 // answered RTT instead of a window ([StopBound]), a two-round calibration
 // that stops sampling a cluster whose first sample is far past RTTstop
-// ([Params].FarCut), a scaled Nsample ([Params].SampleScale), and
-// re-ranking clusters as step-6 RTTs arrive ([Params].Rerank). [Scout]
-// combines country+AS clusters, FarCut and StopBound: the variant
+// ([Params].FarCut), a scaled Nsample ([Params].SampleScale),
+// re-ranking clusters as step-6 RTTs arrive ([Params].Rerank), and holding
+// the far tail to what StopBound still needs to see when many probes are
+// in flight ([Params].HoldAhead). [Scout] combines country+AS clusters,
+// FarCut, StopBound and HoldAhead: the variant
 // EVALUATION.md measures as "scout". [Conventional] (master order) and
 // [Oracle] (exactly the playable servers, nearest first) are planners with
 // the same methods, so a simulator drives every strategy alike through
