@@ -149,18 +149,26 @@ func testWorld2000(t *testing.T, mode SocketMode) {
 	}
 }
 
-// TestEmulator_LastReply: the emulator records when a server's last reply
-// to a client was due (discobench's time to the last playable server),
-// within the reply's injected RTT of the request, and nothing for a
-// server no client asked.
-func TestEmulator_LastReply(t *testing.T) {
-	w, err := Generate(Spec{Servers: 4, Seed: 7, RTTMin: 20 * time.Millisecond, RTTMax: 30 * time.Millisecond})
+// quakeWorld is a generated world of n Quake III Arena servers, 20-30 ms
+// away.
+func quakeWorld(t *testing.T, n int) World {
+	t.Helper()
+	w, err := Generate(Spec{Servers: n, Seed: 7, RTTMin: 20 * time.Millisecond, RTTMax: 30 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range w.Servers {
 		w.Servers[i].Game = Q3A
 	}
+	return w
+}
+
+// TestEmulator_LastReply: the emulator records when a server's last reply
+// to a client was due (discobench's time to the last playable server),
+// within the reply's injected RTT of the request, and nothing for a
+// server no client asked.
+func TestEmulator_LastReply(t *testing.T) {
+	w := quakeWorld(t, 4)
 	e, _ := startWorld(t, w, Config{})
 	c := client(t, e.Table())
 	asked, other := w.Servers[0], w.Servers[1]
@@ -181,13 +189,7 @@ func TestEmulator_LastReply(t *testing.T) {
 // TestEmulator_GoneServersAnswerTheirMastersOnly: a gone server answers
 // its master's getinfo (so the master lists it) and nobody else's.
 func TestEmulator_GoneServersAnswerTheirMastersOnly(t *testing.T) {
-	w, err := Generate(Spec{Servers: 2, Seed: 7, RTTMin: 20 * time.Millisecond, RTTMax: 30 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range w.Servers {
-		w.Servers[i].Game = Q3A
-	}
+	w := quakeWorld(t, 2)
 	w.Servers[0].Gone = true
 	mc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
