@@ -180,10 +180,11 @@ type Params struct {
 	// servers left to hand out has its lower bound at StopRTT + StopMargin
 	// or more (or none), no more of their probes are out than the rule's
 	// agreeing run needs (StopAgree); Next says Waiting until one comes
-	// back. A sender with a few probes in flight
-	// (the game clients' 16) is never held; a paced one at thousands a
-	// second would otherwise hand out the whole far tail before the
-	// rule's outcomes return. It never skips a server, only delays.
+	// back. A paced sender at thousands a second would otherwise hand out
+	// the whole far tail before the rule's outcomes return; a sender with
+	// fewer than StopAgree in flight is held only while something else
+	// keeps handed-out probes waiting (group probing's held mates). It
+	// never skips a server, only delays.
 	HoldAhead bool
 	// Rerank, when set, re-estimates a cluster as its step-6 RTTs arrive
 	// (the median of all its answered probes) and always continues with the
@@ -235,9 +236,7 @@ func Paper() Params {
 //     the last 20 step-6 outcomes were at or above 200 ms (or lost) and no
 //     cluster with servers left has answered under 205 ms;
 //   - HoldAhead: a paced sender (thousands of probes a second) hands out
-//     the far tail only 20 probes ahead of the rule's evidence; a sender
-//     with at most 19 in flight, the simulator's 16 among them, is never
-//     held.
+//     the far tail only 20 probes ahead of the rule's evidence.
 //
 // EVALUATION.md measures it against the paper's algorithm and the oracle
 // ("What each option buys"); every other field is Paper()'s.
