@@ -26,8 +26,8 @@ import (
 // The prober's window is kept full from the strategy: a target is handed
 // to the probe engine only when fewer than Window targets are open, so
 // the strategy decides each probe as late as the window allows, with every
-// outcome known so far. With Prober.Lookahead (scout servers --order
-// adaptive sets OrderedLookahead when it paces) the window is the
+// outcome known so far. With Prober.Lookahead (a paced Prober without
+// one gets OrderedLookahead) the window is the
 // prober's own instead (probe.Prober.EffectiveWindow, as Discover's run
 // has it: paced, large enough for the pacer's top rate), the pacer sets
 // the rate, and the prober takes a target only while fewer than
@@ -104,6 +104,9 @@ func Ordered(ctx context.Context, masterConn, probeConn probe.Conn, cfg Config, 
 	var ord Ordering
 	if plan == nil {
 		return sum, ord, ErrNoPlanner
+	}
+	if cfg.Prober.Pace != nil && cfg.Prober.Lookahead == 0 {
+		cfg.Prober.Lookahead = OrderedLookahead // each target decided just before it is sent
 	}
 	s := newSession(cfg, start)
 	cerr := collect(ctx, masterConn, s, each)
@@ -341,9 +344,9 @@ func drive(ctx context.Context, conn probe.Conn, p probe.Prober, st adaptive.Str
 	}
 }
 
-// OrderedLookahead is the probe.Prober.Lookahead that scout servers
-// --order adaptive gives a paced run: the targets decided and waiting to
-// be sent, at most.
+// OrderedLookahead is the probe.Prober.Lookahead that Ordered gives a
+// paced Prober that has none: the targets decided and waiting to be sent,
+// at most.
 const OrderedLookahead = 16
 
 // List asks cfg.Masters for their lists on conn and returns when every

@@ -161,8 +161,8 @@ func TestOrdered_ListCannotFloodProbes(t *testing.T) {
 }
 
 // TestOrdered_PacedIsNotHeldToAWindowOf16: with the prober paced (the
-// default of scout servers) and a Lookahead (as --order adaptive has it)
-// an ordered run keeps more than a window of 16 probes in flight, as
+// default of scout servers; Ordered gives it OrderedLookahead) an ordered
+// run keeps more than a window of 16 probes in flight, as
 // Discover's run does, and ends sooner than with the window; the prober
 // takes each target only while fewer than OrderedLookahead wait to be
 // sent, so auto-stop still fires before every
@@ -182,7 +182,7 @@ func TestOrdered_PacedIsNotHeldToAWindowOf16(t *testing.T) {
 			cfg := Config{Masters: []Master{{Name: "A", Addr: masterA, Request: q3Request(t)}}}
 			cfg.Prober.Timeout, cfg.Prober.Attempts = 500*time.Millisecond, 1
 			if paced {
-				cfg.Prober.Pace, cfg.Prober.Lookahead = &probe.Pace{}, OrderedLookahead
+				cfg.Prober.Pace = &probe.Pace{}
 			}
 			start := time.Now()
 			var err error

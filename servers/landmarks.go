@@ -28,9 +28,6 @@ func runPlanned(ctx context.Context, opt Config, out *output, mconn, pconn probe
 	if o.Order == "landmarks" || opt.IPv6 {
 		cfg.Landmarks, cfg.LandmarkPings = true, o.LandmarkPings
 	}
-	if cfg.Prober.Pace != nil {
-		cfg.Prober.Lookahead = discover.OrderedLookahead // as runOrdered
-	}
 	var reps []discover.MasterReport
 	gn := &gameNames{}
 	nc := startNameCheck(ctx, opt, cfg)

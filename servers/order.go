@@ -38,11 +38,6 @@ func adaptivePlanner(p adaptive.Params, seed uint64) discover.Planner {
 // stderr after the run (a master past a bound, game names).
 func runOrdered(ctx context.Context, opt Config, out *output, mconn, pconn probe.Conn, cfg discover.Config, unresolved []discover.MasterReport, stderr io.Writer, mem *memory) (Result, error) {
 	o := opt.Order
-	if cfg.Prober.Pace != nil {
-		// Paced as the default path: the pacer's window and rate, each
-		// target decided just before it is sent.
-		cfg.Prober.Lookahead = discover.OrderedLookahead
-	}
 	gn := &gameNames{}
 	nc := startNameCheck(ctx, opt, cfg)
 	sum, ord, err := discover.Ordered(ctx, mconn, pconn, cfg, geoLocator(geo.Default()), adaptivePlanner(o.Params(), o.Seed), gn.wrap(opt.Filter, out.event))

@@ -42,9 +42,9 @@ type Config struct {
 	// probe.DefaultWindow (16).
 	Window int
 	// Paced paces every run as scout servers does by default instead
-	// (probe.Pace: the line measured, up to its MaxRate), the ordered
-	// runs deciding each target just before it is sent
-	// (discover.OrderedLookahead); Window is then unused.
+	// (probe.Pace: the line measured, up to its MaxRate; discover.Ordered
+	// then decides each target just before it is sent); Window is then
+	// unused.
 	Paced    bool
 	Timeout  time.Duration
 	Attempts int

@@ -149,11 +149,8 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 	base := discover.Config{Masters: []discover.Master{{Name: "demo", Addr: masterAddr, Request: req}},
 		Quiet:  300 * time.Millisecond,
 		Prober: probe.Prober{Window: cfg.Window, Timeout: cfg.Timeout, Attempts: cfg.Attempts}}
-	ordered := base // the adaptive, landmark and oracle runs'
 	if cfg.Paced {
 		base.Prober = probe.Prober{Pace: &probe.Pace{}, Timeout: cfg.Timeout, Attempts: cfg.Attempts}
-		ordered = base
-		ordered.Prober.Lookahead = discover.OrderedLookahead
 	}
 	locate := func(a netip.Addr) (string, uint32) {
 		info, ok := geo.Default().Lookup(a)
@@ -220,7 +217,7 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 	}
 	// The landmark run asks every master through its path, which gives
 	// the player's RTT to its city.
-	lmBase := ordered
+	lmBase := base
 	if lmRun >= 0 {
 		// getserversExt: the landmark extension's form (ET's own client
 		// asks with getservers).
@@ -269,7 +266,7 @@ func Demo(ctx context.Context, cfg Config) (Report, error) {
 					}
 				})
 			default:
-				r.Summary, r.Ordering, r.Err = discover.Ordered(ctx, mw, pc, ordered, locate, plans[i], func(discover.Event) {})
+				r.Summary, r.Ordering, r.Err = discover.Ordered(ctx, mw, pc, base, locate, plans[i], func(discover.Event) {})
 			}
 			r.Found, r.LastPlayable = Found(r.Ordering.Probes, listed, rep.StopRTT)
 			r.Unprobed, r.Unanswered = Missed(r.Ordering.Probes, env.Playable)
