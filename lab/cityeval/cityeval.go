@@ -604,21 +604,31 @@ func (r run) oracle() (*sim.Result, error) {
 	return sim.Run(orc, r.in)
 }
 
+// site is a (country, AS) site, the site check's unit before its
+// landmark vectors split it.
+type site struct {
+	country string
+	asn     uint32
+}
+
+// nearestBySite returns each site's nearest server's RTT from r's client.
+func (r run) nearestBySite() map[site]time.Duration {
+	nearest := map[site]time.Duration{}
+	for i, t := range r.targets {
+		k := site{t.Country, t.ASN}
+		if d, ok := nearest[k]; !ok || r.rtts[i] < d {
+			nearest[k] = r.rtts[i]
+		}
+	}
+	return nearest
+}
+
 // unplayableSites counts the (country, AS) sites none of whose servers is
 // playable from r's client.
 func (r run) unplayableSites() int {
-	type site struct {
-		country string
-		asn     uint32
-	}
-	playable := map[site]bool{}
-	for i, t := range r.targets {
-		k := site{t.Country, t.ASN}
-		playable[k] = playable[k] || r.rtts[i] < Playable
-	}
 	n := 0
-	for _, p := range playable {
-		if !p {
+	for _, d := range r.nearestBySite() {
+		if d >= Playable {
 			n++
 		}
 	}
@@ -628,19 +638,8 @@ func (r run) unplayableSites() int {
 // mixedCountries counts the countries holding an AS with a playable server
 // and an AS whose nearest server is MixedFar or more away from r's client.
 func (r run) mixedCountries() int {
-	type site struct {
-		country string
-		asn     uint32
-	}
-	nearest := map[site]time.Duration{}
-	for i, t := range r.targets {
-		k := site{t.Country, t.ASN}
-		if d, ok := nearest[k]; !ok || r.rtts[i] < d {
-			nearest[k] = r.rtts[i]
-		}
-	}
 	near, far := map[string]bool{}, map[string]bool{}
-	for k, d := range nearest {
+	for k, d := range r.nearestBySite() {
 		near[k.country] = near[k.country] || d < Playable
 		far[k.country] = far[k.country] || d >= MixedFar
 	}
