@@ -54,7 +54,7 @@ func drive(t testing.TB, s Strategy, world truth) []probe {
 
 // driveBatched runs s with every available probe handed out at once and the
 // outcomes observed in an order shuffled by rng, as a client with many
-// probes in flight sees them.
+// probes in flight sees them; a nil rng observes them in the order sent.
 func driveBatched(t testing.TB, s Strategy, world truth, rng *rand.Rand, inflight int) []probe {
 	t.Helper()
 	var out []probe
@@ -78,10 +78,15 @@ func driveBatched(t testing.TB, s Strategy, world truth, rng *rand.Rand, infligh
 			}
 			return out
 		}
-		i := rng.IntN(len(flying))
-		p := flying[i]
-		flying[i] = flying[len(flying)-1]
-		flying = flying[:len(flying)-1]
+		p := flying[0]
+		if rng == nil {
+			flying = flying[1:]
+		} else {
+			i := rng.IntN(len(flying))
+			p = flying[i]
+			flying[i] = flying[len(flying)-1]
+			flying = flying[:len(flying)-1]
+		}
 		if err := s.Observe(p.t.Addr, p.rtt, p.answered); err != nil {
 			t.Fatalf("Observe(%v): %v", p.t.Addr, err)
 		}

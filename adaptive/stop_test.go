@@ -571,7 +571,7 @@ func TestBoundFirst(t *testing.T) {
 // a US server near, the US is probed to its end either way.
 func TestHoldAhead(t *testing.T) {
 	ts := append(addrs("NZ", 1, 1, 100), addrs("US", 2, 1, 400)...)
-	run := func(hold bool, low time.Duration) (us int, stopped bool, peak int) {
+	run := func(hold bool, low time.Duration) (us int, stopped bool) {
 		p := Scout()
 		p.ClusterBy = ByCountry
 		p.FarCut = 0
@@ -587,46 +587,23 @@ func TestHoldAhead(t *testing.T) {
 			return ms(300), true
 		}
 		// Everything available out at once, outcomes in the order sent.
-		var flying []probe
-		for {
-			for {
-				tgt, ph, ok := pl.Next()
-				if !ok {
-					break
-				}
-				rtt, answered := world(tgt)
-				flying = append(flying, probe{tgt, ph, rtt, answered})
-				if ph == Reordered && tgt.Country == "US" {
-					us++
-				}
-			}
-			out6 := 0
-			for _, f := range flying {
-				if f.ph == Reordered {
-					out6++
-				}
-			}
-			peak = max(peak, out6)
-			if len(flying) == 0 {
-				st, _ := pl.Stopped()
-				return us, st, peak
-			}
-			f := flying[0]
-			flying = flying[1:]
-			if err := pl.Observe(f.t.Addr, f.rtt, f.answered); err != nil {
-				t.Fatal(err)
+		for _, pr := range driveBatched(t, pl, world, nil, len(ts)) {
+			if pr.ph == Reordered && pr.t.Country == "US" {
+				us++
 			}
 		}
+		stopped, _ = pl.Stopped()
+		return us, stopped
 	}
 	p := Scout()
-	us, stopped, _ := run(true, ms(300))
+	us, stopped := run(true, ms(300))
 	if !stopped || us > 2*p.StopAgree {
 		t.Errorf("held: stopped %v after %d US step-6 probes; want a stop within %d", stopped, us, 2*p.StopAgree)
 	}
-	if us, _, _ := run(false, ms(300)); us < 300 {
+	if us, _ := run(false, ms(300)); us < 300 {
 		t.Errorf("not held: %d US step-6 probes; want the US handed out whole (the test no longer shows what holding saves)", us)
 	}
-	if us, _, _ := run(true, ms(150)); us < 380 {
+	if us, _ := run(true, ms(150)); us < 380 {
 		t.Errorf("held, a US server at 150 ms: %d US step-6 probes, want the US to its end", us)
 	}
 }
