@@ -25,7 +25,7 @@ import (
 // WonderProxy's datacentre nodes measured the mesh); every server
 // heartbeats to each, so each measures its RTT to every server when it
 // verifies it. The first also lists the world for the other runs. Each
-// master is reached through a path of its own (RelayPerClient,
+// master is reached through a path of its own (RelayWith,
 // LandmarkMaster.Path) that delays its replies by the sender's RTT to its
 // city in the same model: for the other masters, which ping it as their
 // peer (master.Mesh, every MeshInterval), the model's RTT between the two
@@ -89,7 +89,7 @@ type LandmarkMaster struct {
 	City latency.City
 	Addr netip.AddrPort // its own (loopback) socket
 	// Path is where the player and the other masters reach it: a
-	// RelayPerClient giving each its RTT to City.
+	// RelayWith giving each its RTT to City.
 	Path netip.AddrPort
 	// ClientRTT is the player's RTT to it: its path's delay for the
 	// player.
@@ -137,108 +137,37 @@ func landmarkLinks(pop *population.World, city latency.City, loss float64) []wor
 	return out
 }
 
-// Relay stands for the network between the player and a landmark master:
-// it forwards the client's datagrams to the master at once and the
-// master's back after delay (the path's whole RTT), in the order they
-// came as a path with a fixed delay does, over real UDP on loopback. It
-// serves one client (the last that sent) from the address it returns,
-// until ctx ends; wg waits for its goroutines. (A timer per datagram let a
-// busy machine send them back out of order: a fleet instance's landmark
-// runs could reach the client with a peer's first, which the client takes
-// for the instance's own.)
+// Relay stands for the network between hosts and a landmark master, a
+// path per host, over real UDP on loopback: each client (by address and
+// port) gets a socket of its own towards the master, so the master sees
+// one source per client and its replies go back to the right one (a
+// player's process may ask from more than one socket: the list on one, a
+// name check on another). A client's datagrams go to the master at once;
+// the master's go back after the path's delay, in the order they came, as
+// a path with a fixed delay does. It serves until ctx ends; wg waits for
+// its goroutines. (A timer per datagram let a busy machine send them back
+// out of order: a fleet instance's landmark runs could reach the client
+// with a peer's first, which the client takes for the instance's own.)
 func Relay(ctx context.Context, wg *sync.WaitGroup, to netip.AddrPort, delay time.Duration) (netip.AddrPort, error) {
-	return RelayWith(ctx, wg, to, RelayConfig{Delay: delay})
+	return RelayWith(ctx, wg, to, RelayConfig{Delay: func(netip.AddrPort) time.Duration { return delay }})
 }
 
-// RelayConfig is a Relay's path.
+// RelayConfig is a Relay's paths.
 type RelayConfig struct {
-	// Delay is the path's RTT: each of the master's datagrams goes back
-	// that long after it came.
-	Delay time.Duration
-	// Extra, if not nil, is called with the index (from 0) and bytes of
-	// each of the master's datagrams and returns a delay added to that
-	// one (a queue, a busy host: a sample inflated). The datagrams still
-	// go back in the order they came, so the ones behind an inflated
-	// datagram wait for it, as in a queue.
-	Extra func(i int, pkt []byte) time.Duration
+	// Delay is the RTT of client's path: each of the master's datagrams
+	// to client goes back that long after it came.
+	Delay func(client netip.AddrPort) time.Duration
+	// Extra, if not nil, is called with the client, the index (from 0,
+	// per client) and the bytes of each of the master's datagrams and
+	// returns a delay added to that one (a queue, a busy host: a sample inflated). The
+	// datagrams still go back in the order they came, so the ones behind
+	// an inflated datagram wait for it, as in a queue.
+	Extra func(client netip.AddrPort, i int, pkt []byte) time.Duration
 }
 
-// RelayWith is Relay with the path cfg.
+// RelayWith is Relay with the paths cfg. At most MaxRelayClients clients
+// are served; datagrams from more are dropped.
 func RelayWith(ctx context.Context, wg *sync.WaitGroup, to netip.AddrPort, cfg RelayConfig) (netip.AddrPort, error) {
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		return netip.AddrPort{}, err
-	}
-	back := make(chan delayed, relayQueue)
-	wg.Go(func() {
-		<-ctx.Done()
-		c.Close()
-	})
-	wg.Go(func() {
-		defer close(back)
-		var client netip.AddrPort
-		buf := make([]byte, 65536)
-		for i := 0; ; {
-			n, from, err := c.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			pkt := append([]byte(nil), buf[:n]...)
-			if from != to {
-				client = from
-				c.WriteToUDPAddrPort(pkt, to)
-				continue
-			}
-			due := time.Now().Add(cfg.Delay)
-			if cfg.Extra != nil {
-				due = due.Add(cfg.Extra(i, pkt))
-			}
-			i++
-			select {
-			case back <- delayed{pkt, client, due}:
-			default: // the path's queue is full: lost, as on a real one
-			}
-		}
-	})
-	wg.Go(func() { delayLine(ctx, c, back) })
-	return c.LocalAddr().(*net.UDPAddr).AddrPort(), nil
-}
-
-// delayed is a datagram on its way back through a relay.
-type delayed struct {
-	pkt []byte
-	to  netip.AddrPort
-	due time.Time
-}
-
-// delayLine writes each datagram of back from c when it is due, in the
-// order they came, until back is closed (its reader's end).
-func delayLine(ctx context.Context, c *net.UDPConn, back <-chan delayed) {
-	tm := time.NewTimer(0)
-	defer tm.Stop()
-	for d := range back {
-		if wait := time.Until(d.due); wait > 0 {
-			tm.Reset(wait)
-			select {
-			case <-tm.C:
-			case <-ctx.Done():
-				continue // drain back until the reader closes it
-			}
-		}
-		c.WriteToUDPAddrPort(d.pkt, d.to)
-	}
-}
-
-// RelayPerClient stands for the network between several hosts and one
-// master, a path per host: each client (by address and port) gets a
-// socket of its own towards the master, so the master sees one source
-// per client and its replies go back to the right one, after
-// delay(client) (that path's whole RTT), in the order they came. Used
-// where more than one host asks the same master: the other landmark
-// masters pinging it and a player asking for the list. At most
-// MaxRelayClients clients are served; datagrams from more are dropped.
-// It serves until ctx ends; wg waits for its goroutines.
-func RelayPerClient(ctx context.Context, wg *sync.WaitGroup, to netip.AddrPort, delay func(client netip.AddrPort) time.Duration) (netip.AddrPort, error) {
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		return netip.AddrPort{}, err
@@ -270,11 +199,11 @@ func RelayPerClient(ctx context.Context, wg *sync.WaitGroup, to netip.AddrPort, 
 		ups = append(ups, u)
 		mu.Unlock()
 		back := make(chan delayed, relayQueue)
-		d := delay(client)
+		d := cfg.Delay(client)
 		wg.Go(func() {
 			defer close(back)
 			buf := make([]byte, 65536)
-			for {
+			for i := 0; ; {
 				n, from, err := u.ReadFromUDPAddrPort(buf)
 				if err != nil {
 					return
@@ -282,9 +211,15 @@ func RelayPerClient(ctx context.Context, wg *sync.WaitGroup, to netip.AddrPort, 
 				if from != to {
 					continue
 				}
+				pkt := append([]byte(nil), buf[:n]...)
+				due := time.Now().Add(d)
+				if cfg.Extra != nil {
+					due = due.Add(cfg.Extra(client, i, pkt))
+				}
+				i++
 				select {
-				case back <- delayed{append([]byte(nil), buf[:n]...), client, time.Now().Add(d)}:
-				default: // the path's queue is full: lost
+				case back <- delayed{pkt, client, due}:
+				default: // the path's queue is full: lost, as on a real one
 				}
 			}
 		})
@@ -312,7 +247,32 @@ func RelayPerClient(ctx context.Context, wg *sync.WaitGroup, to netip.AddrPort, 
 	return c.LocalAddr().(*net.UDPAddr).AddrPort(), nil
 }
 
-// MaxRelayClients bounds the clients a RelayPerClient serves.
+// delayed is a datagram on its way back through a relay.
+type delayed struct {
+	pkt []byte
+	to  netip.AddrPort
+	due time.Time
+}
+
+// delayLine writes each datagram of back from c when it is due, in the
+// order they came, until back is closed (its reader's end).
+func delayLine(ctx context.Context, c *net.UDPConn, back <-chan delayed) {
+	tm := time.NewTimer(0)
+	defer tm.Stop()
+	for d := range back {
+		if wait := time.Until(d.due); wait > 0 {
+			tm.Reset(wait)
+			select {
+			case <-tm.C:
+			case <-ctx.Done():
+				continue // drain back until the reader closes it
+			}
+		}
+		c.WriteToUDPAddrPort(d.pkt, d.to)
+	}
+}
+
+// MaxRelayClients bounds the clients a Relay serves.
 const MaxRelayClients = 64
 
 // relayQueue bounds the datagrams a Relay holds on their way back.

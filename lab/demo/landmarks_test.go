@@ -32,13 +32,14 @@ func TestRelay_KeepsOrder(t *testing.T) {
 	}
 	buf := make([]byte, 64)
 	master.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, _, err := master.ReadFromUDPAddrPort(buf); err != nil {
+	_, path, err := master.ReadFromUDPAddrPort(buf) // the client's path's socket
+	if err != nil {
 		t.Fatal(err)
 	}
 	const n = 200
 	sent := time.Now()
 	for i := range n {
-		if _, err := master.WriteToUDPAddrPort(binary.BigEndian.AppendUint32(nil, uint32(i)), relay); err != nil {
+		if _, err := master.WriteToUDPAddrPort(binary.BigEndian.AppendUint32(nil, uint32(i)), path); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -57,10 +58,10 @@ func TestRelay_KeepsOrder(t *testing.T) {
 	}
 }
 
-// TestRelayPerClient: two clients ask one echoing master through one
-// RelayPerClient; each gets its own echoes, none before its own path's
+// TestRelay_PathPerClient: two clients ask one echoing master through one
+// RelayWith; each gets its own echoes, none before its own path's
 // delay (20 and 80 ms), the master sees two sources.
-func TestRelayPerClient(t *testing.T) {
+func TestRelay_PathPerClient(t *testing.T) {
 	master, a, b := peer.ListenLoopback(t), peer.ListenLoopback(t), peer.ListenLoopback(t)
 	masterAddr := master.LocalAddr().(*net.UDPAddr).AddrPort()
 	aAddr := a.LocalAddr().(*net.UDPAddr).AddrPort()
@@ -68,7 +69,7 @@ func TestRelayPerClient(t *testing.T) {
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
 	delays := map[bool]time.Duration{true: 20 * time.Millisecond, false: 80 * time.Millisecond}
-	relay, err := RelayPerClient(ctx, &wg, masterAddr, func(c netip.AddrPort) time.Duration { return delays[c == aAddr] })
+	relay, err := RelayWith(ctx, &wg, masterAddr, RelayConfig{Delay: func(c netip.AddrPort) time.Duration { return delays[c == aAddr] }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -98,12 +98,12 @@ func Start(ctx context.Context, cfg Config) (env *Env, stop func(), err error) {
 		for _, o := range rep.Masters {
 			delay[o.Addr] = latency.CityRTT(o.City, m.City)
 		}
-		rep.Masters[k].Path, err = RelayPerClient(ctx, &wg, m.Addr, func(from netip.AddrPort) time.Duration {
+		rep.Masters[k].Path, err = RelayWith(ctx, &wg, m.Addr, RelayConfig{Delay: func(from netip.AddrPort) time.Duration {
 			if d, ok := delay[from]; ok {
 				return d
 			}
 			return m.ClientRTT
-		})
+		}})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -32,7 +32,10 @@ import (
 // wait: it ends the pings, and its late reply must not be taken for a
 // later ping's). With the pings the client's RTT must stay within 100 ms
 // of the path's; with none it is the inflated list sample, which shows
-// the relay did inflate it.
+// the relay did inflate it. The client also asks the master for the
+// game's other names from a socket of its own (a getservers whose empty
+// reply looks like a ping's): only the socket that was sent the
+// getserversExt list is the one whose replies are inflated.
 func TestServers_LandmarkPingsInflatedSample(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a world and a master")
@@ -71,9 +74,9 @@ func TestServers_LandmarkPingsInflatedSample(t *testing.T) {
 	isPong := func(p []byte) bool { return bytes.HasPrefix(p, []byte(q3.Prefix+"getserversResponse")) }
 	for _, c := range []struct {
 		name  string
-		pings int // asked for
-		sent  int // sent: a ping past its wait ends them (one more if a loaded machine slowed the list sample enough to wait for it)
-		extra func(seen *int, p []byte) time.Duration
+		pings int                                     // asked for
+		sent  int                                     // sent: a ping past its wait ends them (one more if a loaded machine slowed the list sample enough to wait for it)
+		extra func(seen *int, p []byte) time.Duration // for the socket that asked for the list
 	}{
 		{"list inflated", 2, 2, func(_ *int, p []byte) time.Duration {
 			if isList(p) {
@@ -102,9 +105,16 @@ func TestServers_LandmarkPingsInflatedSample(t *testing.T) {
 			defer func() { rcancel(); rwg.Wait() }()
 			var mu sync.Mutex
 			seen := 0
-			relay, err := demo.RelayWith(rctx, &rwg, m.Addrs()[0], demo.RelayConfig{Delay: path, Extra: func(_ int, p []byte) time.Duration {
+			var lister netip.AddrPort // the socket sent the getserversExt list
+			relay, err := demo.RelayWith(rctx, &rwg, m.Addrs()[0], demo.RelayConfig{Delay: func(netip.AddrPort) time.Duration { return path }, Extra: func(client netip.AddrPort, _ int, p []byte) time.Duration {
 				mu.Lock()
 				defer mu.Unlock()
+				if isList(p) {
+					lister = client
+				}
+				if client != lister {
+					return 0
+				}
 				return c.extra(&seen, p)
 			}})
 			if err != nil {

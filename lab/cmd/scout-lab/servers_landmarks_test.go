@@ -195,7 +195,7 @@ func compareLandmarksOrder(t *testing.T, w world.World, srvCity []latency.City, 
 }
 
 // landmarkRelays puts a relay in front of each landmark master at addrs
-// (demo.RelayPerClient): the player (127.0.0.1) reaches the master in
+// (demo.RelayWith): the player (127.0.0.1) reaches the master in
 // places[k] with the latency model's RTT from client's city, and the
 // other masters (their own loopback IPs) with the model's RTT between the
 // two cities; it returns the relays' addresses, in the masters' order.
@@ -215,7 +215,7 @@ func landmarkRelays(t *testing.T, addrs []netip.AddrPort, places []string, clien
 			}
 			return latency.CityRTT(client, city[places[k]])
 		}
-		r, err := demo.RelayPerClient(ctx, &wg, a, delay)
+		r, err := demo.RelayWith(ctx, &wg, a, demo.RelayConfig{Delay: delay})
 		if err != nil {
 			cancel()
 			t.Fatal(err)
@@ -261,7 +261,7 @@ func waitMesh(t *testing.T, ms []*masterd.Master, places []string, within time.D
 // replies by the model's RTT). The masters measure their RTTs when they
 // verify the servers, and their RTTs to each other by pinging each other
 // through the same relays (each path delayed by the model's RTT between
-// the two cities: demo.RelayPerClient); scout servers --order landmarks
+// the two cities: demo.RelayWith); scout servers --order landmarks
 // reads both with the lists (the landmarks' RTTs to each other for
 // Repair, measured, not derived), estimates its access delay from them,
 // and must find every playable server (model RTT under 200 ms) with fewer
