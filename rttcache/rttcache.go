@@ -32,7 +32,7 @@
 //	vantage 192.0.2.1:27950 31.2
 //	group 203.0.113.0/24 1767225600 41.3 1 1767229200 40.9 3
 //	listed 198.51.100.0/24 1767229200
-//	end 1c291ca3
+//	end CRC
 //
 // "vantage" gives a master and the least RTT (ms) the client has measured
 // to it from this place (since the memory last started afresh); "group" a

@@ -24,7 +24,7 @@ var (
 
 // Info describes one build. Fields the build did not record are empty.
 type Info struct {
-	Version   string // "v1.2.3", "v1.2.3-SNAPSHOT-abc1234", or "(devel)"
+	Version   string // "v1.2.3", "v1.2.3-SNAPSHOT-" and the short commit, or "(devel)"
 	Commit    string // the VCS revision, "+dirty" appended for a modified tree
 	Date      string // the commit or build time, RFC 3339
 	GoVersion string // the toolchain that built the binary
@@ -75,7 +75,7 @@ func fromBuild(bi *debug.BuildInfo, version, commit, date string) Info {
 }
 
 // String is the line `scout version` prints:
-// "scout v1.2.3 (commit abc1234, built 2026-11-28T08:00:00Z, go1.26.8, licensed under Apache-2.0)".
+// "scout v1.2.3 (commit COMMIT, built 2026-11-28T08:00:00Z, go1.26.8, licensed under Apache-2.0)".
 func (in Info) String() string {
 	s := "scout " + in.Version + " ("
 	if in.Commit != "" {
