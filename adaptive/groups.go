@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"slices"
 	"time"
@@ -22,7 +23,21 @@ import (
 //   - at or over Threshold + Margin/k, k the group's answered samples: the
 //     mates are skipped, and the inner strategy is told each answered with
 //     the least sample (so its clusters and stop rule see them);
-//   - in between: one more mate is probed, a further sample.
+//   - in between: further mates are probed, as many at once as the least
+//     sample so far needs to rule the group out (the least k with least
+//     at or over Threshold + Margin/k), and more whenever a lower sample
+//     raises that count; every mate, when its least is under Threshold
+//     (remembered just over it, less Drift: no sample can rule it out).
+//
+// Taking the further samples together costs no probe over taking them one
+// at a time, each after the one before answered: that would not decide
+// the group far before it had as many samples (the least can only fall),
+// and a group one of them finds playable has every mate probed anyway. It
+// saves their round trips: a /24 a few ms over the threshold needs up to
+// Margin/(least - Threshold) samples, which one at a time took as many
+// RTTs near 200 ms at the end of a run. The group is decided far only
+// once none is outstanding (each answer tops the count up), so a sample
+// under the threshold still on its way is never skipped over.
 //
 // A single sample can sit well over its path's RTT (queueing); the least
 // of k samples sits closer, and for the exponential tail of such delays
@@ -30,7 +45,7 @@ import (
 // same for every k (exp(-Margin/mean)). An unanswered probe is not a
 // sample: a lost first sample (a server gone since it registered, found
 // only after the probe's timeouts) releases every mate, which are then
-// probed as without grouping; a lost later one calls the next mate.
+// probed as without grouping; a lost later one calls another mate.
 //
 // The client's memory of its own earlier runs ([Prior], per group) counts
 // as samples taken Drift ms ago, so their least is lowered by Drift (the
@@ -111,7 +126,7 @@ type groupState uint8
 
 const (
 	grpOpen     groupState = iota // no sample out: the next server handed out is one
-	grpSampling                   // a sample is outstanding; mates are held
+	grpSampling                   // samples are outstanding; mates are held
 	grpNear                       // playable: every mate is probed
 	grpFar                        // skipped: mates are reported with least
 	grpAll                        // its first sample was lost: every mate is probed
@@ -121,6 +136,7 @@ type group struct {
 	state   groupState
 	least   time.Duration // least answered sample, remembered ones less Drift
 	samples int           // answered samples, remembered ones included
+	out     int           // samples outstanding (grpSampling)
 	fresh   bool          // an answered sample of this run
 	held    []Target      // mates handed out by the inner strategy, not yet sent
 }
@@ -236,6 +252,45 @@ func (g *Grouped) decide(gr *group, near bool) {
 	}
 }
 
+// need returns how many answered samples rule gr out if none comes in
+// under its least so far: the least k with least >= Threshold + Margin/k
+// (decide's rule); 1 with none. A group whose least is under Threshold
+// and still undecided (remembered just over it, less Drift) can never be
+// ruled out: every mate is a sample it needs.
+func (g *Grouped) need(gr *group) int {
+	over := gr.least - g.p.Threshold
+	switch {
+	case gr.samples == 0 || g.p.Margin == 0:
+		return 1
+	case over <= 0:
+		return math.MaxInt
+	}
+	k := max(int(g.p.Margin/over), 1)
+	for k > 1 && gr.least >= g.p.Threshold+g.p.Margin/time.Duration(k-1) {
+		k--
+	}
+	for gr.least < g.p.Threshold+g.p.Margin/time.Duration(k) {
+		k++
+	}
+	return k
+}
+
+// topUp sends as many of gr's held mates as its samples fall short of
+// need, and reports whether any sample is then outstanding.
+func (g *Grouped) topUp(gr *group) bool {
+	n := min(g.need(gr)-gr.samples-gr.out, len(gr.held))
+	if n > 0 {
+		g.queue = append(g.queue, gr.held[:n]...)
+		gr.held = gr.held[n:]
+		g.held -= n
+		gr.out += n
+		if gr.fresh {
+			g.stats.Samples += n
+		}
+	}
+	return gr.out > 0
+}
+
 // Next returns the next probe: a remembered playable group's server
 // first, a released mate, or what the inner strategy hands out, unless its
 // group holds it or skips it. ok false with Waiting while samples are out
@@ -273,10 +328,18 @@ func (g *Grouped) Next() (Target, Phase, bool) {
 		switch gr.state {
 		case grpOpen:
 			gr.state = grpSampling
+			gr.out = 1
 			if gr.fresh {
 				g.stats.Samples++
 			}
 		case grpSampling:
+			if gr.samples+gr.out < g.need(gr) {
+				gr.out++ // a further sample the group still needs
+				if gr.fresh {
+					g.stats.Samples++
+				}
+				break
+			}
 			gr.held = append(gr.held, t)
 			g.held++
 			continue
@@ -358,17 +421,20 @@ func (g *Grouped) Observe(addr netip.AddrPort, rtt time.Duration, answered bool)
 	if gr.state != grpSampling {
 		return nil
 	}
+	gr.out--
 	switch {
-	case answered:
-		g.decide(gr, rtt < g.p.Threshold)
-	case gr.samples == 0:
+	case answered && rtt < g.p.Threshold:
+		g.decide(gr, true)
+	case gr.samples == 0 && gr.out == 0:
 		// A lost first sample (a server gone since it registered) costs
 		// the probe's timeouts; its mates are not held behind another.
 		gr.state = grpAll
 		g.release(gr)
 		return nil
+	case gr.out > 0 && g.topUp(gr):
+		return nil // undecided until every sample out is in
 	default:
-		gr.state = grpOpen
+		g.decide(gr, false)
 	}
 	switch gr.state {
 	case grpNear:
@@ -382,17 +448,11 @@ func (g *Grouped) Observe(addr netip.AddrPort, rtt time.Duration, answered bool)
 		g.held -= len(gr.held)
 		gr.held = nil
 	case grpOpen:
-		// Undecided (or the sample was lost): the next mate held is the
-		// next sample; with none held, the next one handed out will be.
-		if len(gr.held) > 0 {
-			t := gr.held[0]
-			gr.held = gr.held[1:]
-			g.held--
+		// Undecided (or the sample was lost): the mates held go as the
+		// further samples it needs; with none held, the next ones handed
+		// out will.
+		if g.topUp(gr) {
 			gr.state = grpSampling
-			g.queue = append(g.queue, t)
-			if gr.fresh {
-				g.stats.Samples++
-			}
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 )
@@ -118,6 +119,115 @@ func TestGrouped_SamplesAgainNearTheThreshold(t *testing.T) {
 	}
 }
 
+// handOut returns what g hands out until it has nothing more to send.
+func handOut(t *testing.T, g *Grouped) []Target {
+	t.Helper()
+	var out []Target
+	for {
+		tt, _, ok := g.Next()
+		if !ok {
+			return out
+		}
+		out = append(out, tt)
+	}
+}
+
+// TestGrouped_FurtherSamplesGoTogether: a first sample at 202 ms needs 10
+// samples at that least to rule its /24 out (202 >= 200 + 20/10): the 9
+// further ones go at once, not one per round trip, and once they answer
+// the rest is skipped, the same 10 probes as one at a time.
+func TestGrouped_FurtherSamplesGoTogether(t *testing.T) {
+	ts := addrs("US", 10, 8, 12)
+	g, _ := grouped(t, ts, nil)
+	first := handOut(t, g)
+	if len(first) != 1 {
+		t.Fatalf("first round %d probes, want the one sample", len(first))
+	}
+	if err := g.Observe(first[0].Addr, ms(202), true); err != nil {
+		t.Fatal(err)
+	}
+	further := handOut(t, g)
+	if len(further) != 9 {
+		t.Fatalf("after a sample at 202 ms %d probes at once, want the 9 further samples 202 ms needs", len(further))
+	}
+	for i, tt := range further {
+		if err := g.Observe(tt.Addr, ms(202), true); err != nil {
+			t.Fatal(err)
+		}
+		if more := handOut(t, g); len(more) != 0 {
+			t.Fatalf("after further sample %d, %d more probes", i+1, len(more))
+		}
+	}
+	if st := g.Stats(); st.Samples != 9 || st.Skipped != 2 {
+		t.Errorf("stats %+v, want 9 further samples and 2 skipped", st)
+	}
+}
+
+// TestGrouped_NoGroupIsRuledOutWithASampleOut: samples at 205 ms need 4;
+// the group is not decided on the answers in while one is still out, and
+// that one, at 199 ms, makes it playable: every mate is probed.
+func TestGrouped_NoGroupIsRuledOutWithASampleOut(t *testing.T) {
+	ts := addrs("US", 10, 9, 8)
+	g, _ := grouped(t, ts, nil)
+	first := handOut(t, g)
+	if err := g.Observe(first[0].Addr, ms(205), true); err != nil {
+		t.Fatal(err)
+	}
+	further := handOut(t, g)
+	if len(further) != 3 {
+		t.Fatalf("%d further samples at once, want 3 (205 >= 200 + 20/4)", len(further))
+	}
+	for _, tt := range further[:2] {
+		if err := g.Observe(tt.Addr, ms(205), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g.Stats().Skipped != 0 {
+		t.Fatalf("mates skipped with a sample still out: %+v", g.Stats())
+	}
+	if err := g.Observe(further[2].Addr, ms(199), true); err != nil {
+		t.Fatal(err)
+	}
+	if rest := handOut(t, g); len(rest) != 4 || g.Stats().Skipped != 0 {
+		t.Errorf("after a sample at 199 ms, %d more probes and stats %+v; want the 4 other mates", len(rest), g.Stats())
+	}
+}
+
+// TestGrouped_TogetherCostsNoProbe: on random worlds of /24s near the
+// threshold with no loss, taking the further samples together (every
+// probe out at once, answers in the order sent) probes exactly the
+// servers that taking them one at a time does.
+func TestGrouped_TogetherCostsNoProbe(t *testing.T) {
+	for seed := range uint64(60) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		var ts []Target
+		rtts := map[string]float64{}
+		for b := range 1 + rng.IntN(12) {
+			for h := range 1 + rng.IntN(30) {
+				a := fmt.Sprintf("10.20.%d.%d", b, h+1)
+				ts = append(ts, tg(a, "US"))
+				rtts[a] = 195 + 30*rng.Float64()
+			}
+		}
+		rng.Shuffle(len(ts), func(i, j int) { ts[i], ts[j] = ts[j], ts[i] })
+		one, _ := grouped(t, ts, nil)
+		together, _ := grouped(t, ts, nil)
+		a := sent(drive(t, one, fixed(rtts)))
+		b := sent(driveBatched(t, together, fixed(rtts), nil, len(ts)))
+		slices.Sort(a)
+		slices.Sort(b)
+		if !slices.Equal(a, b) {
+			t.Fatalf("seed %d: one at a time probed %d servers, together %d", seed, len(a), len(b))
+		}
+		// Samples may differ: mates sent together as samples that one
+		// at a time would have gone after a sample found their group
+		// playable.
+		if one.Stats().Skipped != together.Stats().Skipped {
+			t.Fatalf("seed %d: stats %+v one at a time, %+v together", seed, one.Stats(), together.Stats())
+		}
+	}
+}
+
 // TestGrouped_OneSampleUnderTheThresholdKeepsTheGroup: the least sample,
 // not the first, decides; any sample under the threshold makes the group
 // playable.
@@ -206,6 +316,19 @@ func TestGrouped_DriftKeepsARememberedEdgeOpen(t *testing.T) {
 	ps := drive(t, g, fixed(map[string]float64{"10.5.0.1": 222, "10.5.0.2": 222, "10.5.0.3": 222, "10.5.0.4": 222}))
 	if len(ps) != 1 {
 		t.Errorf("probed %v, want one fresh sample (2 samples, least 219 >= 210)", sent(ps))
+	}
+}
+
+// TestGrouped_RememberedJustOverIsProbedTogether: remembered at 201 ms,
+// less 2 ms of drift is 199: no number of samples at or over that can
+// rule the /24 out, so every mate is probed, all at once rather than one
+// per round trip.
+func TestGrouped_RememberedJustOverIsProbedTogether(t *testing.T) {
+	ts := addrs("US", 10, 6, 6)
+	prior := map[netip.Prefix]Prior{GroupKey(ts[0].Addr.Addr()): {Least: ms(201), Samples: 1}}
+	g, _ := grouped(t, ts, prior)
+	if got := handOut(t, g); len(got) != 6 {
+		t.Errorf("%d probes at once, want all 6 mates", len(got))
 	}
 }
 
