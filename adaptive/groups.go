@@ -22,7 +22,9 @@ import (
 //   - under Threshold: the group is playable, every mate is probed;
 //   - at or over Threshold + Margin/k, k the group's answered samples: the
 //     mates are skipped, and the inner strategy is told each answered with
-//     the least sample (so its clusters and stop rule see them);
+//     the least sample, so its clusters see them (a [SkipObserver] is told
+//     through ObserveSkipped, which its stop rule does not count: the
+//     samples were counted as they came);
 //   - in between: further mates are probed, as many at once as the least
 //     sample so far needs to rule the group out (the least k with least
 //     at or over Threshold + Margin/k), and more whenever a lower sample
@@ -377,6 +379,9 @@ func (g *Grouped) skip(a netip.AddrPort, gr *group) error {
 	g.skipped[a] = gr.least
 	if st, _ := g.in.Stopped(); st {
 		return nil
+	}
+	if so, ok := g.in.(SkipObserver); ok {
+		return so.ObserveSkipped(a, gr.least)
 	}
 	return g.in.Observe(a, gr.least, true)
 }

@@ -471,3 +471,62 @@ func TestGrouped_UnlocatedServersAreNotGrouped(t *testing.T) {
 		t.Errorf("with their /24 remembered far, probed %v, want every unlocated server", sent(ps))
 	}
 }
+
+// TestGrouped_SkippedMatesAreNoEvidenceForTheStop: one cluster (nothing
+// geolocated: each address is its own group), an address with 25 far
+// ports, and 200 single servers of which half are playable. When a far
+// port is the planner's first sample, its 24 skipped mates used to reach
+// the stop rule as 24 agreeing far outcomes, and the run stopped after a
+// few probes with the cluster's bound still the far sample's. Whatever
+// the seed, every playable server must be found.
+func TestGrouped_SkippedMatesAreNoEvidenceForTheStop(t *testing.T) {
+	var ts []Target
+	rtts := map[netip.AddrPort]float64{}
+	for port := range 25 {
+		a := netip.AddrPortFrom(netip.MustParseAddr("10.0.0.1"), uint16(27960+port))
+		ts = append(ts, Target{Addr: a})
+		rtts[a] = 300
+	}
+	playable := 0
+	for i := range 200 {
+		a := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 1, byte(i / 250), byte(i%250 + 1)}), 27960)
+		ts = append(ts, Target{Addr: a})
+		rtts[a] = 300
+		if i%2 == 0 {
+			rtts[a] = 100
+			playable++
+		}
+	}
+	world := func(tt Target) (time.Duration, bool) { return ms(rtts[tt.Addr]), true }
+	firstFar := 0
+	for seed := range uint64(100) {
+		p := Scout()
+		p.StopRTT = ms(200)
+		pl, err := New(ts, p, rand.New(rand.NewPCG(seed, 3)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		gp := DefaultGroups()
+		g, err := NewGrouped(pl, ts, gp, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps := driveBatched(t, g, world, nil, 8)
+		if ps[0].t.Addr.Addr() == netip.MustParseAddr("10.0.0.1") {
+			firstFar++
+		}
+		found := 0
+		for _, pr := range ps {
+			if pr.rtt < ms(200) {
+				found++
+			}
+		}
+		if found != playable {
+			t.Fatalf("seed %d: found %d of %d playable after %d probes (first %v at %v); stats %+v",
+				seed, found, playable, len(ps), ps[0].t.Addr, ps[0].rtt, g.Stats())
+		}
+	}
+	if firstFar == 0 {
+		t.Fatal("no seed began with the far address: the case is not exercised")
+	}
+}

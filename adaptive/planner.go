@@ -167,6 +167,17 @@ func (pl *Planner) send(s int32) Target {
 // Observe refuses an address not in the list (ErrUnknown) and one that is
 // not outstanding (ErrNotSent); a refusal changes nothing but Stats.
 func (pl *Planner) Observe(addr netip.AddrPort, rtt time.Duration, answered bool) error {
+	return pl.observe(addr, rtt, answered, false)
+}
+
+// ObserveSkipped records a server handed out by Next and not probed, ruled
+// out at least (SkipObserver): its cluster counts it as answered at least;
+// step 6's stop rule and re-ranking do not see it.
+func (pl *Planner) ObserveSkipped(addr netip.AddrPort, least time.Duration) error {
+	return pl.observe(addr, least, true, true)
+}
+
+func (pl *Planner) observe(addr netip.AddrPort, rtt time.Duration, answered, skipped bool) error {
 	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
 	s, ok := pl.index[addr]
 	if !ok {
@@ -200,6 +211,9 @@ func (pl *Planner) Observe(addr netip.AddrPort, rtt time.Duration, answered bool
 		pl.calibrationDone()
 	case Reordered:
 		pl.out6--
+		if skipped {
+			break
+		}
 		if pl.p.Rerank && answered {
 			pl.rerank(c, rtt)
 		}

@@ -149,3 +149,14 @@ type Strategy interface {
 	Stopped() (bool, StopInfo)
 	Clusters() []ClusterInfo
 }
+
+// SkipObserver is a Strategy that can be told that a server it handed
+// out was not probed because answers already observed rule it out (group
+// probing's skipped mates, at their group's least sample; [Grouped]). It
+// counts as the server's outcome for the strategy's bookkeeping, not as
+// fresh evidence for its stop rule: the answers it stands for were
+// counted when they came, and one far /24 of many servers would otherwise
+// make a stop rule's run of agreeing outcomes on its own.
+type SkipObserver interface {
+	ObserveSkipped(addr netip.AddrPort, least time.Duration) error
+}

@@ -435,6 +435,18 @@ func (pl *Planner) hand(s int32) {
 // address not in the list (adaptive.ErrUnknown) and one not outstanding
 // (adaptive.ErrNotSent).
 func (pl *Planner) Observe(addr netip.AddrPort, rtt time.Duration, answered bool) error {
+	return pl.observe(addr, rtt, answered, false)
+}
+
+// ObserveSkipped records a server handed out by Next and not probed, ruled
+// out at least by its group's answers (adaptive.SkipObserver): it counts
+// as answered at least, but not toward the stop rules' runs of far
+// outcomes (the sub-planner's, and StopAfter).
+func (pl *Planner) ObserveSkipped(addr netip.AddrPort, least time.Duration) error {
+	return pl.observe(addr, least, true, true)
+}
+
+func (pl *Planner) observe(addr netip.AddrPort, rtt time.Duration, answered, skipped bool) error {
 	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
 	s, ok := pl.index[addr]
 	if !ok {
@@ -455,7 +467,11 @@ func (pl *Planner) Observe(addr netip.AddrPort, rtt time.Duration, answered bool
 		pl.sib.observed(s, rtt)
 	}
 	if sl.sub {
-		if err := pl.sub.Observe(addr, rtt, answered); err != nil {
+		observe := pl.sub.Observe
+		if skipped {
+			observe = func(a netip.AddrPort, rtt time.Duration, _ bool) error { return pl.sub.ObserveSkipped(a, rtt) }
+		}
+		if err := observe(addr, rtt, answered); err != nil {
 			return err
 		}
 		if answered {
@@ -464,7 +480,7 @@ func (pl *Planner) Observe(addr netip.AddrPort, rtt time.Duration, answered bool
 		if st, _ := pl.sub.Stopped(); st {
 			pl.subDone = true
 		}
-	} else if pl.p.StopAfter > 0 {
+	} else if pl.p.StopAfter > 0 && !skipped {
 		if answered && float64(rtt) < pl.p.Threshold*float64(time.Millisecond) {
 			pl.run = 0
 		} else if sl.est < pl.p.Threshold {
