@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -409,6 +410,49 @@ func TestPlanner_StopAfter(t *testing.T) {
 	}
 	if _, info := pl.Stopped(); info.Reordered != 5 || info.Sent != 6 {
 		t.Errorf("stop info %+v", info)
+	}
+}
+
+// TestPlanner_SkippedOutcomesAreNoRun: servers reported through
+// ObserveSkipped (group probing's mates, ruled out by their group's
+// answers) count as outcomes but not toward StopAfter's run: the world of
+// TestPlanner_StopAfter, with 3 and 4 skipped instead of probed, is not
+// cut after them, and 5 (playable) is probed.
+func TestPlanner_SkippedOutcomesAreNoRun(t *testing.T) {
+	var w planWorld
+	w.in.Client = Vector{1}
+	est := []float64{10, 20, 30, 210, 220, 230, 240, 250, 260}
+	truth := []float64{10, 300, 30, 250, 260, 190, 270, 280, 290}
+	index := map[netip.AddrPort]int{}
+	for i, e := range est {
+		w.in.Targets = append(w.in.Targets, adaptive.Target{Addr: addrOf(i)})
+		w.in.Vectors = append(w.in.Vectors, Vector{e - 1})
+		index[addrOf(i)] = i
+	}
+	pl, err := NewPlanner(w.in, PlanParams{Threshold: 200, Margin: 1000, StopAfter: 2}, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var probed []int
+	for range 2 * len(est) {
+		tg, _, ok := pl.Next()
+		if !ok {
+			break
+		}
+		i := index[tg.Addr]
+		rtt := time.Duration(truth[i] * float64(time.Millisecond))
+		if i == 3 || i == 4 {
+			err = pl.ObserveSkipped(tg.Addr, rtt)
+		} else {
+			probed = append(probed, i)
+			err = pl.Observe(tg.Addr, rtt, true)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Contains(probed, 5) {
+		t.Errorf("probed %v: the two skipped servers made StopAfter's run and cut before 5", probed)
 	}
 }
 
