@@ -229,7 +229,8 @@ func (pl *Planner) observe(addr netip.AddrPort, rtt time.Duration, answered, ski
 // bounded far (or has no bound), and StopAgree of their probes are out,
 // as many as the stop rule's agreeing run needs.
 func (pl *Planner) holding() bool {
-	if !pl.p.HoldAhead || pl.p.Stop != StopBound || pl.out6 < max(pl.p.StopAgree, 1) {
+	agree := max(pl.p.StopAgree, 1)
+	if !pl.p.HoldAhead || pl.p.Stop != StopBound || pl.out6 < agree {
 		return false
 	}
 	need, far := pl.p.StopRTT+pl.p.StopMargin, 0
@@ -246,7 +247,7 @@ func (pl *Planner) holding() bool {
 			far += c.inflight
 		}
 	}
-	return far >= max(pl.p.StopAgree, 1)
+	return far >= agree
 }
 
 // Stopped reports whether auto-stop fired, and when and why.

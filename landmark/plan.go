@@ -467,11 +467,13 @@ func (pl *Planner) observe(addr netip.AddrPort, rtt time.Duration, answered, ski
 		pl.sib.observed(s, rtt)
 	}
 	if sl.sub {
-		observe := pl.sub.Observe
+		var err error
 		if skipped {
-			observe = func(a netip.AddrPort, rtt time.Duration, _ bool) error { return pl.sub.ObserveSkipped(a, rtt) }
+			err = pl.sub.ObserveSkipped(addr, rtt)
+		} else {
+			err = pl.sub.Observe(addr, rtt, answered)
 		}
-		if err := observe(addr, rtt, answered); err != nil {
+		if err != nil {
 			return err
 		}
 		if answered {

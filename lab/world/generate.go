@@ -26,8 +26,8 @@ type Spec struct {
 	Jitter time.Duration
 	Loss   float64
 	// Gone is the share of servers that answer their masters only
-	// (Server.Gone). Zero draws nothing, so a world without gone servers
-	// is the same as before the field existed.
+	// (Server.Gone), drawn from a stream of its own: a seed gives the
+	// same servers whatever Gone is.
 	Gone float64
 	// Seed seeds the generator (PCG).
 	Seed uint64

@@ -16,9 +16,8 @@ import (
 // --order master, three rounds each, and checks that every round of the
 // default found every server under 200 ms that master order found. The
 // master's list turns over between rounds, so the rounds start from
-// different servers: a far address's skipped ports, counted once as
-// agreeing far outcomes by the stop rule, stopped one round in three
-// after 21 probes.
+// different servers. A stop rule that counts a far address's skipped
+// ports as agreeing far outcomes stops the first round after 21 probes.
 func TestDiscobench_DefaultOrderFindsEveryPlayable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a 5,000-server world")
